@@ -1,0 +1,81 @@
+// Command latchkey is the command-line face of the latchkey library and
+// server: key-value check-and-set, locks that run a command only while held,
+// atomic publication, probing and benchmarking of stores, and `serve`, the
+// durable S3- and Consul-compatible server.
+//
+// main only wires: flags and environment go to run, which returns an error;
+// the error's exit code (see exitError) becomes the process's.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], &env{
+		stdin:  os.Stdin,
+		stdout: os.Stdout,
+		stderr: os.Stderr,
+		getenv: os.Getenv,
+	})
+	stop()
+	os.Exit(report(err, os.Stderr))
+}
+
+// env is everything a command may touch of the outside world, so tests can
+// run commands in-process.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// Exit codes, documented in usage.
+const (
+	exitOK    = 0
+	exitFail  = 1 // the operation did not apply: CAS refused, lock not held, contended
+	exitUsage = 2 // bad command line
+)
+
+// exitError carries a process exit code. A nil msg prints nothing (the
+// command already said what happened, or passes a child's code through).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// failf returns an error that exits 1 with a one-line message.
+func failf(format string, args ...any) error {
+	return &exitError{code: exitFail, msg: fmt.Sprintf(format, args...)}
+}
+
+// usagef returns an error that exits 2 with a one-line message.
+func usagef(format string, args ...any) error {
+	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...)}
+}
+
+// report prints err as one line and returns the exit code.
+func report(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "latchkey: "+ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "latchkey: "+err.Error())
+	return exitFail
+}
