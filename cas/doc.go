@@ -1,0 +1,26 @@
+// Package cas is the read-modify-write loop over a store.Store: read a key,
+// compute its new state with a function, write it back only if nobody wrote
+// in between, and on a lost race read again and recompute.
+//
+// Update promises:
+//
+//   - No lost update. Every write is conditional on the version that was
+//     read (IfAbsent when the key was absent, IfMatch otherwise), and a
+//     refused write is never retried with that stale version: the key is
+//     read again and the function runs again on what is there now.
+//   - No endless loop. Lost races (ErrConflict) and transport failures
+//     (ErrTransient) have separate, bounded budgets; between tries Update
+//     sleeps with exponential backoff and full jitter under a cap; an
+//     optional Timeout stops it from starting new tries; ctx is checked
+//     every turn. Running out of tries returns an error matching
+//     ErrContended that says how many attempts were made.
+//   - Honest outcomes. A write whose outcome is unknown
+//     (store.ErrUnknownOutcome) is resolved by re-reading where that
+//     proves something and returned to the caller where it does not; see
+//     Update for the exact rule.
+//
+// The function may run several times and must not have side effects that
+// cannot be repeated; it must not keep or modify the slice it is given.
+//
+// cas imports the store contract only, never a backend or an SDK.
+package cas

@@ -1,0 +1,104 @@
+package cas
+
+import (
+	"errors"
+	"math/rand/v2"
+	"time"
+)
+
+// Defaults used where Options leaves a field zero.
+const (
+	DefaultMaxAttempts  = 10
+	DefaultMaxTransient = 5
+	DefaultBaseDelay    = 2 * time.Millisecond
+	DefaultMaxDelay     = 250 * time.Millisecond
+)
+
+// Options tune Update. A nil *Options and every zero field mean the
+// defaults above; negative values are an error.
+type Options struct {
+	// MaxAttempts bounds the attempts that may lose a race: once this many
+	// writes have been refused with ErrConflict, Update gives up with a
+	// *ContendedError. Zero means DefaultMaxAttempts.
+	MaxAttempts int
+
+	// MaxTransient bounds, over the whole Update, the failures that leave
+	// the key untouched and may be retried as they are: ErrTransient from
+	// any operation, an ErrUnknownOutcome on a read, and a write of unknown
+	// outcome that a re-read showed had not been applied. When it runs out,
+	// Update returns the last such error. Zero means DefaultMaxTransient.
+	MaxTransient int
+
+	// BaseDelay is the ceiling of the first backoff; the ceiling doubles
+	// with every retry of the same kind up to MaxDelay, and each sleep is
+	// drawn uniformly from [0, ceiling) (full jitter). Zero means
+	// DefaultBaseDelay.
+	BaseDelay time.Duration
+
+	// MaxDelay caps the backoff ceiling. Zero means DefaultMaxDelay.
+	MaxDelay time.Duration
+
+	// Timeout, when positive, is a budget for the whole Update: no new
+	// attempt starts and no backoff sleeps past it, and Update then gives
+	// up with a *ContendedError whose Deadline is true. An operation in
+	// flight is not interrupted (so it cannot become an unknown outcome
+	// because of the budget); cancel ctx for a hard stop. Zero means no
+	// budget beyond ctx.
+	Timeout time.Duration
+
+	// UniqueValues promises that every value the Func returns is one no
+	// other writer would write (it carries a nonce, a writer id, a
+	// sequence number of this writer). It lets Update count a write of
+	// unknown outcome as applied when a re-read shows exactly its bytes;
+	// see Update.
+	UniqueValues bool
+}
+
+var errNegative = errors.New("cas: negative option")
+
+// withDefaults returns a copy of o with zero fields set to the defaults.
+func (o *Options) withDefaults() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.MaxAttempts < 0 || r.MaxTransient < 0 || r.BaseDelay < 0 || r.MaxDelay < 0 || r.Timeout < 0 {
+		return r, errNegative
+	}
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = DefaultMaxAttempts
+	}
+	if r.MaxTransient == 0 {
+		r.MaxTransient = DefaultMaxTransient
+	}
+	if r.BaseDelay == 0 {
+		r.BaseDelay = DefaultBaseDelay
+	}
+	if r.MaxDelay == 0 {
+		r.MaxDelay = DefaultMaxDelay
+	}
+	if r.BaseDelay > r.MaxDelay {
+		r.BaseDelay = r.MaxDelay
+	}
+	return r, nil
+}
+
+// ceiling is the backoff ceiling before retry n (n >= 1): base·2^(n-1),
+// capped at max.
+func ceiling(n int, base, max time.Duration) time.Duration {
+	c := base
+	for i := 1; i < n && c < max; i++ {
+		c *= 2
+	}
+	return min(c, max)
+}
+
+// backoff draws the sleep before retry n: full jitter, uniform in
+// [0, ceiling(n)).
+func backoff(n int, base, max time.Duration) time.Duration {
+	c := ceiling(n, base, max)
+	if c <= 0 {
+		return 0
+	}
+	return rand.N(c)
+}

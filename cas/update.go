@@ -1,0 +1,286 @@
+package cas
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// Result says what Update did.
+type Result struct {
+	Outcome Outcome
+	// Entry is the key's state as the outcome left it: the written value
+	// and its new version (Written); the state the function last saw
+	// (Aborted; Exists false when the key was absent); only Key (Deleted).
+	Entry  store.Entry
+	Exists bool
+	// Attempts counts the calls of the function.
+	Attempts int
+}
+
+// Update reads key from s, calls fn with its current state, and applies
+// fn's Decision with a write conditioned on the state it read: IfAbsent
+// when the key was absent, IfMatch(the version read) when it existed. When
+// the write loses a race (store.ErrConflict), Update backs off, reads the
+// key again and calls fn again; it never retries a write with a version it
+// has seen go stale.
+//
+// It returns the Result on success (the Decision applied, or fn chose
+// Abort). Otherwise it returns an error, and the Result so far:
+//
+//   - fn's error, wrapped, when fn fails; nothing was written.
+//   - an error matching ErrContended (a *ContendedError) when
+//     Options.MaxAttempts writes lost their race or Options.Timeout passed;
+//     nothing was written.
+//   - the last transient error, wrapped, when Options.MaxTransient ran out.
+//   - ctx's cause when ctx ends between operations, or the store's error
+//     for an operation ctx interrupted (which may be an unknown outcome,
+//     below).
+//   - any other store error (ErrInvalidKey, ErrUnsupported, ErrClosed, ...)
+//     at once. Update also fails with ErrUnsupported up front when the
+//     store does not declare CreateIfAbsent and CompareAndSwap, and when fn
+//     asks for a delete on a store without CompareAndDelete.
+//
+// # Writes of unknown outcome
+//
+// When a write fails with store.ErrUnknownOutcome (a timeout, a reset
+// connection, a 5xx after the request was sent), it may or may not have
+// been applied. Versions are opaque, so the only evidence is what a fresh
+// read shows. Update reads the key again and decides:
+//
+//   - The key is exactly as it was read (same existence, same version):
+//     the write was not applied. Update sends the same conditional write
+//     again, charged to the MaxTransient budget.
+//   - The key holds exactly the bytes Update wrote, under a new version,
+//     and Options.UniqueValues is set: the write was applied; Update
+//     returns Written with that version.
+//   - Anything else: Update cannot tell, and returns an error matching
+//     store.ErrUnknownOutcome; the caller must decide (re-run an idempotent
+//     update, or inspect the key).
+//
+// Why not treat "the bytes we wrote are there" as applied by default: two
+// writers that read the same state may compute the same bytes (two
+// increments of 5 both write 6). Only one of them can have won, yet both
+// would see 6 and both would report success: a lost update. UniqueValues
+// is the caller's promise that this cannot happen. A delete leaves no
+// bytes to recognise, so an unknown-outcome delete is resolved only when
+// the key is unchanged.
+//
+// One caveat remains, inherent to any store that reports unknown outcomes:
+// a request still in flight may be applied after the re-read showed the key
+// unchanged. The retried write carries the same condition, so at most one
+// of the two can apply; but if the late one does, the retry loses the race
+// and fn runs again on a state that already holds its change. Keep writes
+// that must not repeat recognisable (UniqueValues), or idempotent.
+func Update(ctx context.Context, s store.Store, key string, fn Func, opts *Options) (Result, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return Result{}, fmt.Errorf("cas: update %q: %w", key, err)
+	}
+	u := &updater{s: s, key: key, fn: fn, o: o, caps: s.Capabilities(), start: time.Now()}
+	if !u.caps.CreateIfAbsent || !u.caps.CompareAndSwap {
+		return Result{}, u.errorf("%w: the store does not declare create-if-absent and compare-and-swap", store.ErrUnsupported)
+	}
+	err = u.run(ctx)
+	return u.res, err
+}
+
+// state is a key as one read saw it.
+type state struct {
+	entry  store.Entry
+	exists bool
+}
+
+type updater struct {
+	s     store.Store
+	key   string
+	fn    Func
+	o     Options
+	caps  store.Capabilities
+	start time.Time
+
+	res        Result
+	conflicts  int
+	transients int
+}
+
+func (u *updater) errorf(format string, args ...any) error {
+	return fmt.Errorf("cas: update %q: "+format, append([]any{u.key}, args...)...)
+}
+
+func (u *updater) run(ctx context.Context) error {
+	for {
+		base, err := u.read(ctx)
+		if err != nil {
+			return err
+		}
+		u.res.Attempts++
+		d, err := u.fn(base.entry.Value, base.exists)
+		if err != nil {
+			return u.errorf("%w", err)
+		}
+		switch {
+		case d.op == opAbort:
+			u.res = Result{Outcome: Aborted, Entry: base.entry, Exists: base.exists, Attempts: u.res.Attempts}
+			return nil
+		case d.op == opDelete && !base.exists:
+			u.applied(d, "")
+			return nil
+		case d.op == opDelete && !u.caps.CompareAndDelete:
+			return u.errorf("%w: the store does not declare compare-and-delete", store.ErrUnsupported)
+		case d.op == 0:
+			return u.errorf("the function returned the zero Decision")
+		}
+		err = u.write(ctx, base, d)
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		u.conflicts++
+		if u.conflicts >= u.o.MaxAttempts {
+			return &ContendedError{Key: u.key, Attempts: u.res.Attempts}
+		}
+		if err := u.pause(ctx, u.conflicts); err != nil {
+			if errors.Is(err, errTimeout) {
+				return &ContendedError{Key: u.key, Attempts: u.res.Attempts, Deadline: true}
+			}
+			return err
+		}
+	}
+}
+
+// read returns the key's current state, absorbing transient failures.
+func (u *updater) read(ctx context.Context) (state, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return state{}, u.errorf("%w", context.Cause(ctx))
+		}
+		e, err := u.s.Get(ctx, u.key)
+		switch {
+		case err == nil:
+			return state{entry: e, exists: true}, nil
+		case errors.Is(err, store.ErrNotFound):
+			return state{entry: store.Entry{Key: u.key}}, nil
+		case ctx.Err() == nil && (errors.Is(err, store.ErrTransient) || errors.Is(err, store.ErrUnknownOutcome)):
+			// A read changes nothing, so an unknown outcome is just a failure.
+			if err := u.transient(ctx, err); err != nil {
+				return state{}, err
+			}
+		default:
+			return state{}, u.errorf("%w", err)
+		}
+	}
+}
+
+// write applies d on top of base. It returns nil when applied, an error
+// matching store.ErrConflict when the race was lost, and any other error
+// when Update must stop.
+func (u *updater) write(ctx context.Context, base state, d Decision) error {
+	cond := store.IfAbsent
+	if base.exists {
+		cond = store.IfMatch(base.entry.Version)
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return u.errorf("%w", context.Cause(ctx))
+		}
+		var v store.Version
+		var err error
+		if d.op == opDelete {
+			err = u.s.Delete(ctx, u.key, cond)
+		} else {
+			v, err = u.s.Put(ctx, u.key, d.value, cond)
+		}
+		switch {
+		case err == nil:
+			u.applied(d, v)
+			return nil
+		case errors.Is(err, store.ErrConflict):
+			return err
+		case errors.Is(err, store.ErrTransient):
+			// Nothing happened; the same conditional write is still safe.
+			if err := u.transient(ctx, err); err != nil {
+				return err
+			}
+		case errors.Is(err, store.ErrUnknownOutcome):
+			done, err := u.resolve(ctx, base, d, err)
+			if done || err != nil {
+				return err
+			}
+		default:
+			return u.errorf("%w", err)
+		}
+	}
+}
+
+// resolve re-reads the key after a write of unknown outcome (werr) and
+// applies the rule documented on Update. It reports done when the write
+// was applied, an error when Update must stop, and neither when the write
+// should be sent again.
+func (u *updater) resolve(ctx context.Context, base state, d Decision, werr error) (done bool, err error) {
+	if ctx.Err() != nil {
+		return false, u.errorf("%w", werr)
+	}
+	now, err := u.read(ctx)
+	if err != nil {
+		return false, u.errorf("%w; re-reading to resolve it: %w", werr, err)
+	}
+	switch {
+	case now.exists == base.exists && now.entry.Version == base.entry.Version:
+		return false, u.transient(ctx, werr)
+	case d.op == opSet && u.o.UniqueValues && now.exists && bytes.Equal(now.entry.Value, d.value):
+		u.applied(d, now.entry.Version)
+		return true, nil
+	}
+	u.res.Entry, u.res.Exists = now.entry, now.exists
+	return false, u.errorf("the key changed since, so whether this write applied cannot be told: %w", werr)
+}
+
+// applied records d as done, with v the new version of a Set.
+func (u *updater) applied(d Decision, v store.Version) {
+	if d.op == opDelete {
+		u.res.Outcome, u.res.Entry, u.res.Exists = Deleted, store.Entry{Key: u.key}, false
+		return
+	}
+	u.res.Outcome, u.res.Exists = Written, true
+	u.res.Entry = store.Entry{Key: u.key, Value: d.value, Version: v}
+}
+
+// transient charges one failure (err) to the MaxTransient budget and backs
+// off; it returns an error when the budget or the Timeout runs out.
+func (u *updater) transient(ctx context.Context, err error) error {
+	u.transients++
+	if u.transients > u.o.MaxTransient {
+		return u.errorf("gave up after %d transient failures: %w", u.transients, err)
+	}
+	if perr := u.pause(ctx, u.transients); perr != nil {
+		if errors.Is(perr, errTimeout) {
+			return u.errorf("timeout after %d transient failures: %w", u.transients, err)
+		}
+		return perr
+	}
+	return nil
+}
+
+var errTimeout = errors.New("cas: timeout")
+
+// pause sleeps the backoff before retry n. It returns errTimeout, without
+// sleeping, when the sleep would end past Options.Timeout, and ctx's cause
+// when ctx ends first.
+func (u *updater) pause(ctx context.Context, n int) error {
+	d := backoff(n, u.o.BaseDelay, u.o.MaxDelay)
+	if u.o.Timeout > 0 && time.Since(u.start)+d >= u.o.Timeout {
+		return errTimeout
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return u.errorf("%w", context.Cause(ctx))
+	case <-t.C:
+		return nil
+	}
+}
