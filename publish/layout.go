@@ -1,0 +1,101 @@
+package publish
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// The errors of this package. Store errors pass through wrapped, matching
+// the store's sentinels.
+var (
+	// ErrSuperseded: another writer committed after this one began. Its
+	// generation has been deleted; begin again from the newer state if the
+	// work is still wanted.
+	ErrSuperseded = errors.New("publish: superseded")
+	// ErrFenced: the pointer carries a fencing token newer than this
+	// writer's; the writer's lease was lost.
+	ErrFenced = errors.New("publish: fenced by a newer token")
+	// ErrNothingPublished: the prefix has no pointer yet. It matches
+	// store.ErrNotFound too.
+	ErrNothingPublished = fmt.Errorf("publish: nothing published: %w", store.ErrNotFound)
+	// ErrCorrupt: an object does not match what the manifest says of it.
+	ErrCorrupt = errors.New("publish: object does not match manifest")
+)
+
+const (
+	pointerName  = "pointer"
+	genDir       = "gen"
+	manifestName = "manifest"
+	dataDir      = "data"
+	idTimeLayout = "20060102T150405Z"
+)
+
+// layout names the keys of one prefix.
+type layout struct{ prefix string }
+
+func newLayout(prefix string) (layout, error) {
+	prefix = strings.TrimSuffix(prefix, "/")
+	if err := store.ValidateKey(prefix); err != nil {
+		return layout{}, fmt.Errorf("publish: prefix: %w", err)
+	}
+	return layout{prefix: prefix}, nil
+}
+
+func (l layout) pointer() string             { return l.prefix + "/" + pointerName }
+func (l layout) gens() string                { return l.prefix + "/" + genDir + "/" }
+func (l layout) gen(id string) string        { return l.gens() + id + "/" }
+func (l layout) manifest(id string) string   { return l.gen(id) + manifestName }
+func (l layout) data(id, name string) string { return l.gen(id) + dataDir + "/" + name }
+
+// genOf returns the generation id a key under gens() belongs to.
+func (l layout) genOf(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, l.gens())
+	if !ok {
+		return "", false
+	}
+	id, _, ok := strings.Cut(rest, "/")
+	return id, ok && id != ""
+}
+
+// newID returns a fresh generation id: the UTC time it began (second
+// resolution, sortable) and 64 random bits, so ids are never reused.
+func newID(now time.Time) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return now.UTC().Format(idTimeLayout) + "-" + hex.EncodeToString(b[:]), nil
+}
+
+// idTime returns the time a generation id began, or false if id is not one
+// of ours.
+func idTime(id string) (time.Time, bool) {
+	ts, rnd, ok := strings.Cut(id, "-")
+	if !ok || len(rnd) != 16 {
+		return time.Time{}, false
+	}
+	if _, err := hex.DecodeString(rnd); err != nil {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(idTimeLayout, ts)
+	return t, err == nil
+}
+
+// validName checks an object name: a relative, clean, slash-separated
+// path that is a valid key on its own.
+func validName(name string) error {
+	if err := store.ValidateKey(name); err != nil {
+		return fmt.Errorf("publish: object name: %w", err)
+	}
+	if path.Clean(name) != name {
+		return fmt.Errorf("publish: object name %q is not a clean relative path", name)
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package publish
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// File is one object of a generation, as its manifest records it.
+type File struct {
+	Name   string        `json:"name"`
+	Size   int64         `json:"size"`
+	SHA256 string        `json:"sha256"`
+	Key    string        `json:"key"`
+	Ver    store.Version `json:"version"`
+}
+
+// manifest is the immutable list of a generation's objects.
+type manifest struct {
+	Generation string    `json:"generation"`
+	Token      uint64    `json:"token,omitempty"`
+	Created    time.Time `json:"created"`
+	Files      []File    `json:"files"`
+}
+
+// pointer is the one object whose CAS commits a generation.
+type pointer struct {
+	Generation string        `json:"generation"`
+	Manifest   string        `json:"manifest"`
+	ManVersion store.Version `json:"manifest_version"`
+	Token      uint64        `json:"token,omitempty"`
+	Committed  time.Time     `json:"committed"`
+}
+
+// readPointer returns the pointer and its version, or ok=false when there
+// is none.
+func readPointer(ctx context.Context, s store.Store, l layout) (p pointer, v store.Version, ok bool, err error) {
+	e, err := s.Get(ctx, l.pointer())
+	if errors.Is(err, store.ErrNotFound) {
+		return pointer{}, "", false, nil
+	}
+	if err != nil {
+		return pointer{}, "", false, err
+	}
+	if err := json.Unmarshal(e.Value, &p); err != nil {
+		return pointer{}, "", false, fmt.Errorf("publish: pointer %q: %w", l.pointer(), err)
+	}
+	return p, e.Version, true, nil
+}
+
+func readManifest(ctx context.Context, s store.Store, p pointer) (manifest, error) {
+	e, err := s.Get(ctx, p.Manifest)
+	if err != nil {
+		return manifest{}, fmt.Errorf("publish: manifest of generation %s: %w", p.Generation, err)
+	}
+	if p.ManVersion != "" && e.Version != p.ManVersion {
+		return manifest{}, fmt.Errorf("%w: manifest %q changed since commit", ErrCorrupt, p.Manifest)
+	}
+	var m manifest
+	if err := json.Unmarshal(e.Value, &m); err != nil {
+		return manifest{}, fmt.Errorf("publish: manifest %q: %w", p.Manifest, err)
+	}
+	return m, nil
+}
