@@ -84,19 +84,19 @@ func (o *Options) withDefaults() (Options, error) {
 }
 
 // ceiling is the backoff ceiling before retry n (n >= 1): base·2^(n-1),
-// capped at max.
-func ceiling(n int, base, max time.Duration) time.Duration {
+// capped at limit.
+func ceiling(n int, base, limit time.Duration) time.Duration {
 	c := base
-	for i := 1; i < n && c < max; i++ {
+	for i := 1; i < n && c < limit; i++ {
 		c *= 2
 	}
-	return min(c, max)
+	return min(c, limit)
 }
 
 // backoff draws the sleep before retry n: full jitter, uniform in
 // [0, ceiling(n)).
-func backoff(n int, base, max time.Duration) time.Duration {
-	c := ceiling(n, base, max)
+func backoff(n int, base, limit time.Duration) time.Duration {
+	c := ceiling(n, base, limit)
 	if c <= 0 {
 		return 0
 	}
