@@ -1,0 +1,220 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// The obligations of Store.List.
+
+// listKeys are written in a shuffled order; their byte order differs from
+// length order and from case-insensitive order.
+var listKeys = []string{
+	"B", "a", "a-b", "a/b", "a/b/c", "a/c", "a0", "aa", "ab", "b", "é",
+}
+
+func writeKeys(t *testing.T, ctx context.Context, s store.Store, keys []string) map[string]store.Version {
+	t.Helper()
+	shuffled := slices.Clone(keys)
+	rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	vs := make(map[string]store.Version, len(keys))
+	for _, k := range shuffled {
+		vs[k] = put(t, ctx, s, k, []byte("v:"+k), store.Unconditional)
+	}
+	return vs
+}
+
+// listAll pages through prefix with the given page size, checking each
+// page's shape.
+func listAll(t *testing.T, ctx context.Context, s store.Store, prefix string, limit int) []store.Item {
+	t.Helper()
+	var all []store.Item
+	opts := &store.ListOptions{Limit: limit}
+	for pages := 0; ; pages++ {
+		if pages > 10000 {
+			t.Fatalf("List(%q, limit %d): more than 10000 pages; Next never empties", prefix, limit)
+		}
+		page, err := s.List(ctx, prefix, opts)
+		if err != nil {
+			t.Fatalf("List(%q, %+v): %v", prefix, *opts, err)
+		}
+		if limit > 0 && len(page.Items) > limit {
+			t.Fatalf("List(%q, %+v) returned %d items, more than Limit", prefix, *opts, len(page.Items))
+		}
+		if page.Next != "" && len(page.Items) == 0 {
+			t.Fatalf("List(%q, %+v) returned an empty page with Next %q", prefix, *opts, page.Next)
+		}
+		all = append(all, page.Items...)
+		if page.Next == "" {
+			break
+		}
+		if page.Next <= opts.After {
+			t.Fatalf("List(%q, %+v): Next %q does not advance", prefix, *opts, page.Next)
+		}
+		opts = &store.ListOptions{After: page.Next, Limit: limit}
+	}
+	return all
+}
+
+func keysOf(items []store.Item) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.Key
+	}
+	return out
+}
+
+// expected returns the sorted keys of vs that start with prefix and are
+// greater than after.
+func expected(vs map[string]store.Version, prefix, after string) []string {
+	var out []string
+	for k := range vs {
+		if len(k) >= len(prefix) && k[:len(prefix)] == prefix && k > after {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func wantKeys(t *testing.T, what string, got []store.Item, want []string, vs map[string]store.Version) {
+	t.Helper()
+	if !slices.Equal(keysOf(got), want) {
+		t.Errorf("%s = %q, want %q", what, keysOf(got), want)
+		return
+	}
+	for _, it := range got {
+		if it.Version != vs[it.Key] {
+			t.Errorf("%s: %q has version %q, want %q", what, it.Key, it.Version, vs[it.Key])
+		}
+	}
+}
+
+var listTests = []subtest{
+	{name: "empty store lists nothing", run: func(t *testing.T, h Harness) {
+		ctx, s := h.open(t)
+		page, err := s.List(ctx, "", nil)
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		if len(page.Items) != 0 || page.Next != "" {
+			t.Errorf("List of an empty store = %+v", page)
+		}
+	}},
+	{name: "keys are in ascending byte order with their versions", run: func(t *testing.T, h Harness) {
+		ctx, s := h.open(t)
+		vs := writeKeys(t, ctx, s, listKeys)
+		page, err := s.List(ctx, "", nil)
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		if page.Next != "" {
+			t.Errorf("List of %d keys with the default limit has Next %q", len(listKeys), page.Next)
+		}
+		wantKeys(t, `List("")`, page.Items, expected(vs, "", ""), vs)
+	}},
+	{name: "prefix filters keys", run: func(t *testing.T, h Harness) {
+		ctx, s := h.open(t)
+		vs := writeKeys(t, ctx, s, listKeys)
+		for _, p := range []string{"a", "a/", "a/b", "a/b/", "b", "é", "z", "a/b/c"} {
+			page, err := s.List(ctx, p, nil)
+			if err != nil {
+				t.Fatalf("List(%q): %v", p, err)
+			}
+			wantKeys(t, fmt.Sprintf("List(%q)", p), page.Items, expected(vs, p, ""), vs)
+		}
+	}},
+	{name: "Limit caps the page and Next continues it", run: func(t *testing.T, h Harness) {
+		ctx, s := h.open(t)
+		vs := writeKeys(t, ctx, s, listKeys)
+		for _, limit := range []int{1, 2, 3, len(listKeys) - 1, len(listKeys), len(listKeys) + 1} {
+			got := listAll(t, ctx, s, "", limit)
+			wantKeys(t, fmt.Sprintf("paging with Limit %d", limit), got, expected(vs, "", ""), vs)
+			got = listAll(t, ctx, s, "a", limit)
+			wantKeys(t, fmt.Sprintf("paging prefix %q with Limit %d", "a", limit), got, expected(vs, "a", ""), vs)
+		}
+	}},
+	{name: "After lists keys strictly greater", run: func(t *testing.T, h Harness) {
+		ctx, s := h.open(t)
+		vs := writeKeys(t, ctx, s, listKeys)
+		for _, after := range []string{"a", "a/b", "a/bb", "A", "aa", "b", "é", "\u00ff"} {
+			page, err := s.List(ctx, "", &store.ListOptions{After: after})
+			if err != nil {
+				t.Fatalf("List(After %q): %v", after, err)
+			}
+			wantKeys(t, fmt.Sprintf("List(After %q)", after), page.Items, expected(vs, "", after), vs)
+			page, err = s.List(ctx, "a", &store.ListOptions{After: after})
+			if err != nil {
+				t.Fatalf("List(%q, After %q): %v", "a", after, err)
+			}
+			wantKeys(t, fmt.Sprintf("List(%q, After %q)", "a", after), page.Items, expected(vs, "a", after), vs)
+		}
+	}},
+	{name: "Next is empty when the listing is complete", run: func(t *testing.T, h Harness) {
+		ctx, s := h.open(t)
+		writeKeys(t, ctx, s, []string{"a", "b", "c", "d"})
+		page, err := s.List(ctx, "", &store.ListOptions{Limit: 2})
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		if page.Next == "" {
+			t.Fatalf("first page of 2 out of 4 keys has no Next")
+		}
+		page, err = s.List(ctx, "", &store.ListOptions{Limit: 2, After: page.Next})
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		if len(page.Items) != 2 {
+			t.Fatalf("second page = %+v, want 2 items", page)
+		}
+		if page.Next != "" {
+			// A backend may not know the listing is complete; then the
+			// next page must be empty and complete.
+			last, err := s.List(ctx, "", &store.ListOptions{Limit: 2, After: page.Next})
+			if err != nil {
+				t.Fatalf("List: %v", err)
+			}
+			if len(last.Items) != 0 || last.Next != "" {
+				t.Errorf("page after the last key = %+v, want an empty complete page", last)
+			}
+		}
+	}},
+	{name: "zero Limit means a page of at least 100", run: func(t *testing.T, h Harness) {
+		ctx, s := h.open(t)
+		var keys []string
+		for i := range 101 {
+			keys = append(keys, fmt.Sprintf("k/%03d", i))
+		}
+		vs := writeKeys(t, ctx, s, keys)
+		page, err := s.List(ctx, "k/", &store.ListOptions{})
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		if len(page.Items) < 100 {
+			t.Errorf("List with Limit 0 returned %d of 101 keys, want at least 100", len(page.Items))
+		}
+		wantKeys(t, "paging with Limit 0", listAll(t, ctx, s, "k/", 0), expected(vs, "k/", ""), vs)
+	}},
+	{name: "deleted keys are not listed and versions are current", run: func(t *testing.T, h Harness) {
+		ctx, s := h.open(t)
+		vs := writeKeys(t, ctx, s, listKeys)
+		for _, k := range []string{"a/b", "b", "a"} {
+			del(t, ctx, s, k, store.Unconditional)
+			delete(vs, k)
+		}
+		vs["aa"] = put(t, ctx, s, "aa", []byte("rewritten"), store.Unconditional)
+		wantKeys(t, "List after deletes", listAll(t, ctx, s, "", 3), expected(vs, "", ""), vs)
+	}},
+	{name: "invalid prefix returns ErrInvalidKey", run: func(t *testing.T, h Harness) {
+		ctx, s := h.open(t)
+		for _, p := range []string{"/", "/a", "a//", "a//b", "..", "a/../", "a\x00", "\xff"} {
+			_, err := s.List(ctx, p, nil)
+			wantErr(t, fmt.Sprintf("List(%q)", p), err, store.ErrInvalidKey)
+		}
+	}},
+}

@@ -1,0 +1,9 @@
+package storetest
+
+var (
+	modelTests  []subtest
+	linearTests []subtest
+	faultTests  []subtest
+	txnTests    []subtest
+	watchTests  []subtest
+)

@@ -1,0 +1,220 @@
+// Package storetest is the public conformance suite of the store contract.
+//
+// Every backend runs it from its own test, with a harness of a few lines:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, storetest.Harness{
+//			New: func(tb testing.TB) store.Store {
+//				s := memstore.New()
+//				tb.Cleanup(func() { s.Close() })
+//				return s
+//			},
+//		})
+//	}
+//
+// Each obligation written in the doc comments of package store becomes a
+// subtest named like the sentence ("PutIfMatch/stale version returns
+// ErrConflict"). On top of those the suite runs races where exactly one of
+// many writers may win, concurrent compare-and-swap increments that must sum
+// exactly, random operation sequences checked against a reference model,
+// a linearizability check of concurrent histories (porcupine), transactions
+// and watches where the backend declares them, and unknown-outcome
+// injection through store/faultstore.
+//
+// Subtests that need a capability run only when the backend declares it;
+// when it does not, the suite checks instead that the operation fails with
+// store.ErrUnsupported. Nothing is skipped with t.Skip.
+//
+// Randomized subtests print their seed. Rerun one with
+// -storetest.seed=N or LATCHKEY_STORETEST_SEED=N.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// Harness describes a backend to the suite.
+type Harness struct {
+	// New returns a store with no keys: a fresh store, or the same
+	// backend scoped to a fresh random key prefix when several stores
+	// share one server. Every subtest calls New once or more. New
+	// releases what it opened with tb.Cleanup; the suite may Close a
+	// store itself, so a second Close must not panic. Required.
+	New func(tb testing.TB) store.Store
+
+	// Scale multiplies the operation counts of the randomized, race and
+	// linearizability subtests. Zero means 1; a backend behind a network
+	// may pass 0.5. The counts never fall below a floor that still
+	// makes each check meaningful.
+	Scale float64
+
+	// MaxValueSize is the largest value the backend stores (Consul's
+	// default is 512 KiB). Zero means no limit below the suite's largest
+	// value, 1 MiB.
+	MaxValueSize int
+
+	// Timeout bounds each subtest. Zero means 60 seconds.
+	Timeout time.Duration
+}
+
+var seedFlag = flag.Int64("storetest.seed", 0, "seed of the randomized storetest subtests (0: LATCHKEY_STORETEST_SEED or random)")
+
+// seed returns the seed for randomized subtests: the flag, then the
+// environment, then a fresh random one.
+func seed() int64 {
+	if *seedFlag != 0 {
+		return *seedFlag
+	}
+	if s := os.Getenv("LATCHKEY_STORETEST_SEED"); s != "" {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil && n != 0 {
+			return n
+		}
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	n := int64(0)
+	for _, c := range b {
+		n = n<<8 | int64(c)
+	}
+	if n < 0 {
+		n = -n
+	}
+	if n == 0 {
+		n = 1
+	}
+	return n
+}
+
+// scaled returns n times the harness's scale, at least floor.
+func (h Harness) scaled(n, floor int) int {
+	sc := h.Scale
+	if sc <= 0 {
+		sc = 1
+	}
+	m := int(float64(n) * sc)
+	if m < floor {
+		m = floor
+	}
+	return m
+}
+
+func (h Harness) timeout() time.Duration {
+	if h.Timeout > 0 {
+		return h.Timeout
+	}
+	return 60 * time.Second
+}
+
+// open returns a fresh store and a context bounded by the harness timeout.
+func (h Harness) open(t *testing.T) (context.Context, store.Store) {
+	t.Helper()
+	s := h.New(t)
+	if s == nil {
+		t.Fatal("storetest: Harness.New returned nil")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), h.timeout())
+	t.Cleanup(cancel)
+	return ctx, s
+}
+
+type subtest struct {
+	name string
+	need func(store.Store) bool // nil: always; called on a probe store
+	run  func(t *testing.T, h Harness)
+}
+
+// Run runs the whole suite against the backend h describes.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.New == nil {
+		t.Fatal("storetest: Harness.New is nil")
+	}
+	probe := h.New(t)
+	caps := probe.Capabilities()
+	t.Logf("storetest: capabilities %+v", caps)
+	_, isTxn := probe.(store.Transactor)
+	_, isWatch := probe.(store.Watcher)
+	if caps.Transactions && !isTxn {
+		t.Errorf("storetest: Capabilities().Transactions is set but %T does not implement store.Transactor", probe)
+	}
+	if caps.Watch && !isWatch {
+		t.Errorf("storetest: Capabilities().Watch is set but %T does not implement store.Watcher", probe)
+	}
+	groups := []struct {
+		name  string
+		tests []subtest
+	}{
+		{"Get", getTests},
+		{"Put", putTests},
+		{"PutIfAbsent", putIfAbsentTests},
+		{"PutIfMatch", putIfMatchTests},
+		{"Delete", deleteTests},
+		{"DeleteIfMatch", deleteIfMatchTests},
+		{"Versions", versionTests},
+		{"Keys", keyTests},
+		{"Values", valueTests},
+		{"List", listTests},
+		{"Context", contextTests},
+		{"Capabilities", capabilityTests},
+		{"Race", raceTests},
+		{"Model", modelTests},
+		{"Linearizability", linearTests},
+		{"UnknownOutcome", faultTests},
+		{"Txn", txnTests},
+		{"WaitChange", watchTests},
+		{"Close", closeTests},
+	}
+	for _, g := range groups {
+		var run []subtest
+		for _, st := range g.tests {
+			if st.need == nil || st.need(probe) {
+				run = append(run, st)
+			}
+		}
+		if len(run) == 0 {
+			t.Logf("storetest: %s: no subtest applies to this backend's capabilities", g.name)
+			continue
+		}
+		t.Run(g.name, func(t *testing.T) {
+			for _, st := range run {
+				t.Run(st.name, func(t *testing.T) { st.run(t, h) })
+			}
+		})
+	}
+}
+
+func hasCreate(s store.Store) bool { return s.Capabilities().CreateIfAbsent }
+func hasCAS(s store.Store) bool    { return s.Capabilities().CompareAndSwap }
+func hasCAD(s store.Store) bool    { return s.Capabilities().CompareAndDelete }
+
+func hasTxn(s store.Store) bool {
+	_, ok := s.(store.Transactor)
+	return ok && s.Capabilities().Transactions
+}
+
+func hasWatch(s store.Store) bool {
+	_, ok := s.(store.Watcher)
+	return ok && s.Capabilities().Watch
+}
+
+// randomSuffix returns a short random hex string.
+func randomSuffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// opName describes a condition for messages.
+func opName(op string, cond store.Condition) string {
+	return fmt.Sprintf("%s(%s)", op, cond)
+}
