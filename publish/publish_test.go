@@ -1,0 +1,312 @@
+package publish_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/publish"
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/memstore"
+)
+
+// backends are the stores every publish test runs on.
+func backends() map[string]func(tb testing.TB) store.Store {
+	return map[string]func(tb testing.TB) store.Store{
+		"memstore": func(tb testing.TB) store.Store {
+			s := memstore.New()
+			tb.Cleanup(func() { s.Close() })
+			return s
+		},
+	}
+}
+
+func forEach(t *testing.T, fn func(t *testing.T, s store.Store)) {
+	for name, open := range backends() {
+		t.Run(name, func(t *testing.T) { fn(t, open(t)) })
+	}
+}
+
+func publishFiles(t *testing.T, ctx context.Context, s store.Store, prefix string, files map[string]string) publish.Commit {
+	t.Helper()
+	w, err := publish.Begin(ctx, s, prefix, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range files {
+		if err := w.Put(ctx, name, strings.NewReader(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := w.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// keysUnder lists every key under prefix.
+func keysUnder(t *testing.T, ctx context.Context, s store.Store, prefix string) []string {
+	t.Helper()
+	var keys []string
+	for it, err := range store.All(ctx, s, prefix) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, it.Key)
+	}
+	return keys
+}
+
+func TestPublishThenSnapshot(t *testing.T) {
+	forEach(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		if _, err := publish.Open(ctx, s, "site"); !errors.Is(err, publish.ErrNothingPublished) || !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Open before any commit: %v, want ErrNothingPublished", err)
+		}
+		files := map[string]string{"index.html": "<h1>hi</h1>", "css/a.css": "body{}", "empty": ""}
+		c := publishFiles(t, ctx, s, "site", files)
+		if c.Files != 3 || c.Bytes != int64(len("<h1>hi</h1>")+len("body{}")) {
+			t.Fatalf("commit = %+v", c)
+		}
+		snap, err := publish.Open(ctx, s, "site")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Generation() != c.Generation || snap.Version() != c.Version {
+			t.Fatalf("snapshot %s@%s, commit %s@%s", snap.Generation(), snap.Version(), c.Generation, c.Version)
+		}
+		if got := len(snap.Files()); got != len(files) {
+			t.Fatalf("snapshot has %d files, want %d", got, len(files))
+		}
+		for name, want := range files {
+			got, err := snap.ReadFile(ctx, name)
+			if err != nil || string(got) != want {
+				t.Fatalf("ReadFile(%q) = %q, %v; want %q", name, got, err, want)
+			}
+		}
+		if _, err := snap.Open(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Open(missing) = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestBadNamesRefused(t *testing.T) {
+	s := memstore.New()
+	ctx := context.Background()
+	w, err := publish.Begin(ctx, s, "p", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"", "/etc/passwd", "../x", "a/../b", "a//b", "./a", "a/"} {
+		if err := w.Put(ctx, name, strings.NewReader("x")); err == nil {
+			t.Errorf("Put(%q) succeeded, want refusal", name)
+		}
+	}
+	if err := w.Put(ctx, "ok", strings.NewReader("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Put(ctx, "ok", strings.NewReader("2")); err == nil {
+		t.Error("second Put of one name succeeded")
+	}
+}
+
+// TestRacingPublishers: in every round, N writers begin from the same
+// pointer version and commit at once. Exactly one commits, each pointer
+// version is consumed by exactly one commit, and losers leave nothing.
+func TestRacingPublishers(t *testing.T) {
+	for _, n := range []int{2, 8} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			forEach(t, func(t *testing.T, s store.Store) {
+				ctx := context.Background()
+				consumed := map[store.Version]string{}
+				for round := 0; round < 5; round++ {
+					base := ""
+					if snap, err := publish.Open(ctx, s, "race"); err == nil {
+						base = string(snap.Version())
+					}
+					writers := make([]*publish.Writer, n)
+					for i := range writers {
+						w, err := publish.Begin(ctx, s, "race", nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						for f := 0; f < 3; f++ {
+							body := fmt.Sprintf("%s/%d", w.ID(), f)
+							if err := w.Put(ctx, fmt.Sprintf("f%d", f), strings.NewReader(body)); err != nil {
+								t.Fatal(err)
+							}
+						}
+						writers[i] = w
+					}
+					var wg sync.WaitGroup
+					results := make([]error, n)
+					commits := make([]publish.Commit, n)
+					for i, w := range writers {
+						wg.Go(func() { commits[i], results[i] = w.Commit(ctx) })
+					}
+					wg.Wait()
+					winners := 0
+					for i, err := range results {
+						switch {
+						case err == nil:
+							winners++
+							if prev, dup := consumed[store.Version(base)]; dup {
+								t.Fatalf("pointer version %q committed twice: %s and %s", base, prev, commits[i].Generation)
+							}
+							consumed[store.Version(base)] = commits[i].Generation
+						case errors.Is(err, publish.ErrSuperseded):
+						default:
+							t.Fatalf("round %d writer %d: %v", round, i, err)
+						}
+					}
+					if winners != 1 {
+						t.Fatalf("round %d: %d winners, want 1", round, winners)
+					}
+					snap, err := publish.Open(ctx, s, "race")
+					if err != nil {
+						t.Fatal(err)
+					}
+					for f := 0; f < 3; f++ {
+						b, err := snap.ReadFile(ctx, fmt.Sprintf("f%d", f))
+						if err != nil || string(b) != fmt.Sprintf("%s/%d", snap.Generation(), f) {
+							t.Fatalf("snapshot file %d = %q, %v", f, b, err)
+						}
+					}
+				}
+				// Only the generations that won a round are left.
+				gens := map[string]bool{}
+				for _, k := range keysUnder(t, ctx, s, "race/gen/") {
+					gens[strings.Split(k, "/")[2]] = true
+				}
+				if len(gens) != len(consumed) {
+					t.Fatalf("%d generations stored, %d committed: losers left objects behind", len(gens), len(consumed))
+				}
+				for _, g := range consumed {
+					if !gens[g] {
+						t.Fatalf("committed generation %s missing", g)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestSnapshotIsolation: a reader holding a snapshot keeps reading its own
+// generation's bytes while writers commit and GC runs (within the grace).
+func TestSnapshotIsolation(t *testing.T) {
+	forEach(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		publishFiles(t, ctx, s, "iso", map[string]string{"a": "gen-0 a", "b": "gen-0 b"})
+		snap, err := publish.Open(ctx, s, "iso")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			for i := 1; i <= 20; i++ {
+				w, err := publish.Begin(ctx, s, "iso", nil)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				w.Put(ctx, "a", strings.NewReader(fmt.Sprintf("gen-%d a", i)))
+				w.Put(ctx, "b", strings.NewReader(fmt.Sprintf("gen-%d b", i)))
+				if _, err := w.Commit(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := publish.GC(ctx, s, "iso", &publish.GCOptions{Grace: time.Hour}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			close(done)
+		})
+		for reading := true; reading; {
+			select {
+			case <-done:
+				reading = false
+			default:
+			}
+			a, errA := snap.ReadFile(ctx, "a")
+			b, errB := snap.ReadFile(ctx, "b")
+			if errA != nil || errB != nil || string(a) != "gen-0 a" || string(b) != "gen-0 b" {
+				t.Fatalf("snapshot read %q, %q (%v, %v): want generation 0", a, b, errA, errB)
+			}
+		}
+		wg.Wait()
+		latest, err := publish.Open(ctx, s, "iso")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := latest.ReadFile(ctx, "a"); string(b) != "gen-20 a" {
+			t.Fatalf("latest a = %q", b)
+		}
+	})
+}
+
+func TestFencing(t *testing.T) {
+	s := memstore.New()
+	ctx := context.Background()
+	w, err := publish.Begin(ctx, s, "f", &publish.Options{Token: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := publish.Begin(ctx, s, "f", &publish.Options{Token: 6}); !errors.Is(err, publish.ErrFenced) {
+		t.Fatalf("Begin with older token = %v, want ErrFenced", err)
+	}
+	// A zombie that began before the newer holder committed loses the CAS.
+	zombie, err := publish.Begin(ctx, s, "f", &publish.Options{Token: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zombie.Put(ctx, "x", strings.NewReader("stale"))
+	w2, _ := publish.Begin(ctx, s, "f", &publish.Options{Token: 8})
+	if _, err := w2.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zombie.Commit(ctx); !errors.Is(err, publish.ErrSuperseded) {
+		t.Fatalf("zombie commit = %v, want ErrSuperseded", err)
+	}
+	snap, _ := publish.Open(ctx, s, "f")
+	if snap.Token() != 8 {
+		t.Fatalf("pointer token %d, want 8", snap.Token())
+	}
+}
+
+func TestCorruptionDetected(t *testing.T) {
+	s := memstore.New()
+	ctx := context.Background()
+	publishFiles(t, ctx, s, "c", map[string]string{"f": "original"})
+	snap, _ := publish.Open(ctx, s, "c")
+	key := "c/gen/" + snap.Generation() + "/data/f"
+	if _, err := s.Put(ctx, key, []byte("tampered"), store.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snap.ReadFile(ctx, "f"); !errors.Is(err, publish.ErrCorrupt) {
+		t.Fatalf("read of replaced object = %v, want ErrCorrupt", err)
+	}
+}
+
+func TestAbortLeavesNothing(t *testing.T) {
+	s := memstore.New()
+	ctx := context.Background()
+	w, _ := publish.Begin(ctx, s, "ab", nil)
+	w.Put(ctx, "big", bytes.NewReader(make([]byte, 1<<16)))
+	if err := w.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if keys := keysUnder(t, ctx, s, "ab/"); len(keys) != 0 {
+		t.Fatalf("abort left %v", keys)
+	}
+}
