@@ -1,0 +1,226 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// request is one queued Update.
+type request struct {
+	ctx   context.Context
+	fn    func(tx *Tx) error
+	state atomic.Int32 // reqPending → reqRunning, or reqPending → reqCancelled
+	solo  bool         // failed after writing in a shared batch: run alone
+	index uint64
+	err   error
+	done  chan struct{}
+}
+
+const (
+	reqPending int32 = iota
+	reqRunning
+	reqCancelled
+)
+
+// errRollback aborts a shared batch whose member failed after writing.
+var errRollback = errors.New("engine: batch member failed after writing")
+
+// errNothing rolls back a batch that wrote nothing.
+var errNothing = errors.New("engine: nothing to commit")
+
+// Update runs fn in a durable write transaction and returns the index it
+// committed at.
+//
+// It returns only after the transaction is fsynced. Concurrent Updates are
+// grouped into one bbolt transaction (group commit): fn sees the writes of
+// the Updates before it in the same batch, and all of them are applied in
+// index order. If fn returns an error (or panics), nothing it wrote is
+// applied, no index is consumed, and Update returns that error.
+//
+// fn may be called more than once: when a member of a batch fails after
+// writing, the batch is rolled back and run again without it, and the
+// failing fn runs again alone. So fn must have no effects outside tx, and
+// should reset any results it captures at its start.
+//
+// An Update that changes nothing (no PutKV, DeleteKV or Touch) consumes no
+// index and returns the current one. Every Update that changes something
+// gets one fresh index: tx.Index(), the same for all its records.
+//
+// If ctx ends before fn starts, Update returns ctx's error and fn never
+// runs. Once fn has started, Update waits for the commit.
+func (e *Engine) Update(ctx context.Context, fn func(tx *Tx) error) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
+	e.mu.RLock()
+	if e.closed {
+		e.mu.RUnlock()
+		return 0, ErrClosed
+	}
+	e.reqs <- r
+	e.mu.RUnlock()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(reqPending, reqCancelled) {
+			return 0, ctx.Err()
+		}
+		<-r.done
+	}
+	return r.index, r.err
+}
+
+// writer is the single goroutine that commits. While one commit (and its
+// fsync) runs, new requests queue in e.reqs; the next round takes all of
+// them: batching without any added delay.
+func (e *Engine) writer() {
+	defer close(e.done)
+	max := e.opts.maxBatch()
+	var queue []*request // requests carried over (solo re-runs first)
+	for {
+		if len(queue) == 0 {
+			r, ok := <-e.reqs
+			if !ok {
+				return
+			}
+			queue = append(queue, r)
+		}
+	drain:
+		for len(queue) < max {
+			select {
+			case r, ok := <-e.reqs:
+				if !ok {
+					break drain
+				}
+				queue = append(queue, r)
+			default:
+				break drain
+			}
+		}
+		var batch []*request
+		if queue[0].solo {
+			batch, queue = queue[:1], queue[1:]
+		} else {
+			n := 0
+			for n < len(queue) && n < max && !queue[n].solo {
+				n++
+			}
+			batch, queue = queue[:n], queue[n:]
+		}
+		retry := e.commit(batch)
+		queue = append(retry, queue...)
+	}
+}
+
+// commit runs batch in one bbolt transaction. It returns the requests that
+// must run again (the batch was rolled back because one member failed after
+// writing: that member first, marked solo, then the others).
+func (e *Engine) commit(batch []*request) []*request {
+	start := time.Now()
+	type applied struct {
+		r       *request
+		index   uint64
+		touched []string
+	}
+	var done []applied
+	var failed *request
+	solo := len(batch) == 1 && batch[0].solo
+	err := e.db.Update(func(btx *bbolt.Tx) error {
+		done, failed = done[:0], nil
+		meta := btx.Bucket(bucketMeta)
+		idx := getU64(meta.Get(keyIndex))
+		wrote := false
+		for _, r := range batch {
+			if r.state.Load() != reqRunning && !r.state.CompareAndSwap(reqPending, reqRunning) {
+				continue // cancelled before it started
+			}
+			r.err = nil
+			tx := &Tx{btx: btx, index: idx + 1, write: true}
+			if err := call(r.fn, tx); err != nil {
+				r.err = err
+				if !tx.dirty {
+					continue // wrote nothing: the rest of the batch stands
+				}
+				failed = r
+				return errRollback
+			}
+			a := applied{r: r, index: idx}
+			if tx.changed {
+				idx++
+				a.index, a.touched = idx, tx.touched
+			}
+			wrote = wrote || tx.dirty
+			done = append(done, a)
+		}
+		if !wrote {
+			return errNothing // nothing to make durable: skip the fsync
+		}
+		return meta.Put(keyIndex, u64(idx))
+	})
+	switch {
+	case errors.Is(err, errRollback) && !solo:
+		failed.solo = true
+		retry := []*request{failed}
+		for _, r := range batch {
+			if r != failed && r.state.Load() == reqRunning {
+				retry = append(retry, r)
+			}
+		}
+		return retry
+	case errors.Is(err, errRollback):
+		done = nil // the solo request failed; its error is set
+	case errors.Is(err, errNothing):
+		// read-only or failed Updates only: nothing committed, nothing lost
+	case err != nil:
+		// bbolt itself failed (I/O error, disk full): nothing committed.
+		for _, a := range done {
+			a.r.err = fmt.Errorf("engine: commit: %w", err)
+		}
+		done = nil
+	default:
+		e.commits.Add(1)
+		if e.opts.OnCommit != nil {
+			e.opts.OnCommit(len(done), time.Since(start))
+		}
+	}
+	e.updates.Add(uint64(len(done)))
+	if len(done) > 0 {
+		if last := done[len(done)-1].index; last > e.index.Load() {
+			e.index.Store(last)
+		}
+	}
+	for _, a := range done {
+		a.r.index = a.index
+		if len(a.touched) > 0 {
+			e.watch.commit(a.index, a.touched)
+		}
+	}
+	for _, r := range batch {
+		if r.state.Load() == reqRunning {
+			close(r.done)
+		}
+	}
+	return nil
+}
+
+// call runs fn, turning a panic into an error so one bad Update cannot take
+// the writer down.
+func call(fn func(tx *Tx) error, tx *Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			tx.dirty = true
+			if be, ok := p.(bboltError); ok {
+				err = fmt.Errorf("engine: %w", be.err)
+				return
+			}
+			err = fmt.Errorf("engine: update panicked: %v", p)
+		}
+	}()
+	return fn(tx)
+}

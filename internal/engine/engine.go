@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// Errors returned by the engine.
+var (
+	// ErrLocked: another engine (this process or another) holds the
+	// data directory.
+	ErrLocked = errors.New("engine: data directory is locked by another latchkey server")
+	// ErrClosed: the engine was closed.
+	ErrClosed = errors.New("engine: closed")
+)
+
+// Options tune an Engine. A nil *Options means all defaults.
+type Options struct {
+	// MaxBatch caps how many Updates share one commit. Zero means 1024.
+	MaxBatch int
+
+	// OnCommit, when set, is called after every durable commit with the
+	// number of Updates the commit carried and how long the commit
+	// (including fsync) took. It must be fast; the server feeds metrics
+	// from it.
+	OnCommit func(updates int, d time.Duration)
+
+	// LiveBlobs, when set, enables the orphan-blob sweep at Open: it is
+	// called once in a read transaction and must call live(id) for every
+	// blob id that a committed record references. Every file in dir/blobs
+	// not named that way is removed. When nil, committed blobs are never
+	// swept (only dir/blobs/tmp, which never holds a referenced blob).
+	LiveBlobs func(tx *Tx, live func(id string)) error
+
+	// NoSync disables fsync. Tests only: it voids the durability promise.
+	NoSync bool
+}
+
+func (o *Options) maxBatch() int {
+	if o == nil || o.MaxBatch <= 0 {
+		return 1024
+	}
+	return o.MaxBatch
+}
+
+// Engine is an open data directory. All methods are safe for concurrent
+// use.
+type Engine struct {
+	dir   string
+	opts  Options
+	db    *bbolt.DB
+	lock  *os.File
+	index atomic.Uint64 // latest committed index
+
+	mu     sync.RWMutex // guards closed and sends on reqs
+	closed bool
+	reqs   chan *request
+	done   chan struct{} // closed when the writer loop exits
+
+	watch watchers
+
+	updates atomic.Uint64
+	commits atomic.Uint64
+}
+
+// Internal bucket names. Raw buckets of other layers get rawPrefix.
+var (
+	bucketMeta = []byte("meta")
+	bucketKV   = []byte("kv")
+	bucketTomb = []byte("tomb")
+	keyIndex   = []byte("index")   // latest committed index
+	keyKVIndex = []byte("kvindex") // latest index that changed the kv table
+)
+
+const rawPrefix = "x/"
+
+// Open opens (creating if needed) the data directory dir. It fails with an
+// error matching ErrLocked when another engine holds dir.
+func Open(dir string, opts *Options) (*Engine, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("engine: create data directory: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{dir: dir, lock: lock, reqs: make(chan *request, 4096), done: make(chan struct{})}
+	if opts != nil {
+		e.opts = *opts
+	}
+	e.watch.init()
+	if err := e.open(); err != nil {
+		if e.db != nil {
+			e.db.Close()
+		}
+		lock.Close()
+		return nil, err
+	}
+	go e.writer()
+	return e, nil
+}
+
+func (e *Engine) open() error {
+	db, err := bbolt.Open(filepath.Join(e.dir, "latchkey.db"), 0o600, &bbolt.Options{
+		Timeout:      time.Second,
+		NoSync:       e.opts.NoSync,
+		FreelistType: bbolt.FreelistMapType,
+	})
+	if err != nil {
+		return fmt.Errorf("engine: open %s: %w", e.dir, err)
+	}
+	e.db = db
+	err = db.Update(func(btx *bbolt.Tx) error {
+		for _, b := range [][]byte{bucketMeta, bucketKV, bucketTomb} {
+			if _, err := btx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		meta := btx.Bucket(bucketMeta)
+		if meta.Get(keyIndex) == nil {
+			if err := meta.Put(keyIndex, u64(1)); err != nil {
+				return err
+			}
+		}
+		e.index.Store(getU64(meta.Get(keyIndex)))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("engine: initialise %s: %w", e.dir, err)
+	}
+	e.watch.base = e.index.Load()
+	return e.sweepBlobs()
+}
+
+// Dir is the data directory.
+func (e *Engine) Dir() string { return e.dir }
+
+// Index is the latest committed index; at least 1.
+func (e *Engine) Index() uint64 { return e.index.Load() }
+
+// Stats are counters since Open.
+type Stats struct {
+	Updates uint64 // Updates that committed (changed something or not)
+	Commits uint64 // bbolt commits, i.e. fsync rounds
+}
+
+// Stats returns the counters since Open. Updates/Commits is the mean group
+// commit batch size.
+func (e *Engine) Stats() Stats {
+	return Stats{Updates: e.updates.Load(), Commits: e.commits.Load()}
+}
+
+// Close waits for queued Updates to finish, then closes the database and
+// releases the directory lock. Waiters return ErrClosed. Close is
+// idempotent.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		<-e.done
+		return nil
+	}
+	e.closed = true
+	close(e.reqs)
+	e.mu.Unlock()
+	<-e.done
+	e.watch.close()
+	err := e.db.Close()
+	if lerr := e.lock.Close(); err == nil {
+		err = lerr
+	}
+	return err
+}
+
+// View runs fn in a read-only snapshot. tx.Index() is the latest index
+// committed in that snapshot.
+func (e *Engine) View(fn func(tx *Tx) error) error {
+	if e.isClosed() {
+		return ErrClosed
+	}
+	return e.db.View(func(btx *bbolt.Tx) error {
+		tx := &Tx{btx: btx, index: getU64(btx.Bucket(bucketMeta).Get(keyIndex))}
+		return fn(tx)
+	})
+}
+
+func (e *Engine) isClosed() bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.closed
+}

@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+const backend = "engine"
+
+// DefaultPageSize is the page size of KVStore.List when ListOptions.Limit
+// is 0.
+const DefaultPageSize = 1000
+
+// KVStore is the store contract over the engine's KV records, the same
+// records the Consul KV API serves: a key written through one is read
+// through the other. Version is the decimal ModifyIndex.
+type KVStore struct {
+	e         *Engine
+	closed    atomic.Bool
+	done      chan struct{} // closed by Close: wakes WaitChange
+	closeOnce sync.Once
+}
+
+var _ interface {
+	store.Store
+	store.Transactor
+	store.Watcher
+} = (*KVStore)(nil)
+
+// Store returns the store contract over e's KV records. Closing the
+// KVStore does not close e.
+func (e *Engine) Store() *KVStore { return &KVStore{e: e, done: make(chan struct{})} }
+
+// Capabilities: everything but streaming.
+func (s *KVStore) Capabilities() store.Capabilities {
+	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true,
+		Transactions: true, Watch: true}
+}
+
+func version(kv KV) store.Version { return store.Version(strconv.FormatUint(kv.ModifyIndex, 10)) }
+
+// opErr maps engine errors onto the store's error set.
+func (s *KVStore) opErr(op, key string, err error) error {
+	var oe *store.OpError
+	switch {
+	case errors.As(err, &oe):
+		return err
+	case errors.Is(err, ErrClosed):
+		return store.Errorf(backend, op, key, store.ErrClosed, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		if op == "get" || op == "list" {
+			return store.Errorf(backend, op, key, err, nil)
+		}
+		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+	default:
+		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+	}
+}
+
+func (s *KVStore) check(ctx context.Context, op, key string, validate func(string) error) error {
+	if err := validate(key); err != nil {
+		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
+	}
+	if s.closed.Load() {
+		return store.Errorf(backend, op, key, store.ErrClosed, nil)
+	}
+	if err := ctx.Err(); err != nil {
+		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+	}
+	return nil
+}
+
+// Get implements store.Store.
+func (s *KVStore) Get(ctx context.Context, key string) (store.Entry, error) {
+	if err := s.check(ctx, "get", key, store.ValidateKey); err != nil {
+		return store.Entry{}, err
+	}
+	var kv KV
+	var ok bool
+	err := s.e.View(func(tx *Tx) error { kv, ok = tx.GetKV(key); return nil })
+	if err != nil {
+		return store.Entry{}, s.opErr("get", key, err)
+	}
+	if !ok {
+		return store.Entry{}, store.Errorf(backend, "get", key, store.ErrNotFound, nil)
+	}
+	return store.Entry{Key: key, Value: kv.Value, Version: version(kv)}, nil
+}
+
+// Put implements store.Store. An unconditional Put behaves like Consul's
+// plain set: it keeps the key's Session and resets LockIndex and Flags to 0.
+func (s *KVStore) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
+	if err := s.check(ctx, "put", key, store.ValidateKey); err != nil {
+		return "", err
+	}
+	var v store.Version
+	_, err := s.e.Update(ctx, func(tx *Tx) error {
+		var err error
+		v, err = putOp(tx, key, value, cond)
+		return err
+	})
+	if err != nil {
+		return "", s.opErr("put", key, err)
+	}
+	return v, nil
+}
+
+func putOp(tx *Tx, key string, value []byte, cond store.Condition) (store.Version, error) {
+	cur, ok := tx.GetKV(key)
+	if !cond.Holds(ok, version(cur)) {
+		return "", store.Errorf(backend, "put", key, store.ErrConflict, nil)
+	}
+	kv := tx.PutKV(KV{Key: key, Value: value, Session: cur.Session})
+	return version(kv), nil
+}
+
+// Delete implements store.Store.
+func (s *KVStore) Delete(ctx context.Context, key string, cond store.Condition) error {
+	if err := s.check(ctx, "delete", key, store.ValidateKey); err != nil {
+		return err
+	}
+	if cond.IsAbsent() {
+		return store.Errorf(backend, "delete", key, store.ErrUnsupported, nil)
+	}
+	_, err := s.e.Update(ctx, func(tx *Tx) error { return deleteOp(tx, key, cond) })
+	if err != nil {
+		return s.opErr("delete", key, err)
+	}
+	return nil
+}
+
+func deleteOp(tx *Tx, key string, cond store.Condition) error {
+	cur, ok := tx.GetKV(key)
+	if !cond.Holds(ok, version(cur)) {
+		return store.Errorf(backend, "delete", key, store.ErrConflict, nil)
+	}
+	tx.DeleteKV(key)
+	return nil
+}
+
+// List implements store.Store.
+func (s *KVStore) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
+	if err := s.check(ctx, "list", prefix, store.ValidatePrefix); err != nil {
+		return store.Page{}, err
+	}
+	var o store.ListOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Limit <= 0 {
+		o.Limit = DefaultPageSize
+	}
+	var page store.Page
+	err := s.e.View(func(tx *Tx) error {
+		kvs := tx.ListKV(prefix, o.After, o.Limit+1)
+		if len(kvs) > o.Limit {
+			kvs = kvs[:o.Limit]
+			page.Next = kvs[len(kvs)-1].Key
+		}
+		page.Items = make([]store.Item, len(kvs))
+		for i, kv := range kvs {
+			page.Items[i] = store.Item{Key: kv.Key, Version: version(kv)}
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Page{}, s.opErr("list", prefix, err)
+	}
+	return page, nil
+}
+
+// Txn implements store.Transactor: all ops in one durable Update.
+func (s *KVStore) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, error) {
+	if err := store.ValidateTxn(ops); err != nil {
+		kind := store.ErrUnsupported
+		if errors.Is(err, store.ErrInvalidKey) {
+			kind = store.ErrInvalidKey
+		}
+		return nil, store.Errorf(backend, "txn", "", kind, err)
+	}
+	if err := s.check(ctx, "txn", ops[0].Key, store.ValidateKey); err != nil {
+		return nil, err
+	}
+	var out []store.Version
+	_, err := s.e.Update(ctx, func(tx *Tx) error {
+		// Keys are distinct (ValidateTxn), so checking every condition
+		// first is checking them against the state before the transaction.
+		for i, op := range ops {
+			cur, ok := tx.GetKV(op.Key)
+			if !op.Cond.Holds(ok, version(cur)) {
+				return store.Errorf(backend, "txn", op.Key, store.ErrConflict,
+					&store.TxnError{Index: i, Key: op.Key, Err: store.ErrConflict})
+			}
+		}
+		out = make([]store.Version, len(ops))
+		for i, op := range ops {
+			switch op.Kind {
+			case store.OpPut:
+				out[i], _ = putOp(tx, op.Key, op.Value, store.Unconditional)
+			case store.OpDelete:
+				tx.DeleteKV(op.Key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.opErr("txn", ops[0].Key, err)
+	}
+	return out, nil
+}
+
+// WaitChange implements store.Watcher with Engine.Wait: no polling.
+func (s *KVStore) WaitChange(ctx context.Context, key string, last store.Version) error {
+	if err := store.ValidateKey(key); err != nil {
+		return store.Errorf(backend, "watch", key, store.ErrInvalidKey, err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	for {
+		if s.closed.Load() {
+			return store.Errorf(backend, "watch", key, store.ErrClosed, nil)
+		}
+		var cur store.Version
+		var idx uint64
+		err := s.e.View(func(tx *Tx) error {
+			if kv, ok := tx.GetKV(key); ok {
+				cur = version(kv)
+			}
+			idx = tx.Index()
+			return nil
+		})
+		if err != nil {
+			return s.opErr("watch", key, err)
+		}
+		if cur != last {
+			return nil
+		}
+		if err := s.e.Wait(wctx, key, idx); err != nil {
+			if errors.Is(err, ErrClosed) || s.closed.Load() {
+				return store.Errorf(backend, "watch", key, store.ErrClosed, err)
+			}
+			return err
+		}
+	}
+}
+
+// Close implements store.Store: later calls fail with ErrClosed. It does not
+// close the engine.
+func (s *KVStore) Close() error {
+	s.closed.Store(true)
+	s.closeOnce.Do(func() { close(s.done) })
+	return nil
+}

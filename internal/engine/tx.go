@@ -1,0 +1,243 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+)
+
+// KV is one Consul-style key-value record.
+type KV struct {
+	Key         string
+	Value       []byte
+	Flags       uint64
+	CreateIndex uint64
+	ModifyIndex uint64
+	LockIndex   uint64
+	Session     string // holder session id; "" when unlocked
+}
+
+// Tx is one read (View) or write (Update) transaction. It is valid only
+// inside the function it was passed to. Values returned by its methods are
+// copies and stay valid afterwards.
+type Tx struct {
+	btx      *bbolt.Tx
+	index    uint64
+	write    bool
+	dirty    bool     // wrote something (or obtained a raw bucket for writing)
+	changed  bool     // consumed its index
+	touched  []string // keys to wake watchers of
+	tombsDel bool
+}
+
+// Index is this write's index inside Update, or the latest committed
+// index of the snapshot inside View.
+func (tx *Tx) Index() uint64 { return tx.index }
+
+// Writable reports whether tx is an Update transaction.
+func (tx *Tx) Writable() bool { return tx.write }
+
+// Touch marks key as changed by this transaction, so that Wait callers
+// whose prefix covers key wake after commit; it also makes the Update
+// consume its index. PutKV and DeleteKV touch their key themselves. Layers
+// using raw buckets call Touch with a key of their own naming (for example
+// "\x00session/<id>").
+func (tx *Tx) Touch(key string) {
+	tx.mustWrite()
+	tx.changed = true
+	tx.touched = append(tx.touched, key)
+}
+
+func (tx *Tx) mustWrite() {
+	if !tx.write {
+		panic("engine: write inside View")
+	}
+	tx.dirty = true
+}
+
+// GetKV returns the record of key.
+func (tx *Tx) GetKV(key string) (KV, bool) {
+	v := tx.btx.Bucket(bucketKV).Get([]byte(key))
+	if v == nil {
+		return KV{}, false
+	}
+	kv, err := decodeKV(key, v)
+	if err != nil {
+		panic(fmt.Sprintf("engine: corrupt record %q: %v", key, err))
+	}
+	return kv, true
+}
+
+// PutKV stores kv as given except its indexes: ModifyIndex becomes
+// tx.Index(), CreateIndex stays the existing record's (tx.Index() when the
+// key is new). It returns the record as stored. Flags, LockIndex and
+// Session are the caller's business.
+func (tx *Tx) PutKV(kv KV) KV {
+	tx.mustWrite()
+	k := []byte(kv.Key)
+	b := tx.btx.Bucket(bucketKV)
+	kv.CreateIndex = tx.index
+	if old := b.Get(k); old != nil {
+		kv.CreateIndex = getU64(old[8:16])
+	}
+	kv.ModifyIndex = tx.index
+	kv.Value = bytes.Clone(kv.Value)
+	must(b.Put(k, encodeKV(kv)))
+	tomb := tx.btx.Bucket(bucketTomb)
+	if tomb.Get(k) != nil {
+		must(tomb.Delete(k))
+	}
+	tx.kvChanged(kv.Key)
+	return kv
+}
+
+// DeleteKV deletes key and records a tombstone at tx.Index() so that
+// KeysIndex of its prefixes moves forward. Deleting a missing key changes
+// nothing and returns false.
+func (tx *Tx) DeleteKV(key string) bool {
+	k := []byte(key)
+	b := tx.btx.Bucket(bucketKV)
+	if b.Get(k) == nil {
+		return false
+	}
+	tx.mustWrite()
+	must(b.Delete(k))
+	must(tx.btx.Bucket(bucketTomb).Put(k, u64(tx.index)))
+	tx.kvChanged(key)
+	return true
+}
+
+func (tx *Tx) kvChanged(key string) {
+	tx.changed = true
+	tx.touched = append(tx.touched, key)
+	must(tx.btx.Bucket(bucketMeta).Put(keyKVIndex, u64(tx.index)))
+}
+
+// ListKV returns the records whose key starts with prefix and is strictly
+// greater than after, in ascending key order, at most limit of them
+// (limit <= 0: all).
+func (tx *Tx) ListKV(prefix, after string, limit int) []KV {
+	var out []KV
+	c := tx.btx.Bucket(bucketKV).Cursor()
+	start := prefix
+	if after >= prefix {
+		start = after + "\x00"
+	}
+	for k, v := c.Seek([]byte(start)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		kv, err := decodeKV(string(k), v)
+		if err != nil {
+			panic(fmt.Sprintf("engine: corrupt record %q: %v", k, err))
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// KeysIndex is Consul's X-Consul-Index for a list of prefix or a read of a
+// missing key: the greatest ModifyIndex or tombstone index under prefix;
+// for the empty prefix, the last index that changed any KV record. Never
+// less than 1.
+func (tx *Tx) KeysIndex(prefix string) uint64 {
+	var top uint64
+	if prefix == "" {
+		top = getU64(tx.btx.Bucket(bucketMeta).Get(keyKVIndex))
+	} else {
+		p := []byte(prefix)
+		c := tx.btx.Bucket(bucketKV).Cursor()
+		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			top = max(top, getU64(v[16:24]))
+		}
+		c = tx.btx.Bucket(bucketTomb).Cursor()
+		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			top = max(top, getU64(v))
+		}
+	}
+	return max(top, 1)
+}
+
+// Bucket returns the raw bucket name of another layer (sessions, S3
+// metadata), creating it inside Update. Obtaining it inside Update counts
+// as a write: the Update consumes an index only if it also calls Touch,
+// PutKV or DeleteKV, but if its fn then fails, the whole batch is retried
+// without it. Inside View it returns nil when the bucket does not exist.
+// Use ReadBucket for reads inside Update.
+func (tx *Tx) Bucket(name string) *bbolt.Bucket {
+	if !tx.write {
+		return tx.btx.Bucket([]byte(rawPrefix + name))
+	}
+	tx.mustWrite()
+	b, err := tx.btx.CreateBucketIfNotExists([]byte(rawPrefix + name))
+	must(err)
+	return b
+}
+
+// ReadBucket returns the raw bucket name for reading, or nil when it does
+// not exist. It never counts as a write; do not modify the bucket through
+// it.
+func (tx *Tx) ReadBucket(name string) *bbolt.Bucket {
+	return tx.btx.Bucket([]byte(rawPrefix + name))
+}
+
+// Record layout: flags, create, modify, lock (8 bytes each, big endian),
+// uvarint session length, session, value.
+func encodeKV(kv KV) []byte {
+	b := make([]byte, 32, 32+binary.MaxVarintLen64+len(kv.Session)+len(kv.Value))
+	binary.BigEndian.PutUint64(b[0:], kv.Flags)
+	binary.BigEndian.PutUint64(b[8:], kv.CreateIndex)
+	binary.BigEndian.PutUint64(b[16:], kv.ModifyIndex)
+	binary.BigEndian.PutUint64(b[24:], kv.LockIndex)
+	b = binary.AppendUvarint(b, uint64(len(kv.Session)))
+	b = append(b, kv.Session...)
+	return append(b, kv.Value...)
+}
+
+var errCorrupt = errors.New("bad record")
+
+func decodeKV(key string, b []byte) (KV, error) {
+	if len(b) < 33 {
+		return KV{}, errCorrupt
+	}
+	kv := KV{
+		Key:         key,
+		Flags:       getU64(b[0:8]),
+		CreateIndex: getU64(b[8:16]),
+		ModifyIndex: getU64(b[16:24]),
+		LockIndex:   getU64(b[24:32]),
+	}
+	n, w := binary.Uvarint(b[32:])
+	if w <= 0 || uint64(len(b)-32-w) < n {
+		return KV{}, errCorrupt
+	}
+	rest := b[32+w:]
+	kv.Session = string(rest[:n])
+	if v := rest[n:]; len(v) > 0 {
+		kv.Value = bytes.Clone(v)
+	}
+	return kv, nil
+}
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func getU64(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+// must panics on a bbolt error inside a transaction; the batch runner
+// recovers it, rolls the transaction back and fails that Update.
+func must(err error) {
+	if err != nil {
+		panic(bboltError{err})
+	}
+}
+
+type bboltError struct{ err error }
+
