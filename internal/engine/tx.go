@@ -240,4 +240,3 @@ func must(err error) {
 }
 
 type bboltError struct{ err error }
-
