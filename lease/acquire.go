@@ -1,0 +1,147 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// maxQuickRetries bounds immediate retries after lost races before Acquire
+// waits a jittered poll interval.
+const maxQuickRetries = 3
+
+// Acquire waits until it holds the lease or ctx is done. The goroutines
+// that call Acquire on one Locker take turns as the single poller, so their
+// requests to the store do not grow with their number (see the package
+// doc for the bound). While the lease is held elsewhere it re-reads the
+// record every PollInterval with jitter, or blocks on store.Watcher when
+// the backend has one, and it wakes at once when a lease of this Locker is
+// released. When ctx ends first it returns an error matching ctx's error
+// and, if the lease was held, ErrHeld (with the last *HeldError).
+func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
+	select {
+	case lk.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, ctx.Err())
+	}
+	defer func() { <-lk.sem }()
+	defer lk.abandonPending()
+
+	var last error
+	quick, failures := 0, 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, errors.Join(err, last))
+		}
+		wake := lk.wakeChan()
+		l, err := lk.TryAcquire(ctx)
+		if err == nil {
+			return l, nil
+		}
+		var held *HeldError
+		var wait time.Duration
+		switch {
+		case errors.As(err, &held):
+			last, quick, failures = err, 0, 0
+			untilTakeover := time.Until(held.Until) + time.Millisecond
+			if w, ok := lk.s.(store.Watcher); ok && lk.s.Capabilities().Watch {
+				lk.watch(ctx, w, untilTakeover, wake)
+				continue
+			}
+			wait = min(jitter(lk.opts.PollInterval), untilTakeover)
+		case errors.Is(err, ErrLostRace):
+			quick++
+			if quick <= maxQuickRetries {
+				continue
+			}
+			quick = 0
+			wait = jitter(lk.opts.PollInterval)
+		case retryable(err):
+			failures++
+			last = err
+			wait = backoff(lk.opts.PollInterval, failures)
+		default:
+			return nil, err
+		}
+		sleep(ctx, wait, wake)
+	}
+}
+
+// watch blocks on the backend's native watch until the record changes,
+// d passes, a lease of this Locker is released, or ctx ends.
+func (lk *Locker) watch(ctx context.Context, w store.Watcher, d time.Duration, wake <-chan struct{}) {
+	lk.mu.Lock()
+	v := lk.obs.version
+	lk.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	go func() {
+		select {
+		case <-wake:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	if err := w.WaitChange(wctx, lk.key, v); err != nil && wctx.Err() == nil {
+		// The watch failed: fall back to one poll interval.
+		sleep(ctx, jitter(lk.opts.PollInterval), wake)
+	}
+}
+
+// abandonPending cleans up after Acquire gives up with an acquiring write
+// whose outcome it never learned: if the write landed, release it, so
+// that others need not wait a TTL.
+func (lk *Locker) abandonPending() {
+	lk.mu.Lock()
+	p := lk.pending
+	lk.mu.Unlock()
+	if p == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lk.opts.TTL)
+	defer cancel()
+	e, err := lk.s.Get(ctx, lk.key)
+	if err != nil {
+		return
+	}
+	if rec, err := decodeRecord(lk.key, e.Value); err == nil && rec.Nonce == p.nonce {
+		lk.newLease(p.rec, e.Version, p.start).Release(ctx)
+	}
+}
+
+// retryable reports whether a store error may pass if we try again later.
+func retryable(err error) bool {
+	return errors.Is(err, store.ErrTransient) || errors.Is(err, store.ErrUnknownOutcome)
+}
+
+// jitter returns d scaled by a random factor in [0.5, 1.5).
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d)
+}
+
+// backoff is exponential from base/4, capped at base, with full jitter.
+func backoff(base time.Duration, failures int) time.Duration {
+	d := base / 4
+	for i := 1; i < failures && d < base; i++ {
+		d *= 2
+	}
+	return rand.N(min(d, base)) + time.Millisecond
+}
+
+// sleep waits d, or until wake is closed or ctx is done.
+func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-wake:
+	case <-ctx.Done():
+	}
+}

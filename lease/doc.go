@@ -1,0 +1,57 @@
+// Package lease provides leases and locks with fencing tokens over any
+// store.Store that has create-if-absent and compare-and-swap put.
+//
+// A lease is one record at one key: the holder's name, a fresh nonce per
+// write, a fencing token, the TTL, a released flag, and wall-clock times that
+// are for people and tools only. A Locker contends for one key:
+//
+//	lk, err := lease.NewLocker(s, "locks/nightly-report", nil)
+//	err = lk.Run(ctx, func(ctx context.Context, l *lease.Lease) error {
+//		// ctx is cancelled before anyone else could take the lease over.
+//		return writeReport(ctx, l.Token())
+//	})
+//
+// # What the package promises
+//
+//   - Acquisition writes the record with create-if-absent, or with a CAS on
+//     the version it read. A record that is held may be taken over only
+//     after this Locker has seen it unchanged (same version) for a full TTL
+//     on its own monotonic clock. Wall clocks of different hosts are never
+//     compared.
+//   - The fencing token goes up by one on every acquisition (create,
+//     takeover, re-acquire after release) and never goes backwards: release
+//     keeps the token and normal operation never deletes the record.
+//   - Renew is a CAS on our own version with a new nonce. The holder regards
+//     the lease as lost at (monotonic time just before its last successful
+//     renew was sent) + TTL − Margin. Done closes and Context is cancelled
+//     then, which is before any contender could take over: a contender's
+//     observation of that write starts no earlier than the write itself.
+//   - Ambiguous outcomes (store.ErrUnknownOutcome, store.ErrTransient, a
+//     conflict on a write the backend may have retried) are resolved by
+//     reading the record back: our nonce means the write happened.
+//
+// # What a lease does not guarantee
+//
+// A lease bounds how often conflicting work happens; it does not prevent
+// it. A holder can be paused (GC, SIGSTOP, a VM migration, a slow disk)
+// after it checked that it still holds the lease and before its write to
+// the protected resource lands. The resource must therefore check the
+// fencing token (FencedPut refuses writes carrying a token older than the
+// newest it accepted), or the protected operation must be idempotent.
+// Margin covers the difference between two hosts' monotonic clock rates and
+// the time the holder needs to stop; it cannot cover an unbounded pause.
+//
+// # Waiting and its request budget
+//
+// Acquire waits. Object stores have no wait primitive, so waiting is
+// polling, and polling costs requests. The goroutines of one process that
+// wait through one Locker share a single poller, so their requests do not
+// grow with their number: while the lease is held by someone else a Locker
+// makes at most one read per PollInterval (jittered ±50%), one more read
+// when the holder's observation window ends, and one write per attempt to
+// acquire a record it saw released or expired. N processes waiting on one
+// key therefore cost at most about N/PollInterval reads per second; the
+// default PollInterval is TTL/10 (at least 10ms, at most 2s). When the
+// backend implements store.Watcher, waiters block on it instead of
+// polling and re-read only when the key changes.
+package lease

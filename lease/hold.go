@@ -1,0 +1,98 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Hold acquires the lease like Acquire and then renews it in the background
+// every RenewInterval, retrying failed renews until the lease's validity
+// runs out. ctx bounds only the acquisition; the holding lasts until
+// Release or loss (Done).
+func (lk *Locker) Hold(ctx context.Context) (*Lease, error) {
+	l, err := lk.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	go l.keepAlive()
+	return l, nil
+}
+
+// Run holds the lease while fn runs and releases it when fn returns. fn's
+// context is cancelled when ctx is done or the lease is lost, the latter
+// before any contender could take the lease over; fn must then stop
+// touching the protected resource. Run returns fn's error, or an error
+// matching ErrLost when the lease was lost while fn ran and fn returned
+// nil, or the acquisition's or release's error.
+func (lk *Locker) Run(ctx context.Context, fn func(ctx context.Context, l *Lease) error) error {
+	l, err := lk.Hold(ctx)
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(l.Context(), func() { cancel(context.Cause(l.Context())) })
+	err = fn(fctx, l)
+	stop()
+	cancel(nil)
+	lost := l.Err()
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), lk.opts.TTL)
+	defer rcancel()
+	rerr := l.Release(rctx)
+	switch {
+	case err != nil:
+		return err
+	case errors.Is(lost, ErrLost):
+		return fmt.Errorf("lease: run %q: %w", lk.key, ErrLost)
+	case rerr != nil && !errors.Is(rerr, ErrLost):
+		return rerr
+	}
+	return nil
+}
+
+// keepAlive renews l every RenewInterval until Done. A failed renew is
+// retried with backoff while the lease is still valid; each attempt's
+// request is bounded by the time left. After a loss it releases the record
+// if it is still ours, so that contenders need not wait a full TTL.
+func (l *Lease) keepAlive() {
+	o := l.lk.opts
+	next := time.Now().Add(o.RenewInterval)
+	failures := 0
+	for {
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-l.done:
+			t.Stop()
+			l.releaseAfterLoss()
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		ctx, cancel := context.WithDeadline(l.ctx, l.ValidUntil())
+		err := l.Renew(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			failures = 0
+			next = start.Add(o.RenewInterval)
+		case errors.Is(err, ErrLost) || errors.Is(err, ErrReleased):
+			// Done is closed; the next turn cleans up.
+			next = time.Now()
+		default:
+			failures++
+			next = time.Now().Add(backoff(o.RenewInterval/2, failures))
+		}
+	}
+}
+
+// releaseAfterLoss marks the record released when the lease was lost
+// locally but the record is still ours (its version unchanged).
+func (l *Lease) releaseAfterLoss() {
+	if !errors.Is(l.Err(), ErrLost) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), l.lk.opts.TTL)
+	defer cancel()
+	l.Release(ctx)
+}

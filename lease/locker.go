@@ -1,0 +1,203 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// Locker contends for the lease at one key of one store. It remembers, from
+// one attempt to the next, which version of the record it has seen and
+// since when, so that a held record is taken over only after it has stayed
+// unchanged for a full TTL on this Locker's monotonic clock.
+//
+// A Locker is safe for concurrent use. The goroutines of one process that
+// contend for one key should share one Locker: its waiters share a single
+// poller (see Acquire).
+type Locker struct {
+	s    store.Store
+	key  string
+	opts Options
+
+	sem chan struct{} // one poller at a time (Acquire)
+
+	mu      sync.Mutex
+	obs     observation
+	pending *pendingWrite // an acquiring write whose outcome is unknown
+	wake    chan struct{} // closed and replaced when a lease of ours is released
+}
+
+// observation is the version of the record this Locker last saw and the
+// monotonic time it first saw it.
+type observation struct {
+	version store.Version
+	since   time.Time
+}
+
+// pendingWrite is an acquiring write that may have happened.
+type pendingWrite struct {
+	nonce string
+	start time.Time // monotonic, taken before the write was sent
+	rec   Record
+}
+
+// NewLocker returns a Locker for key in s. opts may be nil for defaults; it
+// returns an error matching ErrOptions when they are invalid, and
+// store.ErrUnsupported when s lacks create-if-absent or compare-and-swap.
+func NewLocker(s store.Store, key string, opts *Options) (*Locker, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := store.ValidateKey(key); err != nil {
+		return nil, fmt.Errorf("lease: %w", err)
+	}
+	if c := s.Capabilities(); !c.CreateIfAbsent || !c.CompareAndSwap {
+		return nil, fmt.Errorf("lease: %q: %w: the store lacks create-if-absent or compare-and-swap", key, store.ErrUnsupported)
+	}
+	return &Locker{s: s, key: key, opts: o, sem: make(chan struct{}, 1), wake: make(chan struct{})}, nil
+}
+
+// Key returns the key the Locker contends for.
+func (lk *Locker) Key() string { return lk.key }
+
+// Options returns the Locker's options with defaults filled in.
+func (lk *Locker) Options() Options { return lk.opts }
+
+// TryAcquire makes one attempt. It returns the *Lease when acquired; an
+// error matching ErrHeld (a *HeldError saying who holds it) when someone
+// else holds it; an error matching ErrLostRace when another contender wrote
+// the record between our read and our write (retry at once); or the store's
+// error. The returned lease is not renewed in the background: call Renew,
+// or use Hold or Run.
+func (lk *Locker) TryAcquire(ctx context.Context) (*Lease, error) {
+	e, err := lk.s.Get(ctx, lk.key)
+	if errors.Is(err, store.ErrNotFound) {
+		lk.setObs("")
+		return lk.write(ctx, Record{Token: 1}, store.IfAbsent)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, err)
+	}
+	rec, err := decodeRecord(lk.key, e.Value)
+	if err != nil {
+		return nil, err
+	}
+	if l, err, ok := lk.adoptPending(ctx, rec, e.Version); ok {
+		return l, err
+	}
+	if rec.Released {
+		return lk.write(ctx, Record{Token: rec.Token + 1}, store.IfMatch(e.Version))
+	}
+	since := lk.setObs(e.Version)
+	if waited := time.Since(since); waited < rec.TTL {
+		return nil, &HeldError{Key: lk.key, Holder: rec.Holder, Token: rec.Token,
+			Until: time.Now().Add(rec.TTL - waited)}
+	}
+	return lk.write(ctx, Record{Token: rec.Token + 1}, store.IfMatch(e.Version))
+}
+
+// setObs records that the record is at version v (or absent, "") and
+// returns when this Locker first saw that version.
+func (lk *Locker) setObs(v store.Version) time.Time {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.obs.version != v || v == "" || lk.obs.since.IsZero() {
+		lk.obs = observation{version: v, since: time.Now()}
+	}
+	return lk.obs.since
+}
+
+// write tries to make the record ours with rec's token under cond.
+func (lk *Locker) write(ctx context.Context, rec Record, cond store.Condition) (*Lease, error) {
+	now := lk.opts.Now()
+	rec.Holder, rec.Nonce, rec.TTL = lk.opts.Holder, newNonce(), lk.opts.TTL
+	rec.Acquired, rec.Renewed = now, now
+	start := time.Now()
+	v, err := lk.s.Put(ctx, lk.key, rec.encode(), cond)
+	if err == nil {
+		return lk.newLease(rec, v, start), nil
+	}
+	if errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrUnknownOutcome) {
+		// A backend that retried our write internally may report the
+		// retry's conflict; read back once to tell.
+		if l, ok := lk.readBack(ctx, rec, start); ok {
+			return l, nil
+		}
+		return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, ErrLostRace)
+	}
+	if !errors.Is(err, store.ErrUnknownOutcome) && !errors.Is(err, store.ErrTransient) {
+		return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, err)
+	}
+	lk.mu.Lock()
+	lk.pending = &pendingWrite{nonce: rec.Nonce, start: start, rec: rec}
+	lk.mu.Unlock()
+	if l, ok := lk.readBack(ctx, rec, start); ok {
+		return l, nil
+	}
+	// Not ours, or we could not tell: the write may still land. The pending
+	// nonce is remembered, and a later read that finds it adopts it.
+	return nil, fmt.Errorf("lease: acquire %q: %w (after %w)", lk.key, ErrLostRace, err)
+}
+
+// readBack reports whether the record now carries rec's nonce, and if so
+// returns our lease.
+func (lk *Locker) readBack(ctx context.Context, rec Record, start time.Time) (*Lease, bool) {
+	e, err := lk.s.Get(ctx, lk.key)
+	if err != nil {
+		return nil, false
+	}
+	got, err := decodeRecord(lk.key, e.Value)
+	if err != nil || got.Nonce != rec.Nonce {
+		return nil, false
+	}
+	return lk.newLease(rec, e.Version, start), true
+}
+
+// adoptPending handles a read that finds the nonce of an earlier acquiring
+// write whose outcome was unknown: the write happened after its start, so
+// the lease is ours if it is still valid. An expired one is released so
+// that the next attempt re-acquires it with a higher token.
+func (lk *Locker) adoptPending(ctx context.Context, rec Record, v store.Version) (*Lease, error, bool) {
+	lk.mu.Lock()
+	p := lk.pending
+	lk.mu.Unlock()
+	if p == nil || rec.Nonce != p.nonce {
+		return nil, nil, false
+	}
+	l := lk.newLease(p.rec, v, p.start)
+	if !l.expired() {
+		return l, nil, true
+	}
+	if err := l.Release(ctx); err != nil && !errors.Is(err, ErrLost) {
+		return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, err), true
+	}
+	return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, ErrLostRace), true
+}
+
+// newLease records a successful acquisition and returns the lease.
+func (lk *Locker) newLease(rec Record, v store.Version, start time.Time) *Lease {
+	lk.mu.Lock()
+	lk.obs = observation{}
+	lk.pending = nil
+	lk.mu.Unlock()
+	return newLease(lk, rec, v, start)
+}
+
+// released wakes this Locker's poller after one of its leases was released.
+func (lk *Locker) released() {
+	lk.mu.Lock()
+	close(lk.wake)
+	lk.wake = make(chan struct{})
+	lk.mu.Unlock()
+}
+
+func (lk *Locker) wakeChan() <-chan struct{} {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return lk.wake
+}

@@ -1,0 +1,113 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Limits and defaults of Options.
+const (
+	// DefaultTTL is the TTL when Options.TTL is zero.
+	DefaultTTL = 15 * time.Second
+	// MinTTL is the shortest TTL accepted.
+	MinTTL = 10 * time.Millisecond
+	// MinPollInterval and MaxPollInterval clamp the default PollInterval.
+	MinPollInterval = 10 * time.Millisecond
+	MaxPollInterval = 2 * time.Second
+)
+
+// Options tune a Locker. A nil *Options means every default. Each zero
+// field takes the default written beside it.
+type Options struct {
+	// Holder names the holder in the record, for people and tools; it is
+	// never used to decide ownership (the nonce is). Zero: "<hostname>:<pid>".
+	Holder string
+
+	// TTL is how long a record may stay unchanged before a contender may
+	// take it over. Zero: DefaultTTL. At least MinTTL.
+	TTL time.Duration
+
+	// Margin is how long before TTL, counted from the start of its last
+	// successful renew, the holder regards the lease as lost. It must cover
+	// the time the holder needs to stop its work and the difference between
+	// two hosts' monotonic clock rates over one TTL. Zero: TTL/5. It must be
+	// positive and less than TTL/2.
+	Margin time.Duration
+
+	// RenewInterval is how often Hold and Run renew the lease. Zero:
+	// (TTL−Margin)/3. It must be positive and at most (TTL−Margin)/2, so
+	// that a failed renew can be retried before the lease is lost.
+	RenewInterval time.Duration
+
+	// PollInterval is how often Acquire re-reads a record held by someone
+	// else (each wait jittered to 50%–150%). Zero: TTL/10 clamped to
+	// [MinPollInterval, MaxPollInterval]. It must be positive and at most
+	// TTL.
+	PollInterval time.Duration
+
+	// Now returns the wall-clock time written into records for people and
+	// tools. It is never used to decide anything. Zero: time.Now.
+	Now func() time.Time
+}
+
+// ErrOptions is matched by every error of Options.Validate.
+var ErrOptions = errors.New("invalid lease options")
+
+// withDefaults returns a copy of o (nil allowed) with zero fields filled
+// in and checked.
+func (o *Options) withDefaults() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if r.Holder == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "unknown-host"
+		}
+		r.Holder = fmt.Sprintf("%s:%d", host, os.Getpid())
+	}
+	if r.TTL == 0 {
+		r.TTL = DefaultTTL
+	}
+	if r.Margin == 0 {
+		r.Margin = r.TTL / 5
+	}
+	if r.RenewInterval == 0 {
+		r.RenewInterval = (r.TTL - r.Margin) / 3
+	}
+	if r.PollInterval == 0 {
+		r.PollInterval = min(max(r.TTL/10, MinPollInterval), MaxPollInterval)
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return r, r.check()
+}
+
+// Validate reports, with an error matching ErrOptions, the first field of
+// o (after defaults) that breaks its documented rule.
+func (o *Options) Validate() error {
+	_, err := o.withDefaults()
+	return err
+}
+
+func (o Options) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("lease: %w: %s", ErrOptions, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.TTL < MinTTL:
+		return bad("TTL %v is shorter than the minimum %v", o.TTL, MinTTL)
+	case o.Margin <= 0 || o.Margin >= o.TTL/2:
+		return bad("Margin %v must be positive and less than half the TTL %v", o.Margin, o.TTL)
+	case o.RenewInterval <= 0 || o.RenewInterval > (o.TTL-o.Margin)/2:
+		return bad("RenewInterval %v must be positive and at most (TTL−Margin)/2 = %v, so a failed renew can be retried before the lease is lost",
+			o.RenewInterval, (o.TTL-o.Margin)/2)
+	case o.PollInterval <= 0 || o.PollInterval > o.TTL:
+		return bad("PollInterval %v must be positive and at most the TTL %v", o.PollInterval, o.TTL)
+	}
+	return nil
+}
