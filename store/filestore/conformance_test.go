@@ -1,0 +1,22 @@
+package filestore_test
+
+import (
+	"testing"
+
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/filestore"
+	"github.com/latchkey/latchkey/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		New: func(tb testing.TB) store.Store {
+			s, err := filestore.Open(tb.TempDir(), nil)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			tb.Cleanup(func() { s.Close() })
+			return s
+		},
+	})
+}

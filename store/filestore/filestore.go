@@ -1,0 +1,325 @@
+package filestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+const backend = "filestore"
+
+// Limits and defaults.
+const (
+	// DefaultStripes is the number of lock stripes of a new directory.
+	DefaultStripes = 64
+	// MaxStripes is the most lock stripes a directory may have.
+	MaxStripes = 64
+	// DefaultPageSize is the page size of List when ListOptions.Limit is 0.
+	DefaultPageSize = 1000
+	// DefaultPollInterval is how often WaitChange looks at the key when no
+	// write of this process wakes it first.
+	DefaultPollInterval = 100 * time.Millisecond
+	// StaleTempAge is how old an unreferenced temporary file must be before
+	// Open removes it (a crashed writer's leftovers).
+	StaleTempAge = time.Hour
+)
+
+// Options configure Open. The zero value (or nil) means the defaults.
+type Options struct {
+	// Stripes is the number of lock stripes (1 to MaxStripes) used when
+	// Open creates a new store; 0 means DefaultStripes. An existing store
+	// keeps the count it was created with, since every process must agree
+	// on it. One stripe is a single global lock.
+	Stripes int
+	// PollInterval is WaitChange's polling period, jittered by ±50%;
+	// 0 means DefaultPollInterval.
+	PollInterval time.Duration
+}
+
+// Store is a store.Store kept in a local directory. It is safe for
+// concurrent use by goroutines and by processes that open the same
+// directory.
+type Store struct {
+	dir     string
+	stripes int
+	poll    time.Duration
+	noSync  bool // tests and benchmarks only: skip every fsync
+
+	mu       sync.RWMutex // guards closed; held shared only to join inflight
+	closed   bool
+	inflight sync.WaitGroup // operations and lock cleanups in progress
+
+	locks   []stripeLock // one per stripe, then the counter lock
+	buckets sync.Map     // bucket names known to exist (and be durable)
+	alloc   allocator
+
+	changedMu sync.Mutex
+	changed   chan struct{} // closed and replaced on every write of this Store
+}
+
+var _ interface {
+	store.Store
+	store.Transactor
+	store.Streamer
+	store.Watcher
+} = (*Store)(nil)
+
+// Open opens the store kept in dir, creating dir and the store's layout if
+// needed, and finishes any transaction a crashed process left committed but
+// unapplied. It refuses a non-empty directory that is not a store. A nil
+// opts means the defaults.
+func Open(dir string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Stripes == 0 {
+		o.Stripes = DefaultStripes
+	}
+	if o.Stripes < 1 || o.Stripes > MaxStripes {
+		return nil, fmt.Errorf("filestore: open %s: %d stripes, want 1 to %d", dir, o.Stripes, MaxStripes)
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = DefaultPollInterval
+	}
+	if !supported {
+		return nil, store.Errorf(backend, "open", dir, store.ErrUnsupported, errNoFlock)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("filestore: open %s: %w", dir, err)
+	}
+	s := &Store{dir: abs, poll: o.PollInterval, changed: make(chan struct{})}
+	if s.stripes, err = s.initLayout(o.Stripes); err != nil {
+		return nil, fmt.Errorf("filestore: open %s: %w", dir, err)
+	}
+	if err := s.openLocks(); err != nil {
+		s.closeLocks()
+		return nil, fmt.Errorf("filestore: open %s: %w", dir, err)
+	}
+	if err := s.recoverAll(context.Background()); err != nil {
+		s.closeLocks()
+		return nil, fmt.Errorf("filestore: open %s: %w", dir, err)
+	}
+	s.cleanTemps()
+	return s, nil
+}
+
+// Dir returns the store's directory (absolute).
+func (s *Store) Dir() string { return s.dir }
+
+// initLayout creates or checks the directory layout under an exclusive
+// flock of the directory itself, and returns the store's stripe count.
+func (s *Store) initLayout(stripes int) (int, error) {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return 0, err
+	}
+	d, err := os.Open(s.dir)
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close() // also releases the flock
+	if err := flock(int(d.Fd()), true, false); err != nil {
+		return 0, err
+	}
+
+	b, err := os.ReadFile(filepath.Join(s.dir, formatFile))
+	switch {
+	case err == nil:
+		if stripes, err = parseFormat(b); err != nil {
+			return 0, err
+		}
+	case errors.Is(err, os.ErrNotExist):
+		if err := s.createFormat(stripes); err != nil {
+			return 0, err
+		}
+	default:
+		return 0, err
+	}
+	for _, d := range []string{locksDir, dataDir, tmpDir, txnDir} {
+		if err := os.Mkdir(filepath.Join(s.dir, d), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return 0, err
+		}
+	}
+	return stripes, s.syncDir(s.dir)
+}
+
+// createFormat writes the format marker into an empty directory.
+func (s *Store) createFormat(stripes int) error {
+	names, err := readDirNames(s.dir)
+	if err != nil {
+		return err
+	}
+	names = slices.DeleteFunc(names, func(n string) bool {
+		return strings.HasPrefix(n, "."+formatFile+".tmp-") // an earlier Open's crash
+	})
+	if len(names) > 0 {
+		return fmt.Errorf("directory is not empty and not a filestore (no %s file)", formatFile)
+	}
+	content := fmt.Sprintf("latchkey-filestore %d\nstripes %d\n", formatVersion, stripes)
+	return s.writeFileAtomic(s.dir, formatFile, []byte(content))
+}
+
+func parseFormat(b []byte) (int, error) {
+	var version, stripes int
+	_, err := fmt.Sscanf(string(b), "latchkey-filestore %d\nstripes %d\n", &version, &stripes)
+	if err != nil || version != formatVersion || stripes < 1 || stripes > MaxStripes {
+		return 0, fmt.Errorf("%w: %s: unsupported format %q", ErrCorrupt, formatFile, b)
+	}
+	return stripes, nil
+}
+
+// writeFileAtomic writes dir/name by a fsynced temporary file renamed into
+// place, then syncs dir.
+func (s *Store) writeFileAtomic(dir, name string, content []byte) error {
+	f, err := createTemp(dir, "."+name+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(content); err != nil {
+		f.Close()
+		return err
+	}
+	if err := s.syncFile(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return s.syncDir(dir)
+}
+
+func readDirNames(dir string) ([]string, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.Readdirnames(-1)
+}
+
+// cleanTemps removes temporary files older than StaleTempAge that no
+// committed journal names: leftovers of crashed writers. Errors are
+// ignored; a leftover costs only disk space.
+func (s *Store) cleanTemps() {
+	keep := make(map[string]bool)
+	names, _ := readDirNames(filepath.Join(s.dir, txnDir))
+	for _, n := range names {
+		if !strings.HasPrefix(n, journalPrefix) {
+			s.removeIfStale(filepath.Join(s.dir, txnDir, n))
+			continue
+		}
+		if j, err := s.readJournal(n); err == nil {
+			for _, op := range j.Ops {
+				keep[op.Staged] = true
+			}
+		}
+	}
+	names, _ = readDirNames(filepath.Join(s.dir, tmpDir))
+	for _, n := range names {
+		if !keep[n] {
+			s.removeIfStale(filepath.Join(s.dir, tmpDir, n))
+		}
+	}
+}
+
+func (s *Store) removeIfStale(path string) {
+	if fi, err := os.Lstat(path); err == nil && time.Since(fi.ModTime()) > StaleTempAge {
+		os.Remove(path)
+	}
+}
+
+// Capabilities implements store.Store: every conditional operation and
+// transactions are atomic across processes; values stream; Watch is false
+// because WaitChange polls.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true,
+		Transactions: true, Watch: false, Streaming: true}
+}
+
+// begin starts an operation: it fails once the store is closed or ctx is
+// done, and otherwise registers the operation so Close waits for it. The
+// caller calls s.inflight.Done when begin returns nil.
+func (s *Store) begin(ctx context.Context, op, key string) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return store.Errorf(backend, op, key, store.ErrClosed, nil)
+	}
+	if err := ctx.Err(); err != nil {
+		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+	}
+	s.inflight.Add(1)
+	return nil
+}
+
+// Close implements store.Store. It waits for operations in progress;
+// later calls fail with store.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.notify()
+	s.inflight.Wait()
+	return s.closeLocks()
+}
+
+// notify wakes this process's WaitChange calls.
+func (s *Store) notify() {
+	s.changedMu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.changedMu.Unlock()
+}
+
+func (s *Store) changes() <-chan struct{} {
+	s.changedMu.Lock()
+	defer s.changedMu.Unlock()
+	return s.changed
+}
+
+// opErr wraps err for op on key. Context errors become ErrUnknownOutcome
+// (or stay as they are when already an *OpError), lock and I/O failures
+// become kind.
+func opErr(op, key string, kind, err error) error {
+	var oe *store.OpError
+	switch {
+	case errors.As(err, &oe):
+		return err
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+	}
+	return store.Errorf(backend, op, key, kind, err)
+}
+
+func formatVersionString(v uint64) store.Version { return store.Version(strconv.FormatUint(v, 10)) }
+
+// sortedStripes returns the distinct stripes of keys in ascending order:
+// the order in which every locker takes them, so that lockers never
+// deadlock.
+func (s *Store) sortedStripes(keys ...string) []int {
+	out := make([]int, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, hashKey(k).stripe(s.stripes))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

@@ -1,0 +1,213 @@
+package filestore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A transaction that writes more than one key is made crash-safe by a
+// journal: after locking its stripes and checking its conditions, it
+// writes txn/j-<stripe bitmap>-<random> (fsynced, published by rename,
+// directory fsynced), which lists each key with either the staged file
+// that becomes its value (already fsynced under tmp/) or nothing (delete).
+// Then it applies the operations, fsyncs the touched directories, removes
+// the journal and fsyncs txn/ before unlocking. Once the journal exists the
+// transaction has committed: if its process dies, the next process to lock
+// any of its stripes (or to Open or List) finishes it. Applying is
+// idempotent: a put whose key already has the journal's version was done.
+const journalPrefix = "j-"
+
+type journal struct {
+	Ops []journalOp `json:"ops"`
+}
+
+type journalOp struct {
+	Key     string `json:"key"`
+	Staged  string `json:"staged,omitempty"`  // name under tmp/ of the new value file; empty: delete
+	Version uint64 `json:"version,omitempty"` // the new value's version
+}
+
+// testHook, when set by a test, is called at named points of a
+// transaction ("committed", "applied 0", ...) to crash or pause there.
+var testHook func(point string)
+
+func hook(point string) {
+	if testHook != nil {
+		testHook(point)
+	}
+}
+
+func stripeBits(stripes []int) uint64 {
+	var b uint64
+	for _, i := range stripes {
+		b |= 1 << i
+	}
+	return b
+}
+
+// journalStripes parses the stripe bitmap out of a journal's name.
+func journalStripes(name string) ([]int, uint64, error) {
+	rest, ok := strings.CutPrefix(name, journalPrefix)
+	hexBits, _, ok2 := strings.Cut(rest, "-")
+	b, err := strconv.ParseUint(hexBits, 16, 64)
+	if !ok || !ok2 || err != nil || b == 0 {
+		return nil, 0, fmt.Errorf("%w: journal name %q", ErrCorrupt, name)
+	}
+	var out []int
+	for x := b; x != 0; x &= x - 1 {
+		out = append(out, bits.TrailingZeros64(x))
+	}
+	return out, b, nil
+}
+
+// pendingJournal returns the name of a journal naming any of stripes, or
+// "". The caller holds those stripes, so such a journal is a dead one.
+func (s *Store) pendingJournal(stripes []int) (string, error) {
+	names, err := readDirNames(filepath.Join(s.dir, txnDir))
+	if err != nil {
+		return "", err
+	}
+	mine := stripeBits(stripes)
+	for _, n := range names {
+		if !strings.HasPrefix(n, journalPrefix) {
+			continue
+		}
+		_, b, err := journalStripes(n)
+		if err != nil {
+			return "", err
+		}
+		if b&mine != 0 {
+			return n, nil
+		}
+	}
+	return "", nil
+}
+
+// recoverAll finishes every committed transaction (waiting for live ones
+// to finish by themselves).
+func (s *Store) recoverAll(ctx context.Context) error {
+	names, err := readDirNames(filepath.Join(s.dir, txnDir))
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, journalPrefix) {
+			if err := s.recoverJournal(ctx, n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// recoverJournal locks the stripes of journal name and, if the journal
+// still exists (its owner died, or nobody finished it yet), applies it.
+func (s *Store) recoverJournal(ctx context.Context, name string) error {
+	stripes, _, err := journalStripes(name)
+	if err != nil {
+		return err
+	}
+	if stripes[len(stripes)-1] >= s.stripes {
+		return fmt.Errorf("%w: journal %q names stripes beyond %d", ErrCorrupt, name, s.stripes)
+	}
+	if err := s.acquire(ctx, stripes, true); err != nil {
+		return err
+	}
+	defer s.release(stripes)
+	j, err := s.readJournal(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.apply(name, j); err != nil {
+		return fmt.Errorf("finish transaction %s: %w", name, err)
+	}
+	s.notify()
+	return nil
+}
+
+func (s *Store) readJournal(name string) (journal, error) {
+	var j journal
+	b, err := os.ReadFile(filepath.Join(s.dir, txnDir, name))
+	if err != nil {
+		return j, err
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		return j, fmt.Errorf("%w: journal %s: %v", ErrCorrupt, name, err)
+	}
+	return j, nil
+}
+
+// commitJournal durably writes j under a new journal name covering
+// stripes and returns the name. From its return the transaction will
+// happen, whatever becomes of this process.
+func (s *Store) commitJournal(stripes []int, j journal) (string, error) {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("%s%x-%s", journalPrefix, stripeBits(stripes), randomName(""))
+	return name, s.writeFileAtomic(filepath.Join(s.dir, txnDir), name, b)
+}
+
+// apply carries out j's operations, makes them durable and then removes
+// the journal name (if any). The caller holds every stripe j touches. It
+// may run again after a crash at any point and reaches the same state.
+func (s *Store) apply(name string, j journal) error {
+	var dirs []string
+	for i, op := range j.Ops {
+		target := s.valuePath(op.Key)
+		if op.Staged == "" {
+			err := os.Remove(target)
+			if errors.Is(err, os.ErrNotExist) {
+				continue // deleted before a crash, or never there
+			}
+			if err != nil {
+				return err
+			}
+		} else if err := s.applyPut(op, target); err != nil {
+			return err
+		}
+		dirs = append(dirs, filepath.Dir(target))
+		hook(fmt.Sprintf("applied %d", i))
+	}
+	slices.Sort(dirs)
+	for _, d := range slices.Compact(dirs) {
+		if err := s.syncDir(d); err != nil {
+			return err
+		}
+	}
+	if name == "" {
+		return nil
+	}
+	if err := os.Remove(filepath.Join(s.dir, txnDir, name)); err != nil {
+		return err
+	}
+	return s.syncDir(filepath.Join(s.dir, txnDir))
+}
+
+func (s *Store) applyPut(op journalOp, target string) error {
+	err := os.Rename(filepath.Join(s.dir, tmpDir, op.Staged), target)
+	if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	// The staged file is gone: done already, before a crash?
+	exists, cur, cerr := s.current(op.Key)
+	if cerr != nil {
+		return cerr
+	}
+	if exists && cur == op.Version {
+		return nil
+	}
+	return fmt.Errorf("%w: staged value %s of %q is missing", ErrCorrupt, op.Staged, op.Key)
+}

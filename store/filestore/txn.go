@@ -1,0 +1,124 @@
+package filestore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// Txn implements store.Transactor. Values are staged and fsynced before
+// any lock is taken; then every stripe the keys hash to is locked
+// exclusively (in ascending order), every condition is checked against the
+// state before the transaction, and the writes are applied through a
+// journal (see journal.go) so that a crash leaves all of them or none.
+// A transaction with one write needs no journal: one rename is atomic.
+func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, error) {
+	const op = "txn"
+	if err := store.ValidateTxn(ops); err != nil {
+		return nil, store.Errorf(backend, op, "", errKind(err), err)
+	}
+	if err := s.begin(ctx, op, ops[0].Key); err != nil {
+		return nil, err
+	}
+	defer s.inflight.Done()
+
+	out := make([]store.Version, len(ops))
+	var j journal
+	defer func() { // staged files not published (a no-op for published ones)
+		for _, jo := range j.Ops {
+			if jo.Staged != "" {
+				os.Remove(filepath.Join(s.dir, tmpDir, jo.Staged))
+			}
+		}
+	}()
+	keys := make([]string, len(ops))
+	for i, o := range ops {
+		keys[i] = o.Key
+		switch o.Kind {
+		case store.OpPut:
+			jo, err := s.stageOp(ctx, o)
+			if err != nil {
+				return nil, opErr(op, o.Key, store.ErrTransient, err)
+			}
+			j.Ops = append(j.Ops, jo)
+			out[i] = formatVersionString(jo.Version)
+		case store.OpDelete:
+			j.Ops = append(j.Ops, journalOp{Key: o.Key})
+		}
+	}
+
+	stripes := s.sortedStripes(keys...)
+	unlock, err := s.lock(ctx, stripes, true)
+	if err != nil {
+		return nil, opErr(op, ops[0].Key, store.ErrTransient, err)
+	}
+	defer unlock()
+	for i, o := range ops {
+		exists, cur, err := s.current(o.Key)
+		if err != nil {
+			return nil, opErr(op, o.Key, store.ErrTransient, err)
+		}
+		if !o.Cond.Holds(exists, formatVersionString(cur)) {
+			return nil, store.Errorf(backend, op, o.Key, store.ErrConflict,
+				&store.TxnError{Index: i, Key: o.Key, Err: store.ErrConflict})
+		}
+	}
+	if len(j.Ops) == 0 {
+		return out, nil
+	}
+	name := ""
+	if len(j.Ops) > 1 {
+		if name, err = s.commitJournal(stripes, j); err != nil {
+			if _, serr := os.Stat(filepath.Join(s.dir, txnDir, name)); serr != nil {
+				return nil, opErr(op, ops[0].Key, store.ErrTransient, err) // nothing happened
+			}
+			// The journal is visible though not known durable: finish the
+			// transaction, but do not promise it.
+			if aerr := s.apply(name, j); aerr == nil {
+				s.notify()
+			}
+			return nil, opErr(op, ops[0].Key, store.ErrUnknownOutcome, err)
+		}
+		hook("committed")
+	}
+	err = s.apply(name, j)
+	s.notify()
+	if err != nil {
+		// A committed journal stays behind and the next locker of these
+		// stripes finishes it; either way the outcome is not ours to say.
+		return nil, opErr(op, ops[0].Key, store.ErrUnknownOutcome, err)
+	}
+	return out, nil
+}
+
+// stageOp stages the value of an OpPut and makes sure its bucket exists.
+func (s *Store) stageOp(ctx context.Context, o store.TxnOp) (journalOp, error) {
+	v, err := s.newVersion(ctx)
+	if err != nil {
+		return journalOp{}, err
+	}
+	path, err := s.stage(ctx, o.Key, v, bytes.NewReader(o.Value), int64(len(o.Value)))
+	if err != nil {
+		return journalOp{}, err
+	}
+	jo := journalOp{Key: o.Key, Staged: filepath.Base(path), Version: v}
+	if err := s.ensureBucket(o.Key); err != nil {
+		os.Remove(path)
+		return journalOp{}, err
+	}
+	return jo, nil
+}
+
+// errKind is the sentinel of a store.ValidateTxn error.
+func errKind(err error) error {
+	for _, k := range []error{store.ErrInvalidKey, store.ErrUnsupported} {
+		if errors.Is(err, k) {
+			return k
+		}
+	}
+	return store.ErrUnsupported
+}
