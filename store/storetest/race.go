@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -125,9 +126,10 @@ func testDeleteRace(t *testing.T, h Harness) {
 const maxAttempts = 10000
 
 type counterResult struct {
-	wrote    []int // the values this worker's successful CAS writes stored
-	versions []store.Version
-	err      error
+	wrote     []int // the values this worker's successful CAS writes stored
+	versions  []store.Version
+	conflicts int
+	err       error
 }
 
 func testCounter(t *testing.T, h Harness) {
@@ -139,7 +141,8 @@ func testCounter(t *testing.T, h Harness) {
 		rng := rand.New(rand.NewPCG(uint64(w), 1))
 		var r counterResult
 		for range per {
-			n, v, err := increment(ctx, s, "counter", rng)
+			n, v, conflicts, err := increment(ctx, s, "counter", rng)
+			r.conflicts += conflicts
 			if err != nil {
 				r.err = fmt.Errorf("worker %d after %d increments: %w", w, len(r.wrote), err)
 				return r
@@ -151,7 +154,9 @@ func testCounter(t *testing.T, h Harness) {
 	})
 	wrote := map[int]int{}
 	versions := map[store.Version]int{}
+	conflicts := 0
 	for w, r := range res {
+		conflicts += r.conflicts
 		if r.err != nil {
 			t.Error(r.err)
 		}
@@ -174,30 +179,33 @@ func testCounter(t *testing.T, h Harness) {
 	if len(wrote) != want {
 		t.Errorf("%d successful increments, want %d", len(wrote), want)
 	}
+	t.Logf("%d increments cost %d conflicts", want, conflicts)
 }
 
 // increment adds one to the decimal counter at key with a bounded
-// get→put-if-match loop, and returns the value it stored.
-func increment(ctx context.Context, s store.Store, key string, rng *rand.Rand) (int, store.Version, error) {
+// get→put-if-match loop, and returns the value it stored and the number
+// of conflicts it met.
+func increment(ctx context.Context, s store.Store, key string, rng *rand.Rand) (int, store.Version, int, error) {
 	for attempt := range maxAttempts {
 		e, err := s.Get(ctx, key)
 		if err != nil {
-			return 0, "", err
+			return 0, "", attempt, err
 		}
 		n, err := strconv.Atoi(string(e.Value))
 		if err != nil {
-			return 0, "", fmt.Errorf("counter holds %q: %w", e.Value, err)
+			return 0, "", attempt, fmt.Errorf("counter holds %q: %w", e.Value, err)
 		}
+		runtime.Gosched() // widen the read-modify-write window so workers interleave
 		v, err := s.Put(ctx, key, strconv.AppendInt(nil, int64(n+1), 10), store.IfMatch(e.Version))
 		if err == nil {
-			return n + 1, v, nil
+			return n + 1, v, attempt, nil
 		}
 		if !errors.Is(err, store.ErrConflict) {
-			return 0, "", err
+			return 0, "", attempt, err
 		}
 		if attempt > 8 { // back off a little under heavy contention
 			time.Sleep(time.Duration(rng.IntN(100)) * time.Microsecond)
 		}
 	}
-	return 0, "", fmt.Errorf("no increment after %d attempts", maxAttempts)
+	return 0, "", maxAttempts, fmt.Errorf("no increment after %d attempts", maxAttempts)
 }
