@@ -197,8 +197,8 @@ func (c *chunkedReader) finish() error {
 	} else if line, err := c.readLine(); err != nil && err != io.EOF || line != "" {
 		return newErr(ErrMalformedChunk, "the final aws-chunked chunk is not followed by CRLF")
 	}
-	if n, _ := c.br.Read(make([]byte, 1)); n > 0 {
-		return newErr(ErrMalformedChunk, "data after the end of the aws-chunked body")
+	if err := c.expectEnd(); err != nil {
+		return err
 	}
 	if err := c.sums.verify(); err != nil {
 		return err
@@ -272,4 +272,28 @@ func (c *chunkedReader) trailersComplete(sig string) bool {
 		}
 	}
 	return true
+}
+
+// expectEnd checks that nothing but line endings follows the body (clients
+// differ in how many CRLFs close the trailer section).
+func (c *chunkedReader) expectEnd() error {
+	buf := make([]byte, 64)
+	for extra := 0; ; {
+		n, err := c.br.Read(buf)
+		for _, b := range buf[:n] {
+			if b != '\r' && b != '\n' {
+				return newErr(ErrMalformedChunk, "data after the end of the aws-chunked body")
+			}
+		}
+		extra += n
+		if extra > maxChunkLine {
+			return newErr(ErrMalformedChunk, "data after the end of the aws-chunked body")
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
