@@ -1,0 +1,59 @@
+package consulapi
+
+import (
+	"context"
+	"errors"
+
+	"github.com/latchkey/latchkey/internal/engine"
+)
+
+// block runs a read as a Consul blocking query (spec §2). run reads inside
+// a snapshot and returns the result's index; it must reset whatever it
+// captures, because it runs once per wake.
+//
+// With qo.index 0 the read runs once. Otherwise it runs until its index is
+// strictly greater than qo.index or qo.wait has passed; on timeout the
+// current state is returned like any other answer. Between runs it waits
+// on the engine for a commit touching watch (a key or prefix), so there is
+// no polling; a wake for a neighbour with the same prefix just re-runs the
+// read.
+func (h *Handler) block(ctx context.Context, qo queryOptions, watch string, run func(tx *engine.Tx) (uint64, error)) (uint64, error) {
+	if qo.index > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, qo.wait)
+		defer cancel()
+	}
+	for {
+		var idx, snap uint64
+		err := h.e.View(func(tx *engine.Tx) error {
+			snap = tx.Index()
+			var err error
+			idx, err = run(tx)
+			return err
+		})
+		if err != nil || qo.index == 0 || idx > qo.index {
+			return idx, err
+		}
+		werr := h.e.Wait(ctx, watch, snap)
+		switch {
+		case werr == nil:
+			continue
+		case errors.Is(werr, context.Canceled) || errors.Is(werr, context.DeadlineExceeded):
+			// Our own timeout: answer with the current state. The
+			// client going away: the answer is discarded anyway.
+			return h.readOnce(run)
+		default:
+			return 0, werr
+		}
+	}
+}
+
+func (h *Handler) readOnce(run func(tx *engine.Tx) (uint64, error)) (uint64, error) {
+	var idx uint64
+	err := h.e.View(func(tx *engine.Tx) error {
+		var err error
+		idx, err = run(tx)
+		return err
+	})
+	return idx, err
+}

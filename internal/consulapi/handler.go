@@ -1,0 +1,169 @@
+package consulapi
+
+import (
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/latchkey/latchkey/internal/engine"
+)
+
+// Options configure a Handler. A nil *Options means all defaults; each
+// zero field means the default named on it.
+type Options struct {
+	// NodeName is the node that /v1/agent/self reports and that sessions
+	// carry. Default: the host name ("latchkey" if unknown).
+	NodeName string
+	// Datacenter is the one datacenter this server is. Default "dc1".
+	Datacenter string
+	// ACLToken, when set, is required on every /v1/ request (?token=,
+	// X-Consul-Token or Authorization: Bearer); otherwise 403 "Permission
+	// denied". Default: no access control.
+	ACLToken string
+	// Logger receives errors and session expiries. Default: slog.Default().
+	Logger *slog.Logger
+
+	// MaxValueSize is the largest KV value, in bytes (Consul's
+	// kv_max_value_size). Larger bodies get 413. Default 512 KiB.
+	MaxValueSize int64
+	// MaxKeyLen is the longest key, in bytes. Consul has no explicit
+	// limit; latchkey answers 400 beyond it. Default 4096.
+	MaxKeyLen int
+	// MaxTxnBody is the largest /v1/txn body (Consul's txn_max_req_len,
+	// at least MaxValueSize). Default 512 KiB.
+	MaxTxnBody int64
+	// MaxTxnOps is the most operations in one /v1/txn. Default 128.
+	MaxTxnOps int
+
+	// MinSessionTTL is the shortest session TTL accepted (Consul's
+	// session_ttl_min). Default 10s. Tests lower it to keep TTL expiry
+	// fast; production should keep the default.
+	MinSessionTTL time.Duration
+	// DefaultQueryTime is the blocking-query timeout when ?wait is absent.
+	// Default 5m.
+	DefaultQueryTime time.Duration
+	// MaxQueryTime caps ?wait. Default 10m.
+	MaxQueryTime time.Duration
+}
+
+func (o *Options) withDefaults() Options {
+	var v Options
+	if o != nil {
+		v = *o
+	}
+	if v.NodeName == "" {
+		v.NodeName, _ = os.Hostname()
+		if v.NodeName == "" {
+			v.NodeName = "latchkey"
+		}
+	}
+	if v.Datacenter == "" {
+		v.Datacenter = "dc1"
+	}
+	if v.Logger == nil {
+		v.Logger = slog.Default()
+	}
+	if v.MaxValueSize <= 0 {
+		v.MaxValueSize = 512 << 10
+	}
+	if v.MaxKeyLen <= 0 {
+		v.MaxKeyLen = 4096
+	}
+	if v.MaxTxnBody <= 0 {
+		v.MaxTxnBody = 512 << 10
+	}
+	v.MaxTxnBody = max(v.MaxTxnBody, v.MaxValueSize)
+	if v.MaxTxnOps <= 0 {
+		v.MaxTxnOps = 128
+	}
+	if v.MinSessionTTL <= 0 {
+		v.MinSessionTTL = 10 * time.Second
+	}
+	if v.DefaultQueryTime <= 0 {
+		v.DefaultQueryTime = 5 * time.Minute
+	}
+	if v.MaxQueryTime <= 0 {
+		v.MaxQueryTime = 10 * time.Minute
+	}
+	return v
+}
+
+// Handler serves the Consul-compatible API under /v1/. Create it with New
+// and Close it before closing its engine.
+type Handler struct {
+	e    *engine.Engine
+	opts Options
+	log  *slog.Logger
+	sess *sessions
+	now  func() time.Time
+}
+
+// New returns a Handler over e. It restarts the TTL timer of every stored
+// session at full length (TTL×2), as a Consul leader does when it takes
+// over.
+func New(e *engine.Engine, opts *Options) (*Handler, error) {
+	o := opts.withDefaults()
+	h := &Handler{e: e, opts: o, log: o.Logger, now: time.Now}
+	h.sess = newSessions(h)
+	if err := h.sess.start(); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Close stops the session timers and waits for invalidations in flight.
+// It does not close the engine.
+func (h *Handler) Close() error {
+	h.sess.close()
+	return nil
+}
+
+// ServeHTTP serves every path under /v1/.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h.serve(w, r); err != nil {
+		h.writeError(w, r, err)
+	}
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
+	path := r.URL.Path
+	// cleanhttp.PrintablePathCheckHandler: 400, no body.
+	if strings.IndexFunc(path, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
+		w.WriteHeader(http.StatusBadRequest)
+		return nil
+	}
+	if !h.authorized(r) {
+		return errPermissionDenied
+	}
+	switch {
+	case strings.HasPrefix(path, "/v1/kv/") || path == "/v1/kv":
+		return h.serveKV(w, r, strings.TrimPrefix(strings.TrimPrefix(path, "/v1/kv"), "/"))
+	case path == "/v1/txn":
+		return h.serveTxn(w, r)
+	case strings.HasPrefix(path, "/v1/session/"):
+		return h.serveSession(w, r, strings.TrimPrefix(path, "/v1/session/"))
+	}
+	return h.serveAgent(w, r, path)
+}
+
+// authorized checks the ACL token, taken as Consul does from ?token=, then
+// X-Consul-Token, then Authorization: Bearer.
+func (h *Handler) authorized(r *http.Request) bool {
+	if h.opts.ACLToken == "" {
+		return true
+	}
+	tok := r.URL.Query().Get("token")
+	if tok == "" {
+		tok = r.Header.Get("X-Consul-Token")
+	}
+	if tok == "" {
+		if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+			tok = strings.TrimSpace(a[7:])
+		}
+	}
+	return subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.ACLToken)) == 1
+}

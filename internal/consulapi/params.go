@@ -1,0 +1,89 @@
+package consulapi
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// queryOptions are the common query parameters of reads (spec §1.1).
+type queryOptions struct {
+	index       uint64        // blocking index; 0 = do not block
+	wait        time.Duration // blocking timeout including jitter
+	consistency string        // "leader", "stale" or "consistent"
+}
+
+// has reports whether a query parameter is present, whatever its value:
+// Consul treats ?recurse=false as ?recurse.
+func has(q url.Values, name string) bool {
+	_, ok := q[name]
+	return ok
+}
+
+// parseDC rejects a datacenter other than ours with Consul's 500.
+func (h *Handler) parseDC(q url.Values) error {
+	if dc := q.Get("dc"); dc != "" && dc != h.opts.Datacenter {
+		return serverError("No path to datacenter")
+	}
+	return nil
+}
+
+// parseQuery reads dc, stale/consistent, max_stale, index and wait.
+func (h *Handler) parseQuery(r *http.Request) (queryOptions, error) {
+	q := r.URL.Query()
+	var qo queryOptions
+	if err := h.parseDC(q); err != nil {
+		return qo, err
+	}
+	stale, consistent := has(q, "stale"), has(q, "consistent")
+	switch {
+	case stale && consistent:
+		return qo, badRequest("Cannot specify ?stale with ?consistent, conflicting semantics.")
+	case stale:
+		qo.consistency = "stale"
+	case consistent:
+		qo.consistency = "consistent"
+	default:
+		qo.consistency = "leader"
+	}
+	if has(q, "max_stale") {
+		if _, err := time.ParseDuration(q.Get("max_stale")); err != nil {
+			return qo, badRequest("Invalid max_stale value " + strconv.Quote(q.Get("max_stale")))
+		}
+	}
+	if has(q, "index") {
+		idx, err := strconv.ParseUint(q.Get("index"), 10, 64)
+		if err != nil {
+			return qo, badRequest("Invalid index")
+		}
+		qo.index = idx
+	}
+	var wait time.Duration
+	if has(q, "wait") {
+		d, err := time.ParseDuration(q.Get("wait"))
+		if err != nil {
+			return qo, badRequest("Invalid wait time")
+		}
+		wait = d
+	}
+	qo.wait = h.blockingTimeout(wait)
+	return qo, nil
+}
+
+// blockingTimeout applies Consul's rules: a wait above the maximum query
+// time is capped, none (or ≤ 0) means the default query time, and jitter
+// in [0, timeout/16) is added.
+func (h *Handler) blockingTimeout(wait time.Duration) time.Duration {
+	switch {
+	case wait > h.opts.MaxQueryTime:
+		wait = h.opts.MaxQueryTime
+	case wait <= 0:
+		wait = h.opts.DefaultQueryTime
+	}
+	if j := int64(wait / 16); j > 0 {
+		wait += time.Duration(rand.Int64N(j))
+	}
+	return wait
+}

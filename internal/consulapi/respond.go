@@ -1,0 +1,106 @@
+package consulapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// httpError is an error with the status and plain-text body Consul sends
+// for it. Handlers return errors; writeError is the one place that turns
+// them into responses. Errors that are not httpErrors become 500 with the
+// error's text, as Consul answers everything it has no code for.
+type httpError struct {
+	status int
+	reason string
+	allow  string // Allow header for 405
+}
+
+func (e *httpError) Error() string { return e.reason }
+
+func errorf(status int, format string, args ...any) error {
+	return &httpError{status: status, reason: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(reason string) error {
+	return &httpError{status: http.StatusBadRequest, reason: reason}
+}
+
+// serverError is a 500 with Consul's plain error text, for the cases where
+// Consul answers 500 to bad input (bad flags, cas, invalid session, …).
+func serverError(format string, args ...any) error {
+	return errorf(http.StatusInternalServerError, format, args...)
+}
+
+var errPermissionDenied = &httpError{status: http.StatusForbidden, reason: "Permission denied"}
+
+func methodNotAllowed(method string, allow string) error {
+	return &httpError{status: http.StatusMethodNotAllowed, reason: fmt.Sprintf("method %s not allowed", method), allow: allow}
+}
+
+// writeError writes err the way Consul does: the status and the reason as
+// a plain-text body.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var he *httpError
+	if !errors.As(err, &he) {
+		h.log.Error("consulapi: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		he = &httpError{status: http.StatusInternalServerError, reason: err.Error()}
+	}
+	if he.allow != "" {
+		w.Header().Set("Allow", he.allow)
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(he.status)
+	fmt.Fprint(w, he.reason)
+}
+
+// writeJSON writes v as the JSON body with status 200 (or status when
+// non-zero). ?pretty indents it as Consul does.
+func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	var (
+		buf []byte
+		err error
+	)
+	if _, ok := r.URL.Query()["pretty"]; ok {
+		buf, err = json.MarshalIndent(v, "", "    ")
+		buf = append(buf, '\n')
+	} else {
+		buf, err = json.Marshal(v)
+	}
+	if err != nil { // only unsupported types; a programming error
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	w.Write(buf)
+}
+
+// setQueryMeta sets the headers of every read: X-Consul-Index (never 0),
+// X-Consul-LastContact and X-Consul-KnownLeader (this server is always
+// its own leader), X-Consul-Effective-Consistency.
+func setQueryMeta(w http.ResponseWriter, index uint64, consistency string) {
+	if index == 0 {
+		index = 1
+	}
+	h := w.Header()
+	h.Set("X-Consul-Index", strconv.FormatUint(index, 10))
+	setLeaderMeta(w, consistency)
+}
+
+// setLeaderMeta sets the meta headers without an index (read-only txns).
+func setLeaderMeta(w http.ResponseWriter, consistency string) {
+	h := w.Header()
+	h.Set("X-Consul-LastContact", "0")
+	h.Set("X-Consul-KnownLeader", "true")
+	if consistency != "" {
+		h.Set("X-Consul-Effective-Consistency", consistency)
+	}
+}

@@ -1,0 +1,72 @@
+package consulapi
+
+// dirEntry is one KV entry in Consul's wire format. The field order is the
+// order Consul marshals: LockIndex, Key, Flags, Value, Session,
+// CreateIndex, ModifyIndex. Session is omitted when the key is unlocked;
+// Value is null when empty (keep it nil, never an empty slice).
+type dirEntry struct {
+	LockIndex   uint64
+	Key         string
+	Flags       uint64
+	Value       []byte
+	Session     string `json:",omitempty"`
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// clone returns a copy of e that shares nothing mutable with it.
+func (e *dirEntry) clone() *dirEntry {
+	c := *e
+	if len(e.Value) > 0 {
+		c.Value = append([]byte(nil), e.Value...)
+	} else {
+		c.Value = nil
+	}
+	return &c
+}
+
+// withoutValue is e as write results of /v1/txn show it: Value null.
+func (e *dirEntry) withoutValue() *dirEntry {
+	c := *e
+	c.Value = nil
+	return &c
+}
+
+// normValue turns an empty value into nil so that it marshals as null.
+func normValue(v []byte) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	return v
+}
+
+// sessionEntry is one session in Consul's wire format. LockDelay is in
+// nanoseconds. Checks (the legacy field) is omitted unless it was set.
+type sessionEntry struct {
+	ID            string
+	Name          string
+	Node          string
+	LockDelay     int64
+	Behavior      string
+	TTL           string
+	Checks        []string `json:",omitempty"`
+	NodeChecks    []string
+	ServiceChecks []serviceCheck
+	CreateIndex   uint64
+	ModifyIndex   uint64
+}
+
+type serviceCheck struct {
+	ID        string
+	Namespace string
+}
+
+// Session behaviours.
+const (
+	behaviorRelease = "release"
+	behaviorDelete  = "delete"
+)
+
+// serfHealth is the one node check every session gets by default, and the
+// only check this server knows.
+const serfHealth = "serfHealth"
