@@ -1,0 +1,108 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// DefaultListen is the default listen address: loopback, on Consul's
+// default HTTP port, so Consul clients (which default to 127.0.0.1:8500)
+// work with no configuration. S3 clients are pointed at it explicitly.
+const DefaultListen = "127.0.0.1:8500"
+
+// Config is everything the server needs. Zero values mean the documented
+// defaults; DataDir is required.
+type Config struct {
+	// DataDir holds the engine's database, blobs and lock. Required.
+	DataDir string
+	// Listen is the HOST:PORT to listen on. Default DefaultListen.
+	Listen string
+
+	// NodeName is the Consul node name (/v1/agent/self, sessions' Node).
+	// Default: the host name.
+	NodeName string
+	// ACLToken, when set, is required on every /v1/ request.
+	ACLToken string
+
+	// AccessKey and SecretKey are the S3 credentials. When both are empty
+	// the S3 layer generates a pair once and keeps it in DataDir.
+	AccessKey, SecretKey string
+	// Anonymous serves unsigned S3 requests instead of refusing them.
+	Anonymous bool
+
+	// TLSCert and TLSKey, when set (both or neither), serve HTTPS.
+	TLSCert, TLSKey string
+
+	// Logger receives structured logs. Default slog.Default().
+	Logger *slog.Logger
+
+	// NoSync disables fsync in the engine. Tests only: it voids the
+	// durability promise.
+	NoSync bool
+
+	// ReadHeaderTimeout, IdleTimeout, MaxHeaderBytes and ShutdownTimeout
+	// bound the HTTP server; zero means 10s, 120s, 64 KiB and 15s.
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	MaxHeaderBytes    int
+	ShutdownTimeout   time.Duration
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.DataDir == "" {
+		return c, errors.New("server: no data directory")
+	}
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return c, errors.New("server: --tls-cert and --tls-key go together")
+	}
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		return c, errors.New("server: --access-key and --secret-key go together")
+	}
+	if c.NodeName == "" {
+		if h, err := os.Hostname(); err == nil && h != "" {
+			c.NodeName = h
+		} else {
+			c.NodeName = "latchkey"
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = 10 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 120 * time.Second
+	}
+	if c.MaxHeaderBytes <= 0 {
+		c.MaxHeaderBytes = 64 << 10
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 15 * time.Second
+	}
+	return c, nil
+}
+
+// DefaultDataDir is the data directory when none is given:
+// $XDG_STATE_HOME/latchkey/server, else ~/.local/state/latchkey/server.
+// getenv is os.Getenv or a test's substitute.
+func DefaultDataDir(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "latchkey", "server"), nil
+	}
+	home := getenv("HOME")
+	if home == "" {
+		var err error
+		if home, err = os.UserHomeDir(); err != nil {
+			return "", fmt.Errorf("server: no data directory given and no home directory: %w", err)
+		}
+	}
+	return filepath.Join(home, ".local", "state", "latchkey", "server"), nil
+}

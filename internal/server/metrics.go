@@ -1,0 +1,123 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/latchkey/latchkey/internal/engine"
+)
+
+// metrics are the server's Prometheus metrics, in a registry of its own (no
+// global state, so several servers can run in one test process).
+type metrics struct {
+	reg       *prometheus.Registry
+	requests  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	batchSize prometheus.Histogram
+	commitDur prometheus.Histogram
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "latchkey_http_requests_total",
+			Help: "HTTP requests served, by API (consul, s3, ops) and status code.",
+		}, []string{"api", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "latchkey_http_request_duration_seconds",
+			Help:    "HTTP request latency by API (blocking queries included).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 11), // 100µs … ~100s
+		}, []string{"api"}),
+		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "latchkey_engine_commit_batch_size",
+			Help:    "Updates carried by one durable commit (group commit: one fsync round each).",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 11), // 1 … 1024
+		}),
+		commitDur: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "latchkey_engine_commit_duration_seconds",
+			Help:    "Duration of one durable commit, fsync included.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.batchSize, m.commitDur,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// onCommit is the engine's Options.OnCommit.
+func (m *metrics) onCommit(updates int, d time.Duration) {
+	m.batchSize.Observe(float64(updates))
+	m.commitDur.Observe(d.Seconds())
+}
+
+// engine registers the gauges and counters read from an open engine.
+func (m *metrics) engine(e *engine.Engine) {
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "latchkey_engine_commits_total",
+			Help: "Durable commits (fsync rounds) since start.",
+		}, func() float64 { return float64(e.Stats().Commits) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "latchkey_engine_updates_total",
+			Help: "Engine updates applied since start; updates/commits is the mean group commit size.",
+		}, func() float64 { return float64(e.Stats().Updates) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "latchkey_engine_index",
+			Help: "Latest committed global index (Consul's X-Consul-Index).",
+		}, func() float64 { return float64(e.Index()) }),
+	)
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// instrument counts and times every request of one API.
+func (m *metrics) instrument(api string, h http.Handler) http.Handler {
+	lat := m.latency.WithLabelValues(api)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		lat.Observe(time.Since(start).Seconds())
+		m.requests.WithLabelValues(api, strconv.Itoa(sw.status)).Inc()
+	})
+}
+
+// statusWriter records the status code. Unwrap lets http.ResponseController
+// reach the connection's Flush, deadlines and hijacking.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,70 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"net/http"
+	"strings"
+)
+
+// Reserved paths of the operational endpoints.
+const (
+	HealthPath  = "/-/health"
+	MetricsPath = "/-/metrics"
+)
+
+// router dispatches on the escaped path; see the package doc.
+type router struct {
+	consul, s3, ops http.Handler
+}
+
+func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.EscapedPath()
+	switch {
+	case p == "/v1" || strings.HasPrefix(p, "/v1/"):
+		rt.consul.ServeHTTP(w, r)
+	case strings.HasPrefix(p, "/-/"):
+		rt.ops.ServeHTTP(w, r)
+	default:
+		rt.s3.ServeHTTP(w, r)
+	}
+}
+
+// opsHandler serves /-/health and /-/metrics.
+func (s *Server) opsHandler() http.Handler {
+	metrics := s.metrics.handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		switch r.URL.EscapedPath() {
+		case HealthPath:
+			s.health(w)
+		case MetricsPath:
+			metrics.ServeHTTP(w, r)
+		default:
+			http.Error(w, "not found: the /-/ prefix holds only "+HealthPath+" and "+MetricsPath, http.StatusNotFound)
+		}
+	})
+}
+
+func (s *Server) health(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	err := s.engine.View(func(tx *engineTx) error { return nil })
+	if err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		json.NewEncoder(w).Encode(map[string]any{"status": "unavailable", "error": err.Error()})
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{"status": "ok", "index": s.engine.Index()})
+}
+
+func xmlEscape(s string) string {
+	var b bytes.Buffer
+	xml.EscapeText(&b, []byte(s))
+	return b.String()
+}

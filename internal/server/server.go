@@ -1,0 +1,151 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/latchkey/latchkey/internal/engine"
+)
+
+type engineTx = engine.Tx
+
+// Server is one running latchkey server: an open engine and its handlers.
+type Server struct {
+	cfg     Config
+	engine  *engine.Engine
+	apis    *apis
+	metrics *metrics
+	handler http.Handler
+	log     *slog.Logger
+}
+
+// New opens the data directory (failing with an error matching
+// engine.ErrLocked when another server holds it) and builds the handlers.
+// Serve it with Serve; Close it if Serve is never called.
+func New(cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	m := newMetrics()
+	e, err := engine.Open(cfg.DataDir, &engine.Options{
+		OnCommit:  m.onCommit,
+		LiveBlobs: liveBlobs,
+		NoSync:    cfg.NoSync,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	m.engine(e)
+	a, err := newAPIs(e, cfg)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s := &Server{cfg: cfg, engine: e, apis: a, metrics: m, log: cfg.Logger}
+	s.handler = &router{
+		consul: m.instrument("consul", a.consul),
+		s3:     m.instrument("s3", a.s3),
+		ops:    m.instrument("ops", s.opsHandler()),
+	}
+	return s, nil
+}
+
+// Engine is the server's engine.
+func (s *Server) Engine() *engine.Engine { return s.engine }
+
+// Config is the server's configuration with defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// Handler is the server's whole HTTP surface, for tests that bring their
+// own listener (httptest.NewServer(s.Handler())).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Scheme is "https" with a TLS certificate, else "http".
+func (s *Server) Scheme() string {
+	if s.cfg.TLSCert != "" {
+		return "https"
+	}
+	return "http"
+}
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: it stops
+// accepting, cancels blocking queries, waits up to ShutdownTimeout for
+// requests in flight, closes the handlers and the engine. It returns nil
+// after a clean shutdown. The Server cannot be reused.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelBase()
+	hs := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+	}
+	errc := make(chan error, 1)
+	go func() {
+		if s.cfg.TLSCert != "" {
+			errc <- hs.ServeTLS(ln, s.cfg.TLSCert, s.cfg.TLSKey)
+		} else {
+			errc <- hs.Serve(ln)
+		}
+	}()
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+		s.log.Info("shutting down", "listen", ln.Addr().String())
+		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+		cancelBase() // end blocking queries and long waits
+		if err := hs.Shutdown(sctx); err != nil {
+			s.log.Warn("shutdown timed out; closing connections", "err", err)
+			hs.Close()
+		}
+		cancel()
+		serveErr = <-errc
+	}
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	if err := s.Close(); serveErr == nil {
+		serveErr = err
+	}
+	return serveErr
+}
+
+// Close closes the handlers and the engine, releasing the data directory.
+// Serve calls it; call it yourself only when not serving.
+func (s *Server) Close() error {
+	var errs []error
+	for _, c := range s.apis.closers {
+		errs = append(errs, c.Close())
+	}
+	errs = append(errs, s.engine.Close())
+	return errors.Join(errs...)
+}
+
+// Run listens on cfg.Listen, prints one line saying where to stdout, and
+// serves until ctx ends (see Serve).
+func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
+	s, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		s.Close()
+		return fmt.Errorf("server: listen: %w", err)
+	}
+	fmt.Fprintf(stdout, "latchkey: serving Consul KV API and S3 API on %s://%s (data in %s)\n",
+		s.Scheme(), ln.Addr(), s.cfg.DataDir)
+	s.log.Info("serving", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
+		"tls", s.cfg.TLSCert != "", "index", s.engine.Index())
+	return s.Serve(ctx, ln)
+}
