@@ -1,0 +1,89 @@
+// Package storeurl opens a store.Store from a URL. It is the one library
+// package that knows every backend; everything else takes a store.Store.
+//
+// Schemes:
+//
+//	mem://                 a new, empty in-memory store (memstore), private
+//	                       to the caller; gone when closed
+//	file:///abs/dir        a directory store (filestore), created if
+//	                       missing, shared safely by every process that
+//	                       opens the same directory. Query parameters:
+//	                       stripes=N (lock stripes of a new store),
+//	                       poll=DURATION (WaitChange polling period)
+//
+// Other backends add their scheme to the table in this file.
+package storeurl
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// opener opens one scheme's store from a parsed URL.
+type opener func(ctx context.Context, u *url.URL) (store.Store, error)
+
+// openers maps each scheme to its backend: one line per backend.
+var openers = map[string]opener{
+	"mem":  openMem,
+	"file": openFile,
+}
+
+// Schemes returns the supported URL schemes, sorted.
+func Schemes() []string {
+	s := make([]string, 0, len(openers))
+	for k := range openers {
+		s = append(s, k)
+	}
+	slices.Sort(s)
+	return s
+}
+
+// Open opens the store that rawURL names. Errors say which URL (with any
+// password redacted) and why: a malformed URL, an unknown scheme, a bad
+// parameter, or the backend's own failure to open.
+func Open(ctx context.Context, rawURL string) (store.Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("storeurl: %w", err)
+	}
+	if u.Scheme == "" {
+		return nil, fmt.Errorf("storeurl: %q has no scheme; want one of %s (e.g. file:///var/lib/latchkey)",
+			u.Redacted(), strings.Join(Schemes(), ", "))
+	}
+	open, ok := openers[strings.ToLower(u.Scheme)]
+	if !ok {
+		return nil, fmt.Errorf("storeurl: %q: unknown scheme %q; want one of %s",
+			u.Redacted(), u.Scheme, strings.Join(Schemes(), ", "))
+	}
+	s, err := open(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("storeurl: open %q: %w", u.Redacted(), err)
+	}
+	return s, nil
+}
+
+// params checks that u's query holds only the allowed keys, each once, and
+// returns it.
+func params(u *url.URL, allowed ...string) (url.Values, error) {
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, fmt.Errorf("bad query: %w", err)
+	}
+	for k, vs := range q {
+		if !slices.Contains(allowed, k) {
+			if len(allowed) == 0 {
+				return nil, fmt.Errorf("unknown parameter %q (this scheme takes none)", k)
+			}
+			return nil, fmt.Errorf("unknown parameter %q (want %s)", k, strings.Join(allowed, ", "))
+		}
+		if len(vs) != 1 {
+			return nil, fmt.Errorf("parameter %q given %d times", k, len(vs))
+		}
+	}
+	return q, nil
+}

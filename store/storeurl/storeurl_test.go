@@ -1,0 +1,124 @@
+package storeurl_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/storeurl"
+)
+
+func TestOpenMem(t *testing.T) {
+	ctx := context.Background()
+	s, err := storeurl.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Put(ctx, "a", []byte("1"), store.IfAbsent); err != nil {
+		t.Fatal(err)
+	}
+	// Each mem:// is a new store.
+	s2, err := storeurl.Open(ctx, "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if _, err := s2.Get(ctx, "a"); err == nil {
+		t.Fatal("a second mem:// store sees the first one's key")
+	}
+}
+
+func TestOpenFileIsSharedBetweenOpens(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "new", "store")
+	u := storeurl.FileURL(dir)
+	if !strings.HasPrefix(u, "file:///") {
+		t.Fatalf("FileURL(%q) = %q, want file:///...", dir, u)
+	}
+	a, err := storeurl.Open(ctx, u+"?stripes=4&poll=50ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if !a.Capabilities().CompareAndSwap {
+		t.Fatal("file store does not declare compare-and-swap")
+	}
+	v, err := a.Put(ctx, "jobs/a", []byte("x"), store.IfAbsent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := storeurl.Open(ctx, "file://localhost"+filepath.ToSlash(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	e, err := b.Get(ctx, "jobs/a")
+	if err != nil || string(e.Value) != "x" || e.Version != v {
+		t.Fatalf("second open: %+v, %v; want x@%s", e, err, v)
+	}
+}
+
+func TestOpenRejects(t *testing.T) {
+	dir := filepath.ToSlash(t.TempDir())
+	for _, tc := range []struct{ url, want string }{
+		{"", "no scheme"},
+		{"/var/lib/latchkey", "no scheme"},
+		{"bogus://x", `unknown scheme "bogus"; want one of file, mem`},
+		{"bogus://user:hunter2@host/p", "unknown scheme"},
+		{"mem://somehost", "takes no host"},
+		{"mem://?x=1", "unknown parameter"},
+		{"file://relative/dir", "only local directories"},
+		{"file:relative", "absolute"},
+		{"file://", "no directory"},
+		{"file://" + dir + "?stripes=0", "stripes"},
+		{"file://" + dir + "?stripes=two", "stripes"},
+		{"file://" + dir + "?poll=soon", "poll"},
+		{"file://" + dir + "?color=red", `unknown parameter "color"`},
+		{"file://" + dir + "?stripes=2&stripes=3", "given 2 times"},
+		{"%zz", "storeurl"},
+	} {
+		s, err := storeurl.Open(context.Background(), tc.url)
+		if err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded, want an error containing %q", tc.url, tc.want)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "storeurl: ") {
+			t.Errorf("Open(%q) = %q, want a storeurl error containing %q", tc.url, err, tc.want)
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("Open(%q) error leaks the password: %q", tc.url, err)
+		}
+	}
+}
+
+func TestDefaultDir(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"XDG_STATE_HOME": "/x/state", "HOME": "/home/u"}, "/x/state/latchkey/store"},
+		{map[string]string{"XDG_STATE_HOME": "relative", "HOME": "/home/u"}, "/home/u/.local/state/latchkey/store"},
+		{map[string]string{"HOME": "/home/u"}, "/home/u/.local/state/latchkey/store"},
+		{map[string]string{}, ""},
+		{map[string]string{"HOME": "rel"}, ""},
+	} {
+		got, err := storeurl.DefaultDir(func(k string) string { return tc.env[k] })
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("DefaultDir(%v) = %q, want an error", tc.env, got)
+			}
+			continue
+		}
+		if err != nil || got != filepath.FromSlash(tc.want) {
+			t.Errorf("DefaultDir(%v) = %q, %v; want %q", tc.env, got, err, tc.want)
+		}
+	}
+	u, err := storeurl.DefaultURL(func(k string) string { return map[string]string{"HOME": "/home/u"}[k] })
+	if err != nil || u != "file:///home/u/.local/state/latchkey/store" {
+		t.Errorf("DefaultURL = %q, %v", u, err)
+	}
+}
