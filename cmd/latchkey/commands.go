@@ -19,6 +19,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"version": {"print the version", runVersion},
+		"kv":      {"read and write keys: get, put, delete, list, update", runKV},
 	}
 }
 

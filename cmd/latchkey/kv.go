@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// kvCommand is one subcommand of `latchkey kv`.
+type kvCommand struct {
+	args    string // the synopsis after "latchkey kv NAME"
+	summary string
+	run     func(ctx context.Context, e *env, args []string) error
+}
+
+// kvCommands is the table of kv subcommands: one line each.
+func kvCommands() map[string]kvCommand {
+	return map[string]kvCommand{
+		"get":    {"[-detailed] KEY", "print a key's value (-detailed: Consul's field layout)", runKVGet},
+		"put":    {"[-cas -modify-index=VERSION] KEY [VALUE|-]", "write a key, optionally only if unchanged", runKVPut},
+		"delete": {"[-cas -modify-index=VERSION] KEY", "delete a key, optionally only if unchanged", runKVDelete},
+		"list":   {"[PREFIX]", "print the keys under a prefix, one per line", runKVList},
+		"update": {"[-max-attempts N] KEY -- CMD [ARGS...]", "rewrite a key through CMD, retrying on conflict", runKVUpdate},
+	}
+}
+
+// maxValueBytes bounds a value read from stdin or from a kv update
+// command's output.
+const maxValueBytes = 64 << 20
+
+func runKV(ctx context.Context, e *env, args []string) error {
+	// --store may also come before the subcommand: kv --store URL get KEY.
+	top := flag.NewFlagSet("kv", flag.ContinueOnError)
+	top.SetOutput(io.Discard)
+	storeURL := addStoreFlag(top)
+	err := top.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		kvUsage(e.stdout)
+		return nil
+	case err != nil:
+		return usagef("kv: %v", err)
+	case top.NArg() == 0:
+		kvUsage(e.stderr)
+		return &exitError{code: exitUsage}
+	}
+	args = top.Args()
+	if args[0] == "help" {
+		kvUsage(e.stdout)
+		return nil
+	}
+	cmd, ok := kvCommands()[args[0]]
+	if !ok {
+		return usagef("kv: unknown subcommand %q (see latchkey kv --help)", args[0])
+	}
+	sub := args[1:]
+	if *storeURL != "" {
+		// The subcommand's own --store, parsed later, still wins.
+		sub = append([]string{"--store=" + *storeURL}, sub...)
+	}
+	return cmd.run(ctx, e, sub)
+}
+
+func kvUsage(w io.Writer) {
+	cmds := kvCommands()
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("Usage: latchkey kv SUBCOMMAND [flags] [args]\n\nRead and write keys of a store, with Consul-style check-and-set.\n\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, "  kv %s %s\n      %s\n", n, cmds[n].args, cmds[n].summary)
+	}
+	b.WriteString(`
+Every subcommand takes --store URL, before or after its name (default
+$LATCHKEY_STORE, else the directory store in $XDG_STATE_HOME/latchkey/store,
+else ~/.local/state/latchkey/store). Flags take one dash or two and come
+before the arguments. VERSION is the ModifyIndex line of 'kv get -detailed';
+-modify-index=0 means "only if the key does not exist". Values read from
+stdin or from an update command are limited to 64 MiB.
+
+kv update runs CMD with the key's value on stdin (empty when absent) and
+writes CMD's stdout back only if the key is unchanged; otherwise it reads
+the key again and reruns CMD, backing off, up to -max-attempts times.
+
+Exit codes:
+  0  done
+  1  not applied (CAS failed, too contended), key missing, or an error
+  2  bad command line
+  N  kv update: CMD failed with exit code N; nothing was written
+`)
+	io.WriteString(w, b.String())
+}
+
+// errHelp ends a command that printed its help on request: exit 0.
+var errHelp = &exitError{code: exitOK}
+
+// kvFlags is the flag set of one kv subcommand, with --store.
+type kvFlags struct {
+	*flag.FlagSet
+	e     *env
+	name  string
+	store *string
+}
+
+func newKVFlags(e *env, name string) *kvFlags {
+	fs := flag.NewFlagSet("kv "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return &kvFlags{FlagSet: fs, e: e, name: name, store: addStoreFlag(fs)}
+}
+
+// parse parses args. On -h it prints the subcommand's help to stdout and
+// returns errHelp; a bad flag is a one-line usage error.
+func (f *kvFlags) parse(args []string) error {
+	err := f.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		c := kvCommands()[f.name]
+		fmt.Fprintf(f.e.stdout, "Usage: latchkey kv %s %s\n\n%s.\n\nFlags:\n", f.name, c.args, c.summary)
+		f.SetOutput(f.e.stdout)
+		f.PrintDefaults()
+		return errHelp
+	}
+	if err != nil {
+		return usagef("kv %s: %v", f.name, err)
+	}
+	return nil
+}
+
+// nargs checks the count of positional arguments.
+func (f *kvFlags) nargs(min, max int) error {
+	if n := f.NArg(); n < min || n > max {
+		return usagef("kv %s: %d arguments; usage: latchkey kv %s %s", f.name, n, f.name, kvCommands()[f.name].args)
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+func runKVGet(ctx context.Context, e *env, args []string) error {
+	f := newKVFlags(e, "get")
+	detailed := f.Bool("detailed", false, "print Consul's field layout (CreateIndex, Flags, Key, LockIndex, ModifyIndex, Session, Value)")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := f.nargs(1, 1); err != nil {
+		return err
+	}
+	key := f.Arg(0)
+	s, err := openStore(ctx, e, *f.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ent, err := s.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return failf("kv get: no key exists at: %s", key)
+	}
+	if err != nil {
+		return fmt.Errorf("kv get: %w", err)
+	}
+	if *detailed {
+		return printDetailed(e.stdout, ent)
+	}
+	// Like `consul kv get`: the value, then a newline.
+	_, err = fmt.Fprintf(e.stdout, "%s\n", ent.Value)
+	return err
+}
+
+// printDetailed prints ent in the layout of `consul kv get -detailed`.
+// ModifyIndex holds the version, to pass back to -modify-index. The store
+// keeps no creation index, flags, lock index or session: CreateIndex and
+// Session print "-", Flags and LockIndex 0.
+func printDetailed(w io.Writer, ent store.Entry) error {
+	tw := tabwriter.NewWriter(w, 0, 2, 6, ' ', 0)
+	fmt.Fprintf(tw, "CreateIndex\t-\n")
+	fmt.Fprintf(tw, "Flags\t0\n")
+	fmt.Fprintf(tw, "Key\t%s\n", ent.Key)
+	fmt.Fprintf(tw, "LockIndex\t0\n")
+	fmt.Fprintf(tw, "ModifyIndex\t%s\n", ent.Version)
+	fmt.Fprintf(tw, "Session\t-\n")
+	fmt.Fprintf(tw, "Value\t%s\n", ent.Value)
+	return tw.Flush()
+}
+
+// casCondition turns -cas and -modify-index into a condition: VERSION
+// means IfMatch(VERSION), 0 (or no -modify-index) means IfAbsent, as in
+// Consul; without -cas the write is unconditional.
+func casCondition(f *kvFlags, useCAS bool, index string) (store.Condition, error) {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == "modify-index" })
+	switch {
+	case !useCAS && set:
+		return store.Unconditional, usagef("kv %s: -modify-index needs -cas", f.name)
+	case !useCAS:
+		return store.Unconditional, nil
+	case index == "" || index == "0":
+		return store.IfAbsent, nil
+	}
+	return store.IfMatch(store.Version(index)), nil
+}
+
+func runKVPut(ctx context.Context, e *env, args []string) error {
+	f := newKVFlags(e, "put")
+	useCAS := f.Bool("cas", false, "write only if the key is unchanged since -modify-index")
+	index := f.String("modify-index", "", "`VERSION` the key must still have (0: the key must not exist); needs -cas")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := f.nargs(1, 2); err != nil {
+		return err
+	}
+	cond, err := casCondition(f, *useCAS, *index)
+	if err != nil {
+		return err
+	}
+	key := f.Arg(0)
+	value, err := readValue(e, f.Arg(1))
+	if err != nil {
+		return err
+	}
+	s, err := openStore(ctx, e, *f.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	_, err = s.Put(ctx, key, value, cond)
+	switch {
+	case errors.Is(err, store.ErrConflict) && cond.IsAbsent():
+		return failf("kv put: did not write to %s: CAS performed with index=0 and key already exists", key)
+	case errors.Is(err, store.ErrConflict):
+		return failf("kv put: did not write to %s: CAS failed", key)
+	case err != nil:
+		return fmt.Errorf("kv put: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "Success! Data written to: %s\n", key)
+	return nil
+}
+
+// readValue returns the VALUE argument, or stdin when it is "-".
+func readValue(e *env, arg string) ([]byte, error) {
+	if arg != "-" {
+		return []byte(arg), nil
+	}
+	b, err := io.ReadAll(io.LimitReader(e.stdin, maxValueBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("kv put: reading stdin: %w", err)
+	}
+	if len(b) > maxValueBytes {
+		return nil, failf("kv put: value on stdin is larger than %d bytes", maxValueBytes)
+	}
+	return b, nil
+}
+
+func runKVDelete(ctx context.Context, e *env, args []string) error {
+	f := newKVFlags(e, "delete")
+	useCAS := f.Bool("cas", false, "delete only if the key is unchanged since -modify-index")
+	index := f.String("modify-index", "", "`VERSION` the key must still have; needs -cas")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := f.nargs(1, 1); err != nil {
+		return err
+	}
+	cond, err := casCondition(f, *useCAS, *index)
+	if err != nil {
+		return err
+	}
+	if cond.IsAbsent() {
+		return usagef("kv delete: cannot delete a key that does not exist; give -modify-index=VERSION (not 0) with -cas")
+	}
+	key := f.Arg(0)
+	s, err := openStore(ctx, e, *f.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	err = s.Delete(ctx, key, cond)
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return failf("kv delete: did not delete key %s: CAS failed", key)
+	case err != nil:
+		return fmt.Errorf("kv delete: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "Success! Deleted key: %s\n", key)
+	return nil
+}
+
+func runKVList(ctx context.Context, e *env, args []string) error {
+	f := newKVFlags(e, "list")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if err := f.nargs(0, 1); err != nil {
+		return err
+	}
+	s, err := openStore(ctx, e, *f.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for it, err := range store.All(ctx, s, f.Arg(0)) {
+		if err != nil {
+			return fmt.Errorf("kv list: %w", err)
+		}
+		if _, err := fmt.Fprintln(e.stdout, it.Key); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/latchkey/latchkey/store/storeurl"
+)
+
+// cli runs latchkey in-process against one store.
+type cli struct {
+	t   *testing.T
+	env map[string]string
+}
+
+type outcome struct {
+	code           int
+	stdout, stderr string
+}
+
+// newCLI returns a cli whose LATCHKEY_STORE is a fresh directory store.
+func newCLI(t *testing.T) *cli {
+	return &cli{t: t, env: map[string]string{storeEnv: storeurl.FileURL(filepath.Join(t.TempDir(), "store"))}}
+}
+
+func (c *cli) runIn(stdin string, args ...string) outcome {
+	c.t.Helper()
+	var out, errb bytes.Buffer
+	e := &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string { return c.env[k] }}
+	code := report(run(context.Background(), args, e), &errb)
+	return outcome{code, out.String(), errb.String()}
+}
+
+func (c *cli) run(args ...string) outcome { c.t.Helper(); return c.runIn("", args...) }
+
+// ok runs args, requires exit 0 and returns stdout.
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	o := c.run(args...)
+	if o.code != 0 {
+		c.t.Fatalf("latchkey %s: exit %d, stderr %q", strings.Join(args, " "), o.code, o.stderr)
+	}
+	return o.stdout
+}
+
+// fails runs args and requires the exit code and a one-line stderr
+// containing want.
+func (c *cli) fails(code int, want string, args ...string) outcome {
+	c.t.Helper()
+	o := c.run(args...)
+	if o.code != code || !strings.Contains(o.stderr, want) || strings.Count(o.stderr, "\n") != 1 {
+		c.t.Fatalf("latchkey %s: exit %d, stderr %q; want exit %d and one line containing %q",
+			strings.Join(args, " "), o.code, o.stderr, code, want)
+	}
+	return o
+}
+
+func (c *cli) modifyIndex(key string) string {
+	c.t.Helper()
+	m := regexp.MustCompile(`(?m)^ModifyIndex +(\S+)$`).FindStringSubmatch(c.ok("kv", "get", "-detailed", key))
+	if m == nil {
+		c.t.Fatalf("no ModifyIndex line for %s", key)
+	}
+	return m[1]
+}
+
+func TestKVPutGetDeleteList(t *testing.T) {
+	c := newCLI(t)
+	if got := c.ok("kv", "put", "app/a", "one"); got != "Success! Data written to: app/a\n" {
+		t.Fatalf("put printed %q", got)
+	}
+	c.ok("kv", "put", "app/b", "two")
+	c.ok("kv", "put", "other", "three")
+	if got := c.ok("kv", "get", "app/a"); got != "one\n" {
+		t.Fatalf("get = %q, want the value and a newline", got)
+	}
+	if got := c.ok("kv", "list", "app/"); got != "app/a\napp/b\n" {
+		t.Fatalf("list app/ = %q", got)
+	}
+	if got := c.ok("kv", "list"); got != "app/a\napp/b\nother\n" {
+		t.Fatalf("list = %q", got)
+	}
+	if got := c.ok("kv", "delete", "app/a"); got != "Success! Deleted key: app/a\n" {
+		t.Fatalf("delete printed %q", got)
+	}
+	c.fails(1, "no key exists at: app/a", "kv", "get", "app/a")
+	c.ok("kv", "delete", "app/a") // deleting a missing key succeeds, as in Consul
+}
+
+func TestKVPutFromStdin(t *testing.T) {
+	c := newCLI(t)
+	if o := c.runIn("line 1\nline 2\n", "kv", "put", "k", "-"); o.code != 0 {
+		t.Fatalf("put -: %+v", o)
+	}
+	if got := c.ok("kv", "get", "k"); got != "line 1\nline 2\n\n" {
+		t.Fatalf("get = %q", got)
+	}
+}
+
+func TestKVGetDetailedLayout(t *testing.T) {
+	c := newCLI(t)
+	c.ok("kv", "put", "svc/config", "hello")
+	got := c.ok("kv", "get", "-detailed", "svc/config")
+	v := c.modifyIndex("svc/config")
+	want := "CreateIndex      -\n" +
+		"Flags            0\n" +
+		"Key              svc/config\n" +
+		"LockIndex        0\n" +
+		"ModifyIndex      " + v + "\n" +
+		"Session          -\n" +
+		"Value            hello\n"
+	if got != want {
+		t.Fatalf("get -detailed =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestKVPutCAS(t *testing.T) {
+	c := newCLI(t)
+	// -modify-index=0: create only if absent.
+	c.ok("kv", "put", "-cas", "-modify-index=0", "k", "first")
+	c.fails(1, "did not write to k: CAS performed with index=0 and key already exists",
+		"kv", "put", "-cas", "-modify-index=0", "k", "second")
+	v1 := c.modifyIndex("k")
+	c.ok("kv", "put", "--cas", "--modify-index", v1, "k", "second")
+	// v1 is stale now: refused, one line naming the key, value untouched.
+	c.fails(1, "did not write to k: CAS failed", "kv", "put", "-cas", "-modify-index="+v1, "k", "third")
+	if got := c.ok("kv", "get", "k"); got != "second\n" {
+		t.Fatalf("value after refused CAS = %q, want second", got)
+	}
+	// A CAS on a missing key with a version fails too.
+	c.fails(1, "did not write to nokey: CAS failed", "kv", "put", "-cas", "-modify-index="+v1, "nokey", "x")
+}
+
+func TestKVDeleteCAS(t *testing.T) {
+	c := newCLI(t)
+	c.ok("kv", "put", "k", "v")
+	v := c.modifyIndex("k")
+	c.ok("kv", "put", "k", "v2")
+	c.fails(1, "did not delete key k: CAS failed", "kv", "delete", "-cas", "-modify-index="+v, "k")
+	c.ok("kv", "get", "k")
+	c.ok("kv", "delete", "-cas", "-modify-index="+c.modifyIndex("k"), "k")
+	c.fails(1, "no key exists", "kv", "get", "k")
+	c.fails(2, "cannot delete a key that does not exist", "kv", "delete", "-cas", "-modify-index=0", "k")
+}
+
+func TestKVUsageErrors(t *testing.T) {
+	c := newCLI(t)
+	c.fails(2, "-modify-index needs -cas", "kv", "put", "-modify-index=3", "k", "v")
+	c.fails(2, "-modify-index needs -cas", "kv", "delete", "-modify-index=3", "k")
+	c.fails(2, "flag provided but not defined: -bogus", "kv", "get", "-bogus", "k")
+	c.fails(2, "usage: latchkey kv get", "kv", "get")
+	c.fails(2, "usage: latchkey kv put", "kv", "put", "k", "v", "extra")
+	c.fails(2, `unknown subcommand "frob"`, "kv", "frob")
+	c.fails(2, "want KEY -- CMD", "kv", "update", "k")
+	c.fails(2, "-max-attempts 0", "kv", "update", "-max-attempts", "0", "k", "--", "cat")
+	c.fails(1, "invalid key", "kv", "put", "../escape", "v")
+	c.fails(1, "unknown scheme", "kv", "--store", "nope://", "get", "k")
+}
+
+func TestKVHelp(t *testing.T) {
+	c := newCLI(t)
+	top := c.ok("--help")
+	kv := c.ok("kv", "--help")
+	put := c.ok("kv", "put", "-h")
+	for _, want := range []string{"kv", "LATCHKEY_STORE", "Exit codes"} {
+		if !strings.Contains(top, want) {
+			t.Errorf("latchkey --help lacks %q", want)
+		}
+	}
+	for _, want := range []string{"kv update [-max-attempts N] KEY -- CMD", "Exit codes", "-modify-index=0", "XDG_STATE_HOME"} {
+		if !strings.Contains(kv, want) {
+			t.Errorf("latchkey kv --help lacks %q:\n%s", want, kv)
+		}
+	}
+	for _, want := range []string{"-cas", "-modify-index VERSION", "-store URL"} {
+		if !strings.Contains(put, want) {
+			t.Errorf("latchkey kv put -h lacks %q:\n%s", want, put)
+		}
+	}
+}
+
+func TestStoreSelection(t *testing.T) {
+	home := t.TempDir()
+	c := &cli{t: t, env: map[string]string{"HOME": home}}
+	// No flag, no LATCHKEY_STORE: the default directory store under HOME.
+	c.ok("kv", "put", "k", "default")
+	if got := c.ok("kv", "--store", storeurl.FileURL(filepath.Join(home, ".local/state/latchkey/store")), "get", "k"); got != "default\n" {
+		t.Fatalf("default store not at ~/.local/state/latchkey/store: %q", got)
+	}
+	// XDG_STATE_HOME moves it.
+	c.env["XDG_STATE_HOME"] = filepath.Join(home, "xdg")
+	c.fails(1, "no key exists", "kv", "get", "k")
+	c.ok("kv", "put", "k", "xdg")
+	if got := c.ok("kv", "-store", storeurl.FileURL(filepath.Join(home, "xdg/latchkey/store")), "get", "k"); got != "xdg\n" {
+		t.Fatalf("default store not at $XDG_STATE_HOME/latchkey/store: %q", got)
+	}
+	// LATCHKEY_STORE wins over the default, and --store over both.
+	c.env[storeEnv] = storeurl.FileURL(filepath.Join(home, "env"))
+	c.fails(1, "no key exists", "kv", "get", "k")
+	c.fails(1, "no key exists", "kv", "--store", "mem://", "get", "k")
+}

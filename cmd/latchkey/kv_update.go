@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+
+	"github.com/latchkey/latchkey/cas"
+)
+
+// runKVUpdate is the read-modify-write loop as one command: CMD gets the
+// current value on stdin (empty when the key is absent) and its stdout is
+// written back with a check-and-set; on conflict the key is read again and
+// CMD runs again.
+func runKVUpdate(ctx context.Context, e *env, args []string) error {
+	f := newKVFlags(e, "update")
+	attempts := f.Int("max-attempts", cas.DefaultMaxAttempts, "give up after `N` attempts lost the race to other writers")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	rest := f.Args()
+	if len(rest) > 1 && rest[1] == "--" {
+		rest = append(rest[:1:1], rest[2:]...)
+	}
+	if len(rest) < 2 {
+		return usagef("kv update: want KEY -- CMD [ARGS...]")
+	}
+	if *attempts < 1 {
+		return usagef("kv update: -max-attempts %d: want at least 1", *attempts)
+	}
+	key, argv := rest[0], rest[1:]
+	s, err := openStore(ctx, e, *f.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	fn := func(cur []byte, _ bool) (cas.Decision, error) {
+		out, err := runFilter(ctx, e, argv, cur)
+		if err != nil {
+			return cas.Decision{}, err
+		}
+		return cas.Set(out), nil
+	}
+	_, err = cas.Update(ctx, s, key, fn, &cas.Options{MaxAttempts: *attempts})
+	var ce *cas.ContendedError
+	var xe *exitError // from runFilter: CMD failed
+	switch {
+	case errors.As(err, &ce):
+		return failf("gave up: %s too contended after %d attempts", key, ce.Attempts)
+	case errors.As(err, &xe):
+		return xe
+	case err != nil:
+		return fmt.Errorf("kv update: %w", err)
+	}
+	fmt.Fprintf(e.stdout, "Success! Data written to: %s\n", key)
+	return nil
+}
+
+// runFilter runs argv with in on stdin and returns its stdout, at most
+// maxValueBytes of it. Its stderr goes to ours. A failing command yields
+// an *exitError carrying its exit code.
+func runFilter(ctx context.Context, e *env, argv []string, in []byte) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stdin = bytes.NewReader(in)
+	out := &cappedBuffer{max: maxValueBytes}
+	cmd.Stdout = out
+	cmd.Stderr = e.stderr
+	err := cmd.Run()
+	var xe *exec.ExitError
+	switch {
+	case errors.As(err, &xe):
+		code := xe.ExitCode()
+		if code <= 0 {
+			code = exitFail // killed by a signal
+		}
+		return nil, &exitError{code: code, msg: fmt.Sprintf("kv update: %s: %v; nothing written", argv[0], err)}
+	case err != nil:
+		return nil, &exitError{code: exitFail, msg: fmt.Sprintf("kv update: %v; nothing written", err)}
+	case out.over:
+		return nil, &exitError{code: exitFail, msg: fmt.Sprintf("kv update: %s wrote more than %d bytes; nothing written", argv[0], maxValueBytes)}
+	}
+	return out.Bytes(), nil
+}
+
+// cappedBuffer keeps at most max bytes and notes whether more came.
+type cappedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+// Write accepts everything, so the command is never blocked or failed by
+// a short write; what passes the cap is dropped and noted.
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	if room := b.max - b.Len(); n > room {
+		b.over = true
+		p = p[:max(room, 0)]
+	}
+	b.Buffer.Write(p)
+	return n, nil
+}

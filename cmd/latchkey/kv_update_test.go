@@ -1,0 +1,119 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/latchkey/latchkey/store/storeurl"
+)
+
+// asMain makes the test binary act as the latchkey command when re-executed
+// with this variable set, so tests can run real OS processes of it.
+const asMain = "LATCHKEY_TEST_AS_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asMain) == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// binary returns a command that runs this test binary as latchkey.
+func binary(t *testing.T, args ...string) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), asMain+"=1")
+	return cmd
+}
+
+// incr is a shell filter adding one to a decimal number (empty = 0).
+var incr = []string{"sh", "-c", `n=$(cat); echo $(( ${n:-0} + 1 ))`}
+
+func TestKVUpdate(t *testing.T) {
+	c := newCLI(t)
+	for _, want := range []string{"1", "2", "3"} {
+		if got := c.ok(append([]string{"kv", "update", "n", "--"}, incr...)...); got != "Success! Data written to: n\n" {
+			t.Fatalf("update printed %q", got)
+		}
+		if got := c.ok("kv", "get", "n"); got != want+"\n\n" {
+			t.Fatalf("n = %q, want %s and newlines", got, want)
+		}
+	}
+	// Without "--" the command starts at the second argument.
+	c.ok("kv", "update", "n", "sh", "-c", "echo reset")
+	if got := c.ok("kv", "get", "n"); got != "reset\n\n" {
+		t.Fatalf("n = %q after update without --", got)
+	}
+}
+
+func TestKVUpdateCommandFailurePassesThrough(t *testing.T) {
+	c := newCLI(t)
+	c.ok("kv", "put", "k", "before")
+	o := c.fails(3, "nothing written", "kv", "update", "k", "--", "sh", "-c", "cat >/dev/null; echo partial; exit 3")
+	if o.stdout != "" {
+		t.Fatalf("stdout %q, want nothing", o.stdout)
+	}
+	if got := c.ok("kv", "get", "k"); got != "before\n" {
+		t.Fatalf("k = %q after a failed command, want it untouched", got)
+	}
+	c.fails(1, "nothing written", "kv", "update", "k", "--", "/nonexistent/command")
+}
+
+// Every run of CMD also writes the key from another process, so every
+// check-and-set loses: the update gives up after exactly -max-attempts.
+func TestKVUpdateGivesUpWhenContended(t *testing.T) {
+	c := newCLI(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(asMain, "1") // for the inner latchkey run by CMD
+	t.Setenv(storeEnv, c.env[storeEnv])
+	interferer := `"$0" kv put k other >/dev/null && cat`
+	o := c.fails(1, "gave up: k too contended after 3 attempts",
+		"kv", "update", "-max-attempts", "3", "k", "--", "sh", "-c", interferer, exe)
+	if o.stdout != "" {
+		t.Fatalf("stdout %q", o.stdout)
+	}
+	if got := c.ok("kv", "get", "k"); got != "other\n" {
+		t.Fatalf("k = %q, want the interferer's value", got)
+	}
+}
+
+// Several OS processes run kv update on one key of a directory store at
+// once; no increment may be lost.
+func TestKVUpdateAcrossProcesses(t *testing.T) {
+	const procs, each = 6, 5
+	url := storeurl.FileURL(filepath.Join(t.TempDir(), "store"))
+	var wg sync.WaitGroup
+	errs := make(chan string, procs*each)
+	for range procs {
+		wg.Go(func() {
+			for range each {
+				cmd := binary(t, append([]string{"kv", "--store", url, "update", "-max-attempts", "1000", "counter", "--"}, incr...)...)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					errs <- err.Error() + ": " + string(out)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	out, err := binary(t, "kv", "--store", url, "get", "counter").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "30" {
+		t.Fatalf("counter = %q, want %d", got, procs*each)
+	}
+}
