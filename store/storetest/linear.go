@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -180,13 +180,11 @@ func testLinearizable(t *testing.T, h Harness) {
 		res, info := porcupine.CheckOperationsVerbose(linModel, history, linCheckTimeout)
 		switch res {
 		case porcupine.Illegal:
-			f, err := os.CreateTemp("", "storetest-linearizability-*.html")
+			// With -artifacts the visualization outlives the test.
+			path := filepath.Join(t.ArtifactDir(), fmt.Sprintf("linearizability-%d.html", round))
 			where := ""
-			if err == nil {
-				if porcupine.Visualize(linModel, info, f) == nil {
-					where = "; visualization in " + f.Name()
-				}
-				f.Close()
+			if porcupine.VisualizePath(linModel, info, path) == nil {
+				where = "; visualization in " + path + " (keep it with go test -artifacts)"
 			}
 			t.Errorf("round %d (seed %d): history of %d ops is not linearizable%s", round, sd, len(history), where)
 		case porcupine.Unknown:

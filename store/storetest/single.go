@@ -273,27 +273,28 @@ var versionTests = []subtest{
 }
 
 // testNoABA holds versions from several generations of one key (each
-// generation created, rewritten and deleted) and checks that none of them
-// matches the key as it is now.
+// generation created, rewritten and deleted, with the same bytes every
+// generation, as a lease record would be) and checks that none of them
+// matches the key as it is now, created again with the same bytes.
 func testNoABA(t *testing.T, h Harness) {
 	ctx, s := h.open(t)
 	caps := s.Capabilities()
 	const gens = 4
+	values := [][]byte{[]byte("A"), []byte("B"), []byte("A")}
 	var old []store.Version
-	seen := map[store.Version]bool{}
-	for g := range gens {
+	for range gens {
 		cond := store.Unconditional
 		if caps.CreateIfAbsent {
 			cond = store.IfAbsent
 		}
-		v := put(t, ctx, s, "k", fmt.Appendf(nil, "gen%d", g), cond)
+		v := put(t, ctx, s, "k", values[0], cond)
 		old = append(old, v)
-		for i := range 2 {
+		for _, val := range values[1:] {
 			c := store.Unconditional
 			if caps.CompareAndSwap {
 				c = store.IfMatch(v)
 			}
-			v = put(t, ctx, s, "k", fmt.Appendf(nil, "gen%d.%d", g, i), c)
+			v = put(t, ctx, s, "k", val, c)
 			old = append(old, v)
 		}
 		c := store.Unconditional
@@ -302,29 +303,30 @@ func testNoABA(t *testing.T, h Harness) {
 		}
 		del(t, ctx, s, "k", c)
 	}
-	for _, v := range old {
-		if seen[v] {
-			t.Errorf("version %q returned twice across generations of one key", v)
+	seen := map[store.Version]int{}
+	for i, v := range old {
+		if j, dup := seen[v]; dup {
+			t.Errorf("writes %d and %d of one key both returned version %q", j, i, v)
 		}
-		seen[v] = true
+		seen[v] = i
 	}
-	cur := put(t, ctx, s, "k", []byte("now"), store.Unconditional)
-	if seen[cur] {
-		t.Fatalf("the key created again got version %q, which it had before a Delete", cur)
+	cur := put(t, ctx, s, "k", values[0], store.Unconditional)
+	if j, dup := seen[cur]; dup {
+		t.Errorf("the key created again got version %q, which write %d had before a Delete", cur, j)
 	}
 	for i, v := range old {
 		if caps.CompareAndSwap {
 			_, err := s.Put(ctx, "k", []byte("aba"), store.IfMatch(v))
 			if !errors.Is(err, store.ErrConflict) {
-				t.Errorf("PutIfMatch with version %d (%q) from an earlier generation: err = %v, want ErrConflict", i, v, err)
+				t.Errorf("PutIfMatch with version %q of write %d, from an earlier generation: err = %v, want ErrConflict", v, i, err)
 			}
 		}
 		if caps.CompareAndDelete {
 			err := s.Delete(ctx, "k", store.IfMatch(v))
 			if !errors.Is(err, store.ErrConflict) {
-				t.Errorf("DeleteIfMatch with version %d (%q) from an earlier generation: err = %v, want ErrConflict", i, v, err)
+				t.Errorf("DeleteIfMatch with version %q of write %d, from an earlier generation: err = %v, want ErrConflict", v, i, err)
 			}
 		}
 	}
-	wantEntry(t, ctx, s, "k", []byte("now"), cur)
+	wantEntry(t, ctx, s, "k", values[0], cur)
 }
