@@ -167,23 +167,18 @@ func (s *Store) apply(name string, j journal) error {
 	var dirs []string
 	for i, op := range j.Ops {
 		target := s.valuePath(op.Key)
-		if op.Staged == "" {
-			err := os.Remove(target)
-			if errors.Is(err, os.ErrNotExist) {
-				continue // deleted before a crash, or never there
-			}
-			if err != nil {
-				return err
-			}
-		} else if err := s.applyPut(op, target); err != nil {
+		changed, err := s.applyOp(op, target)
+		if err != nil {
 			return err
 		}
-		dirs = append(dirs, filepath.Dir(target))
+		if changed {
+			dirs = append(dirs, filepath.Dir(target))
+		}
 		hook(fmt.Sprintf("applied %d", i))
 	}
 	slices.Sort(dirs)
 	for _, d := range slices.Compact(dirs) {
-		if err := s.syncDir(d); err != nil {
+		if err := s.syncDir(d); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
@@ -196,18 +191,30 @@ func (s *Store) apply(name string, j journal) error {
 	return s.syncDir(filepath.Join(s.dir, txnDir))
 }
 
-func (s *Store) applyPut(op journalOp, target string) error {
-	err := os.Rename(filepath.Join(s.dir, tmpDir, op.Staged), target)
-	if !errors.Is(err, os.ErrNotExist) {
-		return err
+// applyOp applies one journal operation and reports whether the bucket
+// directory may have changed (and needs a sync).
+func (s *Store) applyOp(op journalOp, target string) (changed bool, err error) {
+	if op.Staged == "" {
+		err := os.Remove(target)
+		if errors.Is(err, os.ErrNotExist) {
+			// Deleted before a crash (not yet durably, maybe), or never
+			// there (and the bucket may not exist: apply allows that).
+			return true, nil
+		}
+		return err == nil, err
 	}
-	// The staged file is gone: done already, before a crash?
+	err = os.Rename(filepath.Join(s.dir, tmpDir, op.Staged), target)
+	if !errors.Is(err, os.ErrNotExist) {
+		return err == nil, err
+	}
+	// The staged file is gone: renamed already, before a crash? The
+	// rename may not be durable yet, so sync the directory all the same.
 	exists, cur, cerr := s.current(op.Key)
 	if cerr != nil {
-		return cerr
+		return false, cerr
 	}
 	if exists && cur == op.Version {
-		return nil
+		return true, nil
 	}
-	return fmt.Errorf("%w: staged value %s of %q is missing", ErrCorrupt, op.Staged, op.Key)
+	return false, fmt.Errorf("%w: staged value %s of %q is missing", ErrCorrupt, op.Staged, op.Key)
 }

@@ -70,6 +70,7 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 	if len(j.Ops) == 0 {
 		return out, nil
 	}
+	hook("checked")
 	name := ""
 	if len(j.Ops) > 1 {
 		if name, err = s.commitJournal(stripes, j); err != nil {

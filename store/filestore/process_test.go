@@ -1,0 +1,295 @@
+package filestore
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// The cross-process tests re-execute this test binary: with
+// LATCHKEY_FILESTORE_CHILD set, TestMain runs one child role and exits
+// instead of running tests.
+const childEnv = "LATCHKEY_FILESTORE_CHILD"
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childEnv); role != "" {
+		if err := runChild(role, os.Getenv("CHILD_DIR"), os.Getenv("CHILD_ARG")); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func runChild(role, dir, arg string) error {
+	ctx := context.Background()
+	s, err := Open(dir, nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	switch role {
+	case "create": // wait for the start file, then race one create
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			if _, err := os.Stat(filepath.Join(dir, "..", "go")); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return errors.New("no start signal")
+			}
+		}
+		_, err := s.Put(ctx, "race", []byte(arg), store.IfAbsent)
+		switch {
+		case err == nil:
+			fmt.Println("won")
+		case errors.Is(err, store.ErrConflict):
+			fmt.Println("lost")
+		default:
+			return err
+		}
+	case "incr":
+		n, _ := strconv.Atoi(arg)
+		for range n {
+			if err := increment(ctx, s, "counter"); err != nil {
+				return err
+			}
+		}
+	case "txn-stop": // stop forever at point arg of a transaction writing a, b
+		testHook = func(point string) {
+			if point == arg {
+				fmt.Println("stopped")
+				select {}
+			}
+		}
+		_, err := s.Txn(ctx, []store.TxnOp{
+			store.PutOp("a", []byte("new"), store.Unconditional),
+			store.PutOp("x/b", []byte("new"), store.Unconditional),
+			store.DeleteOp("c", store.Unconditional),
+		})
+		return err
+	case "transfer": // move units between a and b until killed
+		fmt.Println("started")
+		for {
+			if err := transfer(ctx, s); err != nil && !errors.Is(err, store.ErrConflict) {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("unknown role %q", role)
+	}
+	return nil
+}
+
+// transfer moves one unit from a to x/b or back in one transaction.
+func transfer(ctx context.Context, s *Store) error {
+	a, err := s.Get(ctx, "a")
+	if err != nil {
+		return err
+	}
+	b, err := s.Get(ctx, "x/b")
+	if err != nil {
+		return err
+	}
+	na, _ := strconv.Atoi(string(a.Value))
+	nb, _ := strconv.Atoi(string(b.Value))
+	d := 1 - 2*rand.IntN(2)
+	_, err = s.Txn(ctx, []store.TxnOp{
+		store.PutOp("a", []byte(strconv.Itoa(na-d)), store.IfMatch(a.Version)),
+		store.PutOp("x/b", []byte(strconv.Itoa(nb+d)), store.IfMatch(b.Version)),
+	})
+	return err
+}
+
+func child(t *testing.T, dir, role, arg string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+role, "CHILD_DIR="+dir, "CHILD_ARG="+arg)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// startChild starts a child and waits for its first line of output.
+func startChild(t *testing.T, dir, role, arg, want string) *exec.Cmd {
+	t.Helper()
+	cmd := child(t, dir, role, arg)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if strings.TrimSpace(line) != want {
+		t.Fatalf("child %s said %q (%v), want %q", role, line, err, want)
+	}
+	return cmd
+}
+
+func kill(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+}
+
+func TestProcessesRaceCreateExactlyOneWins(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "store")
+	open(t, dir, nil) // create the layout once, so children race the Put, not Open
+	const n = 8
+	var cmds []*exec.Cmd
+	var outs []*strings.Builder
+	for i := range n {
+		cmd := child(t, dir, "create", strconv.Itoa(i))
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, &out)
+	}
+	os.WriteFile(filepath.Join(base, "go"), nil, 0o644)
+	winner := -1
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v", i, err)
+		}
+		if strings.TrimSpace(outs[i].String()) == "won" {
+			if winner >= 0 {
+				t.Errorf("children %d and %d both created the key", winner, i)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no child created the key")
+	}
+	wantValue(t, open(t, dir, nil), "race", strconv.Itoa(winner))
+}
+
+func TestProcessesCASIncrementsSumExactly(t *testing.T) {
+	dir := t.TempDir()
+	const procs, incs = 4, 25
+	var cmds []*exec.Cmd
+	for range procs {
+		cmd := child(t, dir, "incr", strconv.Itoa(incs))
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	s := open(t, dir, nil)
+	for range incs { // this process takes part too
+		if err := increment(context.Background(), s, "counter"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v", i, err)
+		}
+	}
+	wantValue(t, s, "counter", strconv.Itoa((procs+1)*incs))
+}
+
+// A process killed inside a transaction leaves all of it or none of it,
+// and the next locker (a store opened before the crash) or the next Open
+// finishes a committed one.
+func TestKilledTransactionIsAllOrNothing(t *testing.T) {
+	for _, tc := range []struct {
+		point string
+		want  string // value of a and x/b afterwards
+	}{
+		{"checked", "old"},   // locked, conditions checked, no journal yet
+		{"committed", "new"}, // journal durable, nothing applied
+		{"applied 0", "new"}, // a renamed, x/b not
+		{"applied 2", "new"}, // all applied, journal still there
+	} {
+		t.Run(tc.point, func(t *testing.T) {
+			dir := t.TempDir()
+			s := open(t, dir, nil)
+			for _, k := range []string{"a", "x/b", "c"} {
+				mustPut(t, s, k, "old", store.IfAbsent)
+			}
+			kill(t, startChild(t, dir, "txn-stop", tc.point, "stopped"))
+			// The first lock of x/b's stripe finishes (or ignores) the dead
+			// transaction before reading.
+			wantValue(t, s, "x/b", tc.want)
+			wantValue(t, s, "a", tc.want)
+			_, err := s.Get(context.Background(), "c")
+			if gone := errors.Is(err, store.ErrNotFound); gone != (tc.want == "new") {
+				t.Errorf("after the crash, Get(c) = %v", err)
+			}
+			s2 := open(t, dir, nil)
+			wantValue(t, s2, "a", tc.want)
+			if names, _ := readDirNames(filepath.Join(dir, txnDir)); len(names) != 0 {
+				t.Errorf("journals left behind: %q", names)
+			}
+		})
+	}
+}
+
+// Committed-but-unapplied journals are finished by Open too.
+func TestOpenFinishesDeadTransaction(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, nil)
+	mustPut(t, s, "a", "old", store.IfAbsent)
+	mustPut(t, s, "x/b", "old", store.IfAbsent)
+	s.Close()
+	kill(t, startChild(t, dir, "txn-stop", "applied 0", "stopped"))
+	s2 := open(t, dir, nil)
+	if names, _ := readDirNames(filepath.Join(dir, txnDir)); len(names) != 0 {
+		t.Errorf("Open left journals %q", names)
+	}
+	wantValue(t, s2, "x/b", "new")
+}
+
+// Transactions moving units between two keys, killed at random moments,
+// never lose or make a unit.
+func TestRandomlyKilledTransfersKeepTheSum(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, nil)
+	mustPut(t, s, "a", "100", store.IfAbsent)
+	mustPut(t, s, "x/b", "100", store.IfAbsent)
+	for round := range 4 {
+		cmds := []*exec.Cmd{startChild(t, dir, "transfer", "", "started"), startChild(t, dir, "transfer", "", "started")}
+		time.Sleep(time.Duration(20+rand.IntN(80)) * time.Millisecond)
+		for _, c := range cmds {
+			kill(t, c)
+		}
+		a, b := wantInt(t, s, "a"), wantInt(t, s, "x/b")
+		if a+b != 200 {
+			t.Fatalf("round %d: a=%d b=%d, sum %d, want 200", round, a, b, a+b)
+		}
+		t.Logf("round %d: a=%d b=%d", round, a, b)
+	}
+}
+
+func wantInt(t *testing.T, s *Store, key string) int {
+	t.Helper()
+	e, err := s.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(string(e.Value))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
