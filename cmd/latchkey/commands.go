@@ -19,6 +19,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"version": {"print the version", runVersion},
+		"serve":   {"run the durable Consul KV- and S3-compatible server", runServe},
 		"kv":      {"read and write keys: get, put, delete, list, update", runKV},
 	}
 }

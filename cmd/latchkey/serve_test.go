@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is a bytes.Buffer safe to read while a server writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startServe runs `latchkey serve args...` in-process with environment vars
+// and returns its base URL once it prints its startup line, and a stop
+// function returning the exit code.
+func startServe(t *testing.T, vars map[string]string, args ...string) (string, func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	out, errb := &lockedBuffer{}, &lockedBuffer{}
+	e := &env{stdin: strings.NewReader(""), stdout: out, stderr: errb, getenv: func(k string) string { return vars[k] }}
+	done := make(chan int, 1)
+	go func() { done <- report(run(ctx, append([]string{"serve"}, args...), e), errb) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "\n") {
+		select {
+		case code := <-done:
+			cancel()
+			t.Fatalf("serve exited %d before listening: %s", code, errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("serve printed nothing")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	line := out.String()
+	i := strings.Index(line, "http://")
+	if i < 0 || !strings.HasPrefix(line, "latchkey: serving Consul KV API and S3 API on ") {
+		t.Fatalf("startup line %q", line)
+	}
+	url := strings.Fields(line[i:])[0]
+	var once sync.Once
+	var code int
+	stop := func() int {
+		once.Do(func() { cancel(); code = <-done })
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	return url, stop
+}
+
+func TestServeFromEnvironment(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	url, stop := startServe(t, map[string]string{
+		"LATCHKEY_DATA_DIR":  dir,
+		"LATCHKEY_LISTEN":    "127.0.0.1:0",
+		"LATCHKEY_ANONYMOUS": "true",
+	})
+	resp, err := http.Get(url + "/-/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"status":"ok"`) {
+		t.Fatalf("health: %d %s", resp.StatusCode, body)
+	}
+	// A second server on the same directory is refused with a clear message.
+	c := &cli{t: t, env: map[string]string{"LATCHKEY_DATA_DIR": dir, "LATCHKEY_LISTEN": "127.0.0.1:0"}}
+	c.fails(exitFail, "in use by another latchkey server", "serve")
+	if code := stop(); code != 0 {
+		t.Fatalf("serve exit %d after SIGINT-equivalent", code)
+	}
+}
+
+func TestServeFlagBeatsEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	url, _ := startServe(t, map[string]string{"LATCHKEY_LISTEN": "127.0.0.1:1"},
+		"--data-dir", dir, "--listen", "127.0.0.1:0")
+	if strings.HasSuffix(url, ":1") {
+		t.Fatalf("env won over the flag: %s", url)
+	}
+}
+
+func TestServeDefaultDataDir(t *testing.T) {
+	state := t.TempDir()
+	startServe(t, map[string]string{"XDG_STATE_HOME": state}, "--listen", "127.0.0.1:0")
+	c := &cli{t: t, env: map[string]string{"LATCHKEY_DATA_DIR": filepath.Join(state, "latchkey", "server"), "LATCHKEY_LISTEN": "127.0.0.1:0"}}
+	c.fails(exitFail, "in use by another latchkey server", "serve")
+}
+
+func TestServeBadCommandLine(t *testing.T) {
+	c := &cli{t: t, env: map[string]string{"LATCHKEY_DATA_DIR": t.TempDir()}}
+	c.fails(exitUsage, "serve:", "serve", "--nope")
+	c.fails(exitUsage, "unexpected argument", "serve", "extra")
+	c.fails(exitUsage, "--log-level", "serve", "--log-level", "loud")
+	c.env["LATCHKEY_ANONYMOUS"] = "maybe"
+	c.fails(exitUsage, "LATCHKEY_ANONYMOUS", "serve")
+	if out := c.ok("serve", "--help"); !strings.Contains(out, "LATCHKEY_SECRET_KEY") {
+		t.Fatalf("serve --help does not document the environment: %s", out)
+	}
+}
