@@ -1,0 +1,139 @@
+package depcheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/latchkey/latchkey"
+
+// pkg is what `go list -json` says of one package.
+type pkg struct {
+	ImportPath string
+	Deps       []string // transitive, without test-only imports
+}
+
+// contract packages may depend on the standard library, the store
+// contract and internal helpers only (checked transitively).
+var contract = []string{"store", "cas", "lease", "publish"}
+
+// sdkPrefixes are import paths of cloud SDKs and service clients.
+var sdkPrefixes = []string{
+	"github.com/aws/", "github.com/minio/", "github.com/hashicorp/",
+	"cloud.google.com/", "google.golang.org/", "github.com/Azure/", "go.etcd.io/etcd/",
+}
+
+// sdkBackends are the store backends that exist to wrap an SDK, and
+// storeurl, which knows them all; they are exempt from the SDK rule.
+var sdkBackends = []string{"store/storeurl", "store/s3store", "store/consulstore",
+	"store/etcdstore", "store/gcsstore", "store/azblobstore"}
+
+// sdkFree are the trees (with subpackages, such as test helpers) that may
+// not reach an SDK.
+var sdkFree = []string{"store", "cas", "lease", "publish"}
+
+func rel(path string) string { return strings.TrimPrefix(path, module+"/") }
+
+func under(path, dir string) bool {
+	p := rel(path)
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+func standard(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// violations returns one line per forbidden dependency.
+func violations(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		strict := slices.Contains(contract, rel(p.ImportPath))
+		exempt := slices.ContainsFunc(sdkBackends, func(d string) bool { return under(p.ImportPath, d) })
+		checked := slices.ContainsFunc(sdkFree, func(d string) bool { return under(p.ImportPath, d) })
+		for _, d := range p.Deps {
+			switch {
+			case strict && !standard(d) && d != module+"/store" && !under(d, "internal"):
+				out = append(out, fmt.Sprintf("%s imports %s: it may import only the standard library, store and internal helpers", p.ImportPath, d))
+			case checked && !exempt && slices.ContainsFunc(sdkPrefixes, func(s string) bool { return strings.HasPrefix(d, s) }):
+				out = append(out, fmt.Sprintf("%s imports the SDK package %s", p.ImportPath, d))
+			}
+		}
+	}
+	return out
+}
+
+// list runs go list on the trees that exist; a tree not yet written
+// matches nothing and is skipped.
+func list(t *testing.T) []pkg {
+	t.Helper()
+	args := []string{"list", "-e", "-json=ImportPath,Deps"}
+	for _, d := range sdkFree {
+		args = append(args, module+"/"+d+"/...")
+	}
+	cmd := exec.Command("go", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	var pkgs []pkg
+	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+func TestNoBackendsOrSDKsInContractAndCoordination(t *testing.T) {
+	pkgs := list(t)
+	seen := map[string]bool{}
+	for _, p := range pkgs {
+		seen[rel(p.ImportPath)] = true
+	}
+	for _, must := range []string{"store", "cas", "store/memstore"} {
+		if !seen[must] {
+			t.Fatalf("go list did not report %s; the check would be vacuous (saw %d packages)", must, len(pkgs))
+		}
+	}
+	for _, v := range violations(pkgs) {
+		t.Error(v)
+	}
+}
+
+// The rules catch what they are meant to catch.
+func TestViolationsAreFound(t *testing.T) {
+	m := func(p string) string { return module + "/" + p }
+	bad := []pkg{
+		{m("cas"), []string{"context", m("store"), m("store/memstore")}},
+		{m("store"), []string{"fmt", "go.etcd.io/bbolt"}},
+		{m("lease/leasetest"), []string{m("store/faultstore"), "github.com/aws/aws-sdk-go-v2/service/s3"}},
+		{m("store/filestore"), []string{"github.com/hashicorp/consul/api"}},
+	}
+	good := []pkg{
+		{m("publish"), []string{"context", m("store"), m("internal/jitter")}},
+		{m("store/storetest"), []string{"github.com/anishathalye/porcupine", m("store/faultstore")}},
+		{m("store/s3store"), []string{"github.com/aws/aws-sdk-go-v2/service/s3"}},
+		{m("store/storeurl"), []string{"github.com/hashicorp/consul/api"}},
+		{m("internal/server"), []string{"github.com/prometheus/client_golang/prometheus"}},
+	}
+	if v := violations(bad); len(v) != len(bad) {
+		t.Errorf("found %d violations in %d bad packages:\n%s", len(v), len(bad), strings.Join(v, "\n"))
+	}
+	if v := violations(good); len(v) != 0 {
+		t.Errorf("false alarms:\n%s", strings.Join(v, "\n"))
+	}
+}
