@@ -36,7 +36,6 @@ type Record struct {
 	Renewed time.Time `json:"renewed"`
 }
 
-
 // MarshalJSON writes the TTL as ttl_ms.
 func (r Record) MarshalJSON() ([]byte, error) {
 	type plain Record

@@ -1,0 +1,65 @@
+package lease_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/lease/leasetest"
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/filestore"
+	"github.com/latchkey/latchkey/store/memstore"
+)
+
+func TestMemstore(t *testing.T) {
+	leasetest.Run(t, leasetest.Harness{
+		New: func(tb testing.TB) store.Store { return memstore.New() },
+	})
+}
+
+func TestFilestore(t *testing.T) {
+	leasetest.Run(t, leasetest.Harness{
+		New: func(tb testing.TB) store.Store {
+			s, err := filestore.Open(tb.TempDir(), nil)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return s
+		},
+	})
+}
+
+func TestOptions(t *testing.T) {
+	def, err := lease.NewLocker(memstore.New(), "k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := def.Options()
+	if o.TTL != lease.DefaultTTL || o.Margin != o.TTL/5 || o.RenewInterval != (o.TTL-o.Margin)/3 ||
+		o.PollInterval != 1500*time.Millisecond || o.Holder == "" || o.Now == nil {
+		t.Errorf("defaults = %+v", o)
+	}
+	for _, tc := range []struct {
+		name string
+		o    lease.Options
+		ok   bool
+	}{
+		{"zero", lease.Options{}, true},
+		{"short TTL", lease.Options{TTL: time.Millisecond}, false},
+		{"negative margin", lease.Options{Margin: -1}, false},
+		{"margin half the TTL", lease.Options{TTL: 10 * time.Second, Margin: 5 * time.Second}, false},
+		{"renew too slow", lease.Options{TTL: 10 * time.Second, Margin: 2 * time.Second, RenewInterval: 5 * time.Second}, false},
+		{"renew at the limit", lease.Options{TTL: 10 * time.Second, Margin: 2 * time.Second, RenewInterval: 4 * time.Second}, true},
+		{"poll past TTL", lease.Options{TTL: time.Second, PollInterval: 2 * time.Second}, false},
+		{"negative poll", lease.Options{PollInterval: -time.Second}, false},
+	} {
+		err := tc.o.Validate()
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, lease.ErrOptions)) {
+			t.Errorf("%s: Validate = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+	if _, err := lease.NewLocker(memstore.New(), "bad//key", nil); !errors.Is(err, store.ErrInvalidKey) {
+		t.Errorf("NewLocker with a bad key: %v", err)
+	}
+}

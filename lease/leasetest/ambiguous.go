@@ -1,0 +1,141 @@
+package leasetest
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/faultstore"
+)
+
+func testAmbiguousAcquireApplied(t *testing.T, e *env) {
+	for _, prior := range []string{"absent", "released", "expired"} {
+		func() {
+			e := newEnv(t, e.h, e.ttl)
+			var want uint64 = 1
+			switch prior {
+			case "released":
+				l := mustAcquire(t, e.locker(t, nil, e.opts("old")))
+				l.Release(t.Context())
+				want = 2
+			case "expired":
+				mustAcquire(t, e.locker(t, nil, e.opts("old")))
+				want = 2
+			}
+			fs := faultstore.New(e.s, 1)
+			lk := e.locker(t, fs, e.opts("a"))
+			if prior == "expired" {
+				lk.TryAcquire(t.Context())
+				e.sleep(e.ttl)
+			}
+			fs.FailNext(faultstore.OpPut, 1, faultstore.ApplyThenFail)
+			l, err := lk.TryAcquire(t.Context())
+			if err != nil {
+				t.Fatalf("%s: TryAcquire whose write applied but was reported unknown: %v", prior, err)
+			}
+			if fs.Injected() != 1 {
+				t.Fatalf("%d faults fired, want 1", fs.Injected())
+			}
+			if l.Token() != want {
+				t.Errorf("%s: token = %d, want %d", prior, l.Token(), want)
+			}
+			if err := l.Renew(t.Context()); err != nil {
+				t.Errorf("Renew of the resolved lease: %v", err)
+			}
+			if _, err := e.locker(t, nil, e.opts("b")).TryAcquire(t.Context()); !errors.Is(err, lease.ErrHeld) {
+				t.Errorf("%s: another contender: %v, want ErrHeld", prior, err)
+			}
+		}()
+	}
+}
+
+func testAmbiguousAcquireNotApplied(t *testing.T, e *env) {
+	fs := faultstore.New(e.s, 1)
+	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Fault: faultstore.FailBefore, Err: store.ErrUnknownOutcome, Count: 1})
+	lk := e.locker(t, fs, e.opts("a"))
+	if _, err := lk.TryAcquire(t.Context()); !errors.Is(err, lease.ErrLostRace) {
+		t.Fatalf("TryAcquire whose write did not apply: %v, want ErrLostRace", err)
+	}
+	if _, _, err := lease.Inspect(t.Context(), e.s, e.key); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("record after a write that did not apply: %v, want none", err)
+	}
+	l, err := lk.TryAcquire(t.Context())
+	if err != nil || l.Token() != 1 {
+		t.Fatalf("retry: %v, want token 1", err)
+	}
+}
+
+func testAmbiguousRenew(t *testing.T, e *env) {
+	for _, fault := range []faultstore.Fault{faultstore.ApplyThenFail, faultstore.FailBefore} {
+		func() {
+			e := newEnv(t, e.h, e.ttl)
+			fs := faultstore.New(e.s, 1)
+			l := mustAcquire(t, e.locker(t, fs, e.opts("a")))
+			e.sleep(e.ttl / 2)
+			before := l.ValidUntil()
+			fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Fault: fault, Err: store.ErrUnknownOutcome, Count: 1})
+			err := l.Renew(t.Context())
+			switch fault {
+			case faultstore.ApplyThenFail:
+				if err != nil {
+					t.Fatalf("Renew applied but reported unknown: %v, want success", err)
+				}
+				if !l.ValidUntil().After(before) {
+					t.Error("the resolved renew did not extend the lease")
+				}
+			default:
+				if err == nil || errors.Is(err, lease.ErrLost) {
+					t.Fatalf("Renew that did not apply: %v, want a retryable error", err)
+				}
+				if l.Err() != nil {
+					t.Fatalf("lease ended by a renew that did not apply: %v", l.Err())
+				}
+			}
+			if err := l.Renew(t.Context()); err != nil {
+				t.Errorf("the next Renew: %v", err)
+			}
+			if err := l.Release(t.Context()); err != nil {
+				t.Errorf("%v: Release: %v", fault, err)
+			}
+		}()
+	}
+}
+
+// testAmbiguousRenewConflict: a backend that retried our renew after a
+// lost response sees its own first write and reports a conflict.
+func testAmbiguousRenewConflict(t *testing.T, e *env) {
+	fs := faultstore.New(e.s, 1)
+	l := mustAcquire(t, e.locker(t, fs, e.opts("a")))
+	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Fault: faultstore.ApplyThenFail, Err: store.ErrConflict, Count: 1})
+	if err := l.Renew(t.Context()); err != nil {
+		t.Fatalf("Renew reported as a conflict after it applied: %v, want success", err)
+	}
+	if err := l.Renew(t.Context()); err != nil {
+		t.Errorf("the next Renew: %v", err)
+	}
+	// A real conflict is a loss.
+	if err := lease.ForceRelease(t.Context(), e.s, e.key, "operator"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Renew(t.Context()); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Renew after a forced release: %v, want ErrLost", err)
+	}
+}
+
+func testAmbiguousRelease(t *testing.T, e *env) {
+	fs := faultstore.New(e.s, 1)
+	l := mustAcquire(t, e.locker(t, fs, e.opts("a")))
+	fs.FailNext(faultstore.OpPut, 1, faultstore.ApplyThenFail)
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatalf("Release applied but reported unknown: %v", err)
+	}
+	rec, _, err := lease.Inspect(t.Context(), e.s, e.key)
+	if err != nil || !rec.Released {
+		t.Fatalf("record = %+v, %v; want released", rec, err)
+	}
+	b := mustAcquire(t, e.locker(t, nil, e.opts("b")))
+	if b.Token() != 2 {
+		t.Errorf("token after release = %d, want 2", b.Token())
+	}
+}

@@ -1,0 +1,188 @@
+package leasetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/store"
+)
+
+func testCreate(t *testing.T, e *env) {
+	l := mustAcquire(t, e.locker(t, nil, e.opts("a")))
+	if l.Token() != 1 {
+		t.Errorf("token = %d, want 1", l.Token())
+	}
+	rec, _, err := lease.Inspect(t.Context(), e.s, e.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Holder != "a" || rec.Token != 1 || rec.Released || rec.TTL != e.ttl || rec.Nonce == "" {
+		t.Errorf("record = %+v, want holder a, token 1, held, ttl %v", rec, e.ttl)
+	}
+	select {
+	case <-l.Done():
+		t.Error("Done closed right after acquiring")
+	default:
+	}
+}
+
+func testHeld(t *testing.T, e *env) {
+	mustAcquire(t, e.locker(t, nil, e.opts("a")))
+	_, err := e.locker(t, nil, e.opts("b")).TryAcquire(t.Context())
+	var held *lease.HeldError
+	if !errors.As(err, &held) || !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("TryAcquire of a held lease: %v, want a *HeldError matching ErrHeld", err)
+	}
+	if held.Holder != "a" || held.Token != 1 {
+		t.Errorf("HeldError = %+v, want holder a, token 1", held)
+	}
+	if d := time.Until(held.Until); d <= 0 || d > e.ttl {
+		t.Errorf("HeldError.Until is %v from now, want within (0, TTL]", d)
+	}
+}
+
+func testTakeover(t *testing.T, e *env) {
+	a := mustAcquire(t, e.locker(t, nil, e.opts("a")))
+	b := e.locker(t, nil, e.opts("b"))
+	if _, err := b.TryAcquire(t.Context()); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("first look: %v, want ErrHeld", err)
+	}
+	e.sleep(e.ttl / 2)
+	if _, err := b.TryAcquire(t.Context()); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("after TTL/2 unchanged: %v, want ErrHeld", err)
+	}
+	if e.synct {
+		e.sleep(e.ttl/2 - time.Millisecond)
+		if _, err := b.TryAcquire(t.Context()); !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("1ms before a full TTL unchanged: %v, want ErrHeld", err)
+		}
+		e.sleep(time.Millisecond)
+	} else {
+		e.sleep(e.ttl / 2)
+	}
+	l, err := b.TryAcquire(t.Context())
+	if err != nil {
+		t.Fatalf("after a full TTL unchanged: %v, want the lease", err)
+	}
+	if l.Token() != a.Token()+1 {
+		t.Errorf("takeover token = %d, want %d", l.Token(), a.Token()+1)
+	}
+	select {
+	case <-a.Done():
+	default:
+		t.Error("the old holder's Done is still open after a takeover")
+	}
+	if err := a.Renew(t.Context()); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("old holder's Renew after takeover: %v, want ErrLost", err)
+	}
+}
+
+func testRenewRestarts(t *testing.T, e *env) {
+	a := mustAcquire(t, e.locker(t, nil, e.opts("a")))
+	b := e.locker(t, nil, e.opts("b"))
+	b.TryAcquire(t.Context())
+	e.sleep(e.ttl * 6 / 10)
+	if err := a.Renew(t.Context()); err != nil {
+		t.Fatalf("Renew: %v", err)
+	}
+	e.sleep(e.ttl * 6 / 10) // 1.2 TTL since b's first look, 0.6 since the renew
+	_, err := b.TryAcquire(t.Context())
+	if !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("TryAcquire after a renew: %v, want ErrHeld", err)
+	}
+	e.sleep(e.ttl * 6 / 10) // 0.6 TTL since b saw the renewed version
+	if _, err := b.TryAcquire(t.Context()); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("TryAcquire 0.6 TTL after seeing the renewed version: %v, want ErrHeld", err)
+	}
+	e.sleep(e.ttl * 5 / 10)
+	if _, err := b.TryAcquire(t.Context()); err != nil {
+		t.Fatalf("TryAcquire a full TTL after seeing the renewed version: %v", err)
+	}
+}
+
+// testWallClock: the holder writes wall times far in the future or the
+// past; a contender still waits exactly one TTL of its own clock.
+func testWallClock(t *testing.T, e *env) {
+	for _, skew := range []time.Duration{2 * e.ttl, -2 * e.ttl, 100 * e.ttl} {
+		ho := e.opts("skewed")
+		ho.Now = func() time.Time { return time.Now().Add(skew) }
+		a := mustAcquire(t, e.locker(t, nil, ho))
+		co := e.opts("contender")
+		co.Now = func() time.Time { return time.Now().Add(-skew) }
+		b := e.locker(t, nil, co)
+		if _, err := b.TryAcquire(t.Context()); !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("skew %v: first look: %v, want ErrHeld", skew, err)
+		}
+		e.sleep(e.ttl / 2)
+		if _, err := b.TryAcquire(t.Context()); !errors.Is(err, lease.ErrHeld) {
+			t.Fatalf("skew %v: after TTL/2: %v, want ErrHeld", skew, err)
+		}
+		e.sleep(e.ttl / 2)
+		l, err := b.TryAcquire(t.Context())
+		if err != nil {
+			t.Fatalf("skew %v: after a TTL: %v, want the lease", skew, err)
+		}
+		if l.Token() != a.Token()+1 {
+			t.Errorf("skew %v: token %d, want %d", skew, l.Token(), a.Token()+1)
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func testReacquire(t *testing.T, e *env) {
+	lk := e.locker(t, nil, e.opts("a"))
+	other := e.locker(t, nil, e.opts("b"))
+	want := uint64(1)
+	for i := range 6 {
+		who := lk
+		if i%2 == 1 {
+			who = other
+		}
+		l := mustAcquire(t, who)
+		if l.Token() != want {
+			t.Fatalf("acquisition %d: token %d, want %d", i, l.Token(), want)
+		}
+		if err := l.Release(t.Context()); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		if !errors.Is(l.Err(), lease.ErrReleased) {
+			t.Errorf("Err after Release = %v, want ErrReleased", l.Err())
+		}
+		rec, _, err := lease.Inspect(t.Context(), e.s, e.key)
+		if err != nil || !rec.Released || rec.Token != want {
+			t.Fatalf("record after release = %+v, %v; want released with token %d", rec, err, want)
+		}
+		want++
+	}
+}
+
+func testForceRelease(t *testing.T, e *env) {
+	a := mustAcquire(t, e.locker(t, nil, e.opts("a")))
+	if err := lease.ReleaseHolder(t.Context(), e.s, e.key, "someone-else"); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("ReleaseHolder by another name: %v, want ErrHeld", err)
+	}
+	if err := lease.ForceRelease(t.Context(), e.s, e.key, "operator"); err != nil {
+		t.Fatalf("ForceRelease: %v", err)
+	}
+	b := mustAcquire(t, e.locker(t, nil, e.opts("b")))
+	if b.Token() != a.Token()+1 {
+		t.Errorf("token after forced release = %d, want %d", b.Token(), a.Token()+1)
+	}
+	if err := a.Renew(t.Context()); !errors.Is(err, lease.ErrLost) {
+		t.Errorf("Renew of the forcibly released lease: %v, want ErrLost", err)
+	}
+	if err := lease.ReleaseHolder(t.Context(), e.s, e.key, "b"); err != nil {
+		t.Fatalf("ReleaseHolder by the holder's name: %v", err)
+	}
+	c := mustAcquire(t, e.locker(t, nil, e.opts("c")))
+	if c.Token() != b.Token()+1 {
+		t.Errorf("token after ReleaseHolder = %d, want %d", c.Token(), b.Token()+1)
+	}
+	if err := lease.ForceRelease(t.Context(), e.s, "locks/absent", "operator"); err != nil && !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("ForceRelease of an absent key: %v", err)
+	}
+}

@@ -1,0 +1,136 @@
+package leasetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/faultstore"
+)
+
+// testContention runs contenders whose wall clocks are off by up to ±2 TTL,
+// each through a store that injects transient failures and ambiguous
+// outcomes, over many holdings. A shared flag catches two live holdings at
+// once; a fenced log in the store records every holding's start and end:
+// each start is followed by its own end (or, for a lost holding, by the
+// next holding's start), and tokens strictly increase.
+func testContention(t *testing.T, e *env) {
+	const contenders = 5
+	const logKey = "resources/log"
+	seed := rand.Uint64()
+	t.Logf("fault seed %d", seed)
+	var (
+		active  atomic.Uint64
+		rounds  atomic.Int64
+		mu      sync.Mutex
+		tokens  []uint64
+		wg      sync.WaitGroup
+		lostRun atomic.Int64
+	)
+	appendLog := func(line string, tok uint64) error {
+		v, _, _, err := lease.FencedGet(t.Context(), e.s, logKey)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		_, err = lease.FencedPut(t.Context(), e.s, logKey, append(v, line+"\n"...), tok)
+		return err
+	}
+	for i := range contenders {
+		skew := time.Duration(i-contenders/2) * e.ttl // −2 TTL … +2 TTL
+		fs := faultstore.New(e.s, seed+uint64(i))
+		fs.Inject(faultstore.Rule{Ops: faultstore.Writes, Fault: faultstore.ApplyThenFail, Prob: 0.03})
+		fs.Inject(faultstore.Rule{Ops: faultstore.AllOps, Fault: faultstore.FailBefore, Prob: 0.03})
+		o := e.opts(fmt.Sprintf("c%d", i))
+		o.Now = func() time.Time { return time.Now().Add(skew) }
+		lk := e.locker(t, fs, o)
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		wg.Go(func() {
+			for rounds.Add(1) <= int64(e.h.Rounds) {
+				err := lk.Run(t.Context(), func(ctx context.Context, l *lease.Lease) error {
+					if prev := active.Swap(l.Token()); prev != 0 {
+						t.Errorf("token %d acquired while token %d is held", l.Token(), prev)
+					}
+					mu.Lock()
+					if n := len(tokens); n > 0 && tokens[n-1] >= l.Token() {
+						t.Errorf("token %d acquired after token %d", l.Token(), tokens[n-1])
+					}
+					tokens = append(tokens, l.Token())
+					mu.Unlock()
+					defer active.CompareAndSwap(l.Token(), 0)
+					if err := appendLog(fmt.Sprintf("start %d", l.Token()), l.Token()); err != nil {
+						t.Errorf("holder %d: log start: %v", l.Token(), err)
+					}
+					hold := time.NewTimer(time.Duration(rng.Int64N(int64(3 * e.ttl / 2))))
+					defer hold.Stop()
+					select {
+					case <-ctx.Done():
+						return nil // lost (faults can starve renewals): stop at once
+					case <-hold.C:
+					}
+					if err := appendLog(fmt.Sprintf("end %d", l.Token()), l.Token()); err != nil {
+						t.Errorf("holder %d: log end: %v", l.Token(), err)
+					}
+					return nil
+				})
+				if errors.Is(err, lease.ErrLost) {
+					lostRun.Add(1)
+				} else if err != nil && t.Context().Err() == nil && !injected(err) {
+					t.Errorf("Run: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d holdings, %d lost to injected faults", len(tokens), lostRun.Load())
+	if len(tokens) < e.h.Rounds/2 {
+		t.Errorf("only %d of %d rounds held the lease", len(tokens), e.h.Rounds)
+	}
+	log, _ := fenced(t, e.s, logKey)
+	checkLog(t, strings.Split(strings.TrimSpace(log), "\n"), len(tokens))
+}
+
+// injected reports whether err comes from an injected fault that Run
+// could not resolve within its budget (acquisition or release).
+func injected(err error) bool { return errors.Is(err, faultstore.ErrInjected) }
+
+// checkLog checks the fenced log: "start T" lines with strictly increasing
+// T, each followed by "end T" or by the next start.
+func checkLog(t *testing.T, lines []string, holdings int) {
+	t.Helper()
+	var open, last uint64
+	starts := 0
+	for i, ln := range lines {
+		var tok uint64
+		switch {
+		case scan(ln, "start %d", &tok):
+			if tok <= last {
+				t.Fatalf("log line %d %q: token not above %d", i, ln, last)
+			}
+			open, last = tok, tok
+			starts++
+		case scan(ln, "end %d", &tok):
+			if tok != open {
+				t.Fatalf("log line %d %q: ends a holding that is not the open one (%d)", i, ln, open)
+			}
+			open = 0
+		default:
+			t.Fatalf("log line %d: %q", i, ln)
+		}
+	}
+	if starts != holdings {
+		t.Errorf("log has %d holdings, contenders saw %d", starts, holdings)
+	}
+}
+
+func scan(s, format string, tok *uint64) bool {
+	_, err := fmt.Sscanf(s, format, tok)
+	return err == nil
+}

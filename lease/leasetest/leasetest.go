@@ -1,0 +1,151 @@
+// Package leasetest is the conformance suite of package lease: it checks,
+// against any store.Store backend, that leases never have two holders,
+// that fencing tokens only go up, that a holder regards its lease as lost
+// before anyone could take it over, and that ambiguous write outcomes are
+// resolved correctly.
+//
+// Every backend that should carry leases runs it from a test of a few
+// lines:
+//
+//	func TestLeases(t *testing.T) {
+//		leasetest.Run(t, leasetest.Harness{
+//			New: func(tb testing.TB) store.Store { return memstore.New() },
+//		})
+//	}
+//
+// Time-dependent subtests run inside a testing/synctest bubble, so TTLs of
+// many seconds cost no wall time: New is called inside the bubble, and the
+// store it returns must not depend on goroutines or channels made outside
+// it. A backend behind a real network cannot run in a bubble; such
+// harnesses set Harness.RealTime, and the suite then uses short real TTLs.
+//
+// Ambiguous outcomes are injected with store/faultstore.
+package leasetest
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/store"
+)
+
+// Harness describes a backend to the suite.
+type Harness struct {
+	// New returns an empty store. It is called inside a synctest bubble
+	// unless RealTime is set. Required.
+	New func(tb testing.TB) store.Store
+
+	// RealTime runs the suite on the real clock, with TTLs of a few
+	// hundred milliseconds, for backends that cannot run in a bubble.
+	RealTime bool
+
+	// Rounds is how many holdings the contention subtest makes in total.
+	// Zero means 60.
+	Rounds int
+}
+
+// Run runs the suite.
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("leasetest: Harness.New is required")
+	}
+	if h.Rounds == 0 {
+		h.Rounds = 60
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, e *env)
+	}{
+		{"TryAcquire/absent record is created with token 1", testCreate},
+		{"TryAcquire/held record returns a HeldError naming the holder", testHeld},
+		{"TryAcquire/held record is taken over only after a full TTL unchanged", testTakeover},
+		{"TryAcquire/a renew restarts the contender's observation", testRenewRestarts},
+		{"TryAcquire/a holder's wall clock is never compared with ours", testWallClock},
+		{"Release/re-acquire increases the token", testReacquire},
+		{"Release/forced release keeps the token going up", testForceRelease},
+		{"Renew/a holder cut off from the store is lost before anyone can take over", testLostBeforeTakeover},
+		{"Fence/a paused holder is taken over and its late writes are refused", testZombie},
+		{"Acquire/waits for a release", testAcquireWaits},
+		{"Acquire/gives up when ctx ends and says who holds it", testAcquireTimeout},
+		{"Acquire/waiters sharing a Locker share one poller", testSharedPoller},
+		{"Run/contenders with skewed wall clocks are never two holders", testContention},
+		{"Ambiguous/acquire applied but reported unknown is ours", testAmbiguousAcquireApplied},
+		{"Ambiguous/acquire not applied is not ours", testAmbiguousAcquireNotApplied},
+		{"Ambiguous/renew applied but reported unknown keeps the lease", testAmbiguousRenew},
+		{"Ambiguous/renew retried and reported as a conflict keeps the lease", testAmbiguousRenewConflict},
+		{"Ambiguous/release applied but reported unknown is released", testAmbiguousRelease},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if h.RealTime {
+				tc.fn(t, newEnv(t, h, 400*time.Millisecond))
+				return
+			}
+			synctest.Test(t, func(t *testing.T) {
+				tc.fn(t, newEnv(t, h, 10*time.Second))
+			})
+		})
+	}
+}
+
+// env is one subtest's store and time scale.
+type env struct {
+	h     Harness
+	s     store.Store
+	ttl   time.Duration
+	key   string
+	ctx   context.Context
+	synct bool
+}
+
+func newEnv(t *testing.T, h Harness, ttl time.Duration) *env {
+	s := h.New(t)
+	t.Cleanup(func() { s.Close() })
+	return &env{h: h, s: s, ttl: ttl, key: "locks/job", ctx: t.Context(), synct: !h.RealTime}
+}
+
+// opts returns options for a contender named holder.
+func (e *env) opts(holder string) *lease.Options {
+	return &lease.Options{Holder: holder, TTL: e.ttl, Margin: e.ttl / 5}
+}
+
+// locker returns a Locker on s (e.s when nil).
+func (e *env) locker(t *testing.T, s store.Store, o *lease.Options) *lease.Locker {
+	t.Helper()
+	if s == nil {
+		s = e.s
+	}
+	lk, err := lease.NewLocker(s, e.key, o)
+	if err != nil {
+		t.Fatalf("NewLocker: %v", err)
+	}
+	return lk
+}
+
+// sleep waits d: on the bubble's fake clock, or really.
+func (e *env) sleep(d time.Duration) {
+	time.Sleep(d)
+	if e.synct {
+		synctest.Wait()
+	}
+}
+
+func mustAcquire(t *testing.T, lk *lease.Locker) *lease.Lease {
+	t.Helper()
+	l, err := lk.TryAcquire(t.Context())
+	if err != nil {
+		t.Fatalf("TryAcquire: %v", err)
+	}
+	return l
+}
+
+func fenced(t *testing.T, s store.Store, key string) (string, uint64) {
+	t.Helper()
+	v, tok, _, err := lease.FencedGet(t.Context(), s, key)
+	if err != nil {
+		t.Fatalf("FencedGet: %v", err)
+	}
+	return string(v), tok
+}
