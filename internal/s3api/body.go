@@ -1,0 +1,233 @@
+package s3api
+
+import (
+	"bytes"
+	"crypto/md5"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// ingested is a request body made durable: inline bytes or a committed
+// blob, with its MD5.
+type ingested struct {
+	inline []byte
+	blob   string
+	size   int64
+	md5    []byte
+}
+
+func (in ingested) segments() []segment {
+	if in.blob == "" {
+		return nil
+	}
+	return []segment{{Blob: in.blob, Size: in.size}}
+}
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+// ingest reads exactly size bytes of src. Small bodies (when allowInline)
+// stay in memory; larger ones stream to a committed blob, so memory does
+// not grow with size. The caller owns the blob: it must be named by a
+// committed record or removed.
+func (h *Handler) ingest(src io.Reader, size int64, allowInline bool) (ingested, error) {
+	sum := md5.New()
+	if allowInline && size <= inlineMax {
+		buf := make([]byte, size)
+		if _, err := io.ReadFull(src, buf); err != nil {
+			return ingested{}, bodyError(err)
+		}
+		sum.Write(buf)
+		return ingested{inline: buf, size: size, md5: sum.Sum(nil)}, nil
+	}
+	bw, err := h.e.NewBlob()
+	if err != nil {
+		return ingested{}, err
+	}
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	n, err := copyCounting(io.MultiWriter(bw, sum), io.LimitReader(src, size), *bp)
+	if err == nil && n != size {
+		err = errIncompleteBody()
+	}
+	if err != nil {
+		_ = bw.Abort()
+		return ingested{}, err
+	}
+	id, _, err := bw.Commit()
+	if err != nil {
+		return ingested{}, err
+	}
+	return ingested{blob: id, size: size, md5: sum.Sum(nil)}, nil
+}
+
+// copyCounting copies src to dst, telling a body read failure (the
+// client's fault, or the auth seam's verdict) from a write failure (ours).
+func copyCounting(dst io.Writer, src io.Reader, buf []byte) (int64, error) {
+	var n int64
+	for {
+		nr, rerr := src.Read(buf)
+		if nr > 0 {
+			nw, werr := dst.Write(buf[:nr])
+			n += int64(nw)
+			if werr != nil {
+				return n, fmt.Errorf("s3api: write blob: %w", werr)
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, bodyError(rerr)
+		}
+	}
+}
+
+func (h *Handler) discard(in ingested) {
+	if in.blob != "" {
+		h.removeBlobs([]string{in.blob})
+	}
+}
+
+// declaredSize is the object size the request announces: the decoded
+// length of an aws-chunked body, else Content-Length.
+func declaredSize(r *http.Request) (int64, error) {
+	if v := r.Header.Get("x-amz-decoded-content-length"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return 0, errInvalidArgument("x-amz-decoded-content-length is not a number", "x-amz-decoded-content-length", v)
+		}
+		return n, nil
+	}
+	if r.ContentLength < 0 {
+		return 0, errMissingContentLength()
+	}
+	return r.ContentLength, nil
+}
+
+// contentMD5 parses the Content-MD5 header (nil when absent).
+func contentMD5(r *http.Request) ([]byte, error) {
+	v, ok := r.Header["Content-Md5"]
+	if !ok {
+		return nil, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v[0]))
+	if err != nil || len(b) != md5.Size {
+		return nil, errInvalidDigest()
+	}
+	return b, nil
+}
+
+// storedHeaders are the standard headers kept with an object and returned
+// by GET/HEAD.
+var storedHeaders = []string{"Cache-Control", "Content-Disposition", "Content-Encoding", "Content-Language", "Expires"}
+
+// objectAttrs reads Content-Type, the stored standard headers and the
+// user metadata of a write request, enforcing the metadata size limit.
+// Empty metadata values are kept.
+func objectAttrs(r *http.Request) (ct string, hdrs, meta map[string]string, err error) {
+	ct = r.Header.Get("Content-Type")
+	for _, name := range storedHeaders {
+		v, ok := r.Header[name]
+		if !ok {
+			continue
+		}
+		val := strings.Join(v, ",")
+		if name == "Content-Encoding" {
+			val = stripAWSChunked(val)
+			if val == "" {
+				continue
+			}
+		}
+		if hdrs == nil {
+			hdrs = map[string]string{}
+		}
+		hdrs[name] = val
+	}
+	total := 0
+	for k, v := range r.Header {
+		lk := strings.ToLower(k)
+		name, ok := strings.CutPrefix(lk, "x-amz-meta-")
+		if !ok {
+			continue
+		}
+		if meta == nil {
+			meta = map[string]string{}
+		}
+		val := strings.Join(v, ",")
+		meta[name] = val
+		total += len(name) + len(val)
+	}
+	if total > MaxUserMetadata {
+		return "", nil, nil, errMetadataTooLarge()
+	}
+	return ct, hdrs, meta, nil
+}
+
+func stripAWSChunked(v string) string {
+	var keep []string
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if p != "" && !strings.EqualFold(p, "aws-chunked") {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, ",")
+}
+
+// objectReader serves a byte range of a version's body. Every blob is
+// opened up front, so a concurrent overwrite that removes them after the
+// open cannot cut the response short.
+type objectReader struct {
+	r     io.Reader
+	files []*os.File
+}
+
+func (o *objectReader) Read(p []byte) (int, error) { return o.r.Read(p) }
+
+func (o *objectReader) Close() error {
+	for _, f := range o.files {
+		f.Close()
+	}
+	return nil
+}
+
+// errBlobGone reports that a blob vanished between the metadata read and
+// its open: the version was replaced meanwhile; the caller re-reads.
+var errBlobGone = errors.New("s3api: blob removed concurrently")
+
+func (h *Handler) openRange(v version, data []byte, rng byteRange) (*objectReader, error) {
+	if v.Inline {
+		return &objectReader{r: bytes.NewReader(data[rng.Start : rng.End+1])}, nil
+	}
+	o := &objectReader{}
+	var readers []io.Reader
+	var off int64
+	for _, s := range v.Segments {
+		segStart, segEnd := off, off+s.Size-1
+		off += s.Size
+		if segEnd < rng.Start || segStart > rng.End || s.Size == 0 {
+			continue
+		}
+		f, err := h.e.OpenBlob(s.Blob)
+		if err != nil {
+			o.Close()
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, errBlobGone
+			}
+			return nil, err
+		}
+		o.files = append(o.files, f)
+		from := max(rng.Start, segStart) - segStart
+		to := min(rng.End, segEnd) - segStart
+		readers = append(readers, io.NewSectionReader(f, from, to-from+1))
+	}
+	o.r = io.MultiReader(readers...)
+	return o, nil
+}

@@ -1,0 +1,255 @@
+package s3api
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// This file holds the conditional-request decisions of spec/s3-conditional.md
+// §1 as pure functions: header parsing and validation happen before any
+// state is read; evaluation happens inside the engine transaction that
+// publishes the write, against the key's state at commit.
+
+// current describes a key's current version as the write preconditions see
+// it. A key whose current version is a delete marker does not exist.
+type current struct {
+	Exists bool
+	ETag   string // quoted
+	// Mod is the engine index of the last mutation of the key (put, delete,
+	// marker), 0 if none is known. Used for the multipart 409 rule.
+	Mod uint64
+}
+
+// writeCond is a validated PutObject / CompleteMultipartUpload / CopyObject
+// destination precondition. The zero value is "unconditional".
+type writeCond struct {
+	IfMatch     string // raw header value; "" when absent
+	IfNoneMatch bool   // If-None-Match: *
+}
+
+func (c writeCond) conditional() bool { return c.IfMatch != "" || c.IfNoneMatch }
+
+// condValue reads a conditional header, falling back to the query parameter
+// of the same name (signed query parameters of a presigned URL, §13.13).
+func condValue(r *http.Request, name string) (string, bool) {
+	if vs, ok := r.Header[http.CanonicalHeaderKey(name)]; ok && len(vs) > 0 {
+		return vs[0], true
+	}
+	q := r.URL.Query()
+	for k, vs := range q {
+		if strings.EqualFold(k, name) && len(vs) > 0 {
+			return vs[0], true
+		}
+	}
+	return "", false
+}
+
+// parseWriteCond validates the write precondition headers: the 501 forms
+// come first in AWS's evaluation order.
+func parseWriteCond(r *http.Request) (writeCond, *Error) {
+	im, hasIM := condValue(r, "If-Match")
+	inm, hasINM := condValue(r, "If-None-Match")
+	return decideWriteHeaders(im, hasIM, inm, hasINM)
+}
+
+func decideWriteHeaders(im string, hasIM bool, inm string, hasINM bool) (writeCond, *Error) {
+	switch {
+	case hasIM && hasINM:
+		return writeCond{}, errNotImplementedHeader("If-Match,If-None-Match",
+			"Multiple conditional request headers present in the request")
+	case hasINM && strings.TrimSpace(inm) != "*":
+		return writeCond{}, errNotImplementedHeader("If-None-Match",
+			"We don't accept the provided value of If-None-Match header for this API")
+	case hasIM && strings.TrimSpace(im) == "*":
+		return writeCond{}, errNotImplementedHeader("If-Match",
+			"We don't accept the provided value of If-Match header for this API")
+	case hasINM:
+		return writeCond{IfNoneMatch: true}, nil
+	case hasIM:
+		if im == "" {
+			// A present but empty If-Match can match nothing; keep it
+			// distinguishable from "absent".
+			im = `""`
+		}
+		return writeCond{IfMatch: im}, nil
+	}
+	return writeCond{}, nil
+}
+
+// check evaluates c against the key's state at commit. snapshot, when not
+// nil, is the key's Mod at CreateMultipartUpload: a mutation since then
+// turns a passing precondition into 409 ConditionalRequestConflict.
+// Order (§1.2): 404 on If-Match without a current object, 412, 409.
+func (c writeCond) check(key string, cur current, snapshot *uint64) *Error {
+	if c.IfMatch != "" {
+		if !cur.Exists {
+			return errNoSuchKey(key)
+		}
+		if !etagListMatches(c.IfMatch, cur.ETag) {
+			return errPrecondition("If-Match")
+		}
+	}
+	if c.IfNoneMatch && cur.Exists {
+		return errPrecondition("If-None-Match")
+	}
+	if c.conditional() && snapshot != nil && cur.Mod != *snapshot {
+		cond := "If-Match"
+		if c.IfNoneMatch {
+			cond = "If-None-Match"
+		}
+		return errConflict(cond, key)
+	}
+	return nil
+}
+
+// unquote strips surrounding whitespace, a weak prefix and quotes.
+func unquote(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(s, "W/")
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		return s[1 : len(s)-1]
+	}
+	return strings.Trim(s, `"`)
+}
+
+// etagListMatches reports whether the header value (one ETag, quoted or
+// not, or a comma-separated list, or *) matches etag.
+func etagListMatches(header, etag string) bool {
+	want := unquote(etag)
+	for _, part := range strings.Split(header, ",") {
+		p := unquote(part)
+		if p == "*" || p == want {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteCond is a validated DeleteObject precondition.
+type deleteCond struct {
+	IfMatch string // "" when absent; may be "*"
+}
+
+// parseDeleteCond applies the DeleteObject 501 rules (§1.3).
+func parseDeleteCond(r *http.Request, versionID string) (deleteCond, *Error) {
+	_, hasSize := r.Header["X-Amz-If-Match-Size"]
+	_, hasTime := r.Header["X-Amz-If-Match-Last-Modified-Time"]
+	im, hasIM := condValue(r, "If-Match")
+	return decideDeleteHeaders(hasSize, hasTime, im, hasIM, versionID)
+}
+
+func decideDeleteHeaders(hasSize, hasTime bool, im string, hasIM bool, versionID string) (deleteCond, *Error) {
+	switch {
+	case hasTime:
+		return deleteCond{}, errNotImplementedHeader("x-amz-if-match-last-modified-time", "")
+	case hasSize:
+		return deleteCond{}, errNotImplementedHeader("x-amz-if-match-size", "")
+	case hasIM && versionID != "":
+		return deleteCond{}, errNotImplementedHeader("If-Match", "")
+	case hasIM && im == "":
+		return deleteCond{IfMatch: `""`}, nil
+	}
+	return deleteCond{IfMatch: im}, nil
+}
+
+// check evaluates a conditional delete against the current version only.
+func (c deleteCond) check(key string, cur current) *Error {
+	if c.IfMatch == "" {
+		return nil
+	}
+	if !cur.Exists {
+		return errNoSuchKey(key)
+	}
+	if !etagListMatches(c.IfMatch, cur.ETag) {
+		return errPrecondition("If-Match")
+	}
+	return nil
+}
+
+// readCond holds the GET/HEAD (or copy-source) validators.
+type readCond struct {
+	IfMatch, IfNoneMatch             string
+	HasIfMatch, HasIfNoneMatch       bool
+	IfModifiedSince, IfUnmodifiedSin time.Time // zero when absent or unparsable
+}
+
+func parseReadCond(r *http.Request, prefix string) readCond {
+	var c readCond
+	c.IfMatch, c.HasIfMatch = headerValue(r, prefix+"If-Match")
+	c.IfNoneMatch, c.HasIfNoneMatch = headerValue(r, prefix+"If-None-Match")
+	c.IfModifiedSince = parseHTTPTime(r.Header.Get(prefix + "If-Modified-Since"))
+	c.IfUnmodifiedSin = parseHTTPTime(r.Header.Get(prefix + "If-Unmodified-Since"))
+	return c
+}
+
+func headerValue(r *http.Request, name string) (string, bool) {
+	vs, ok := r.Header[http.CanonicalHeaderKey(name)]
+	if !ok || len(vs) == 0 {
+		return "", false
+	}
+	return vs[0], true
+}
+
+func parseHTTPTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := http.ParseTime(s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// checkRead applies the GET/HEAD ladder of §1.4: If-Match → 412,
+// If-Unmodified-Since → 412, If-None-Match → 304, If-Modified-Since → 304.
+// Last-Modified is compared at one-second resolution, as HTTP dates are.
+// A 304 carries the ETag and Last-Modified headers.
+func (c readCond) checkRead(etag string, lastMod, now time.Time) *Error {
+	lm := lastMod.Truncate(time.Second)
+	if c.HasIfMatch && !etagListMatches(c.IfMatch, etag) {
+		return errPrecondition("If-Match")
+	}
+	if !c.HasIfMatch && !c.IfUnmodifiedSin.IsZero() && lm.After(c.IfUnmodifiedSin) {
+		return errPrecondition("If-Unmodified-Since")
+	}
+	notModified := func() *Error {
+		e := newErr(http.StatusNotModified, "NotModified", "Not Modified")
+		e.withHeader("ETag", etag)
+		e.withHeader("Last-Modified", lastMod.UTC().Format(http.TimeFormat))
+		return e
+	}
+	if c.HasIfNoneMatch {
+		if etagListMatches(c.IfNoneMatch, etag) {
+			return notModified()
+		}
+		return nil
+	}
+	if ims := c.IfModifiedSince; !ims.IsZero() && !ims.After(now) && !lm.After(ims) {
+		return notModified()
+	}
+	return nil
+}
+
+// checkCopySource applies the x-amz-copy-source-if-* headers: every
+// failure is a 412 whose Condition names the copy-source header.
+func (c readCond) checkCopySource(etag string, lastMod, now time.Time) *Error {
+	lm := lastMod.Truncate(time.Second)
+	if c.HasIfMatch && !etagListMatches(c.IfMatch, etag) {
+		return errPrecondition("x-amz-copy-source-If-Match")
+	}
+	if !c.HasIfMatch && !c.IfUnmodifiedSin.IsZero() && lm.After(c.IfUnmodifiedSin) {
+		return errPrecondition("x-amz-copy-source-If-Unmodified-Since")
+	}
+	if c.HasIfNoneMatch {
+		if etagListMatches(c.IfNoneMatch, etag) {
+			return errPrecondition("x-amz-copy-source-If-None-Match")
+		}
+		return nil
+	}
+	if ims := c.IfModifiedSince; !ims.IsZero() && !ims.After(now) && !lm.After(ims) {
+		return errPrecondition("x-amz-copy-source-If-Modified-Since")
+	}
+	return nil
+}

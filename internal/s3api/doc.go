@@ -1,0 +1,21 @@
+// Package s3api is the http.Handler of latchkey's S3-compatible API: buckets,
+// objects, listing, multipart uploads, copy, batch delete and versioning,
+// stored in the durable engine (internal/engine).
+//
+// It promises the conditional-write matrix of spec/s3-conditional.md as AWS
+// records it: If-None-Match: * and If-Match on PutObject,
+// CompleteMultipartUpload and CopyObject (destination); If-Match on
+// DeleteObject and per key in DeleteObjects; the GET/HEAD validator ladder;
+// 412 / 409 / 404 / 501 / 304 exactly where AWS sends them. Every write
+// precondition is evaluated inside the engine transaction that publishes
+// the write, so of N concurrent create-if-absent PUTs exactly one succeeds.
+//
+// Bodies above a small inline threshold stream to engine blobs (fsynced
+// before the metadata transaction names them), so memory does not grow with
+// object size. Routing uses the escaped request path: "//" and ".." are
+// legal in keys. Every failure is rendered by one function as S3's XML
+// error body.
+//
+// Known restrictions: object keys may not contain NUL; path-style
+// addressing only; no ACLs, policies, tagging, lifecycle or encryption.
+package s3api

@@ -1,0 +1,320 @@
+package s3api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+
+	"github.com/latchkey/latchkey/internal/engine"
+)
+
+// Limits. They follow AWS where AWS has one.
+const (
+	// MaxObjectSize is the largest single PUT (5 GiB), as S3.
+	MaxObjectSize = 5 << 30
+	// MaxKeyLength is the longest object key in bytes.
+	MaxKeyLength = 1024
+	// MaxUserMetadata bounds the x-amz-meta-* names and values, in bytes.
+	MaxUserMetadata = 2 << 10
+	// DefaultMinPartSize is AWS's minimum size of every part but the last.
+	DefaultMinPartSize = 5 << 20
+	// MaxParts is the highest part number.
+	MaxParts = 10000
+	// maxXMLBody bounds request bodies of XML operations.
+	maxXMLBody = 4 << 20
+	// inlineMax is the largest body kept inside the metadata database
+	// instead of a blob file.
+	inlineMax = 32 << 10
+)
+
+// Authenticator verifies a request (see AUTH-SEAM.md): it returns the
+// principal and the body to read from now on, de-chunked and verified.
+type Authenticator interface {
+	Verify(r *http.Request) (principal string, body io.Reader, err error)
+}
+
+// Options configure the handler. The zero value requires authentication
+// (and so, without Auth, refuses every request).
+type Options struct {
+	// Auth verifies every request when set.
+	Auth Authenticator
+	// Anonymous serves requests without authentication when Auth is nil.
+	// Tests and explicitly opted-in servers only.
+	Anonymous bool
+	// Region is reported by GetBucketLocation; "" means "us-east-1".
+	Region string
+	// MinPartSize is the minimum size of every part but the last in
+	// CompleteMultipartUpload; 0 means DefaultMinPartSize (AWS's 5 MiB).
+	// Lower it only for tests.
+	MinPartSize int64
+	// Logger receives internal errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Handler serves the S3 API. Create it with New.
+type Handler struct {
+	e      *engine.Engine
+	opts   Options
+	log    *slog.Logger
+	reqSeq atomic.Uint64
+	reqPfx string
+}
+
+// New returns the S3 API handler over e.
+func New(e *engine.Engine, opts Options) *Handler {
+	if opts.MinPartSize <= 0 {
+		opts.MinPartSize = DefaultMinPartSize
+	}
+	if opts.Region == "" {
+		opts.Region = "us-east-1"
+	}
+	h := &Handler{e: e, opts: opts, log: opts.Logger}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	h.reqPfx = strings.ToUpper(hex.EncodeToString(b[:]))
+	return h
+}
+
+// request is one parsed S3 request.
+type request struct {
+	r       *http.Request
+	w       http.ResponseWriter
+	ctx     context.Context
+	id      string
+	bucket  string
+	key     string
+	query   url.Values
+	body    io.Reader
+	hasBody bool
+}
+
+// ServeHTTP routes one request and renders its error, if any.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := fmt.Sprintf("%s%012X", h.reqPfx, h.reqSeq.Add(1))
+	w.Header().Set("x-amz-request-id", id)
+	w.Header().Set("x-amz-id-2", id)
+	w.Header().Set("Server", "latchkey")
+	if err := h.serve(w, r, id); err != nil {
+		e := asError(err)
+		if e.Status >= 500 && e.Status != http.StatusNotImplemented {
+			h.log.Error("s3api: request failed", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
+		}
+		writeError(w, r, id, err)
+	}
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error {
+	req := &request{r: r, w: w, ctx: r.Context(), id: id, query: r.URL.Query(), body: r.Body}
+	switch {
+	case h.opts.Auth != nil:
+		_, body, err := h.opts.Auth.Verify(r)
+		if err != nil {
+			var c codedError
+			if errors.As(err, &c) {
+				return err
+			}
+			return errAccessDenied()
+		}
+		if body != nil {
+			req.body = body
+		}
+	case !h.opts.Anonymous:
+		return errAccessDenied()
+	}
+	if err := splitPath(r.URL.EscapedPath(), req); err != nil {
+		return err
+	}
+	return h.route(req)
+}
+
+// splitPath takes bucket and key from the escaped path, so that "%2F",
+// "//" and ".." in keys survive.
+func splitPath(p string, req *request) error {
+	p = strings.TrimPrefix(p, "/")
+	b, k, _ := strings.Cut(p, "/")
+	bucket, err := url.PathUnescape(b)
+	if err != nil {
+		return errInvalidRequest("invalid URI escaping")
+	}
+	key, err := url.PathUnescape(k)
+	if err != nil {
+		return errInvalidRequest("invalid URI escaping")
+	}
+	req.bucket, req.key = bucket, key
+	if bucket != "" && !validBucketName(bucket) {
+		return errInvalidBucketName(bucket)
+	}
+	if len(key) > MaxKeyLength {
+		return errKeyTooLong()
+	}
+	if !validKeyChars(key) {
+		return errInvalidArgument("Object key contains an unsupported character", "key", "")
+	}
+	return nil
+}
+
+func (q *request) has(name string) bool { _, ok := q.query[name]; return ok }
+
+// route dispatches on method, path shape and sub-resource.
+func (h *Handler) route(q *request) error {
+	m := q.r.Method
+	switch {
+	case q.bucket == "":
+		if m == http.MethodGet {
+			return h.listBuckets(q)
+		}
+		return errMethodNotAllowed(m, "SERVICE")
+	case q.key == "":
+		return h.routeBucket(q, m)
+	}
+	return h.routeObject(q, m)
+}
+
+func (h *Handler) routeBucket(q *request, m string) error {
+	for _, unsupported := range []string{"acl", "policy", "cors", "lifecycle", "tagging", "website",
+		"encryption", "replication", "logging", "notification", "object-lock", "accelerate",
+		"requestPayment", "ownershipControls", "publicAccessBlock", "analytics", "metrics",
+		"inventory", "intelligent-tiering", "policyStatus"} {
+		if q.has(unsupported) {
+			return errNotImplemented("A header or query you provided implies functionality that is not implemented")
+		}
+	}
+	switch m {
+	case http.MethodPut:
+		if q.has("versioning") {
+			return h.putBucketVersioning(q)
+		}
+		return h.createBucket(q)
+	case http.MethodHead:
+		return h.headBucket(q)
+	case http.MethodDelete:
+		return h.deleteBucket(q)
+	case http.MethodGet:
+		switch {
+		case q.has("versioning"):
+			return h.getBucketVersioning(q)
+		case q.has("versions"):
+			return h.listObjectVersions(q)
+		case q.has("uploads"):
+			return h.listMultipartUploads(q)
+		case q.has("location"):
+			return h.getBucketLocation(q)
+		case q.query.Get("list-type") == "2":
+			return h.listObjectsV2(q)
+		}
+		return h.listObjectsV1(q)
+	case http.MethodPost:
+		if q.has("delete") {
+			return h.deleteObjects(q)
+		}
+	}
+	return errMethodNotAllowed(m, "BUCKET")
+}
+
+func (h *Handler) routeObject(q *request, m string) error {
+	for _, unsupported := range []string{"acl", "tagging", "retention", "legal-hold", "torrent", "restore", "select", "attributes"} {
+		if q.has(unsupported) {
+			return errNotImplemented("A header or query you provided implies functionality that is not implemented")
+		}
+	}
+	copySrc := q.r.Header.Get("x-amz-copy-source")
+	switch m {
+	case http.MethodPut:
+		switch {
+		case q.has("uploadId") && copySrc != "":
+			return h.uploadPartCopy(q)
+		case q.has("uploadId"):
+			return h.uploadPart(q)
+		case copySrc != "":
+			return h.copyObject(q)
+		}
+		return h.putObject(q)
+	case http.MethodGet:
+		if q.has("uploadId") {
+			return h.listParts(q)
+		}
+		return h.getObject(q, true)
+	case http.MethodHead:
+		return h.getObject(q, false)
+	case http.MethodDelete:
+		if q.has("uploadId") {
+			return h.abortMultipartUpload(q)
+		}
+		return h.deleteObject(q)
+	case http.MethodPost:
+		switch {
+		case q.has("uploads"):
+			return h.createMultipartUpload(q)
+		case q.has("uploadId"):
+			return h.completeMultipartUpload(q)
+		}
+	}
+	return errMethodNotAllowed(m, "OBJECT")
+}
+
+// writeXML sends a 200 XML response.
+func writeXML(w http.ResponseWriter, status int, v any) error {
+	out, err := xml.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("s3api: encode response: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	w.Header().Set("Content-Length", fmt.Sprint(len(xml.Header)+len(out)))
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, xml.Header)
+	_, _ = w.Write(out)
+	return nil
+}
+
+// readXML decodes a bounded XML request body into v; anything malformed
+// is MalformedXML.
+func readXML(q *request, v any) error {
+	data, err := readAllLimited(q, maxXMLBody)
+	if err != nil {
+		return err
+	}
+	return unmarshalXML(data, v)
+}
+
+// readAllLimited reads the whole request body, refusing more than max
+// bytes.
+func readAllLimited(q *request, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(q.body, max+1))
+	if err != nil {
+		return nil, bodyError(err)
+	}
+	if int64(len(data)) > max {
+		return nil, errMalformedXML()
+	}
+	return data, nil
+}
+
+func unmarshalXML(data []byte, v any) error {
+	if err := xml.Unmarshal(data, v); err != nil {
+		return errMalformedXML()
+	}
+	return nil
+}
+
+// bodyError maps a failure reading the request body: the auth seam's coded
+// errors pass through, anything else is IncompleteBody.
+func bodyError(err error) error {
+	var c codedError
+	var e *Error
+	if errors.As(err, &c) || errors.As(err, &e) {
+		return err
+	}
+	return errIncompleteBody()
+}

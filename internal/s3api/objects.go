@@ -1,0 +1,356 @@
+package s3api
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/engine"
+)
+
+// putObject streams the body to a blob first, then checks the precondition
+// and publishes the version in one engine Update. A loser's blob is
+// removed.
+func (h *Handler) putObject(q *request) error {
+	cond, cerr := parseWriteCond(q.r)
+	if cerr != nil {
+		return cerr
+	}
+	ct, hdrs, meta, err := objectAttrs(q.r)
+	if err != nil {
+		return err
+	}
+	wantMD5, err := contentMD5(q.r)
+	if err != nil {
+		return err
+	}
+	size, err := declaredSize(q.r)
+	if err != nil {
+		return err
+	}
+	if size > MaxObjectSize {
+		return errEntityTooLarge()
+	}
+	// Fast fail before the body: the bucket must exist, and a precondition
+	// already false need not upload anything. The decisive check is the one
+	// at commit below.
+	err = h.e.View(func(tx *engine.Tx) error {
+		s := store{tx}
+		if _, err := s.mustBucket(q.bucket); err != nil {
+			return err
+		}
+		st, err := s.state(q.bucket, q.key)
+		if err != nil {
+			return err
+		}
+		if e := cond.check(q.key, st, nil); e != nil {
+			return e
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	in, err := h.ingest(q.body, size, true)
+	if err != nil {
+		return err
+	}
+	if wantMD5 != nil && !bytes.Equal(wantMD5, in.md5) {
+		h.discard(in)
+		return errBadDigest()
+	}
+	v := version{
+		ETag: etagOfMD5(in.md5), Size: in.size, ContentType: ct, Headers: hdrs, Meta: meta,
+		Inline: in.blob == "", Segments: in.segments(),
+	}
+	res, err := h.publish(q, cond, nil, v, in.inline)
+	if err != nil {
+		h.discard(in)
+		return err
+	}
+	h.removeBlobs(res.dropped)
+	setVersionHeader(q.w, res.versioning, res.v.VersionID)
+	q.w.Header().Set("ETag", res.v.ETag)
+	q.w.WriteHeader(http.StatusOK)
+	return nil
+}
+
+// published is the outcome of publish.
+type published struct {
+	v          version
+	versioning string
+	dropped    []string
+}
+
+// publish checks cond against the key at commit and, if it holds, makes v
+// the key's current version, in one engine Update. snapshot is the
+// multipart 409 rule's key state (nil for single writes). extra, when set,
+// runs in the same transaction after the precondition passed (multipart
+// bookkeeping) and returns more blobs to drop.
+func (h *Handler) publish(q *request, cond writeCond, snapshot *uint64, v version, data []byte, extra ...func(s store) ([]string, error)) (published, error) {
+	var res published
+	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
+		res = published{}
+		s := store{tx}
+		b, err := s.mustBucket(q.bucket)
+		if err != nil {
+			return err
+		}
+		st, err := s.state(q.bucket, q.key)
+		if err != nil {
+			return err
+		}
+		if e := cond.check(q.key, st, snapshot); e != nil {
+			return e
+		}
+		for _, fn := range extra {
+			d, err := fn(s)
+			if err != nil {
+				return err
+			}
+			res.dropped = append(res.dropped, d...)
+		}
+		v.Modified = time.Now().UnixNano()
+		res.dropped = append(res.dropped, s.putVersion(q.bucket, q.key, b.Versioning, v, data)...)
+		res.v, _, err = s.current(q.bucket, q.key)
+		res.versioning = b.Versioning
+		return err
+	})
+	return res, err
+}
+
+func setVersionHeader(w http.ResponseWriter, versioning, id string) {
+	if versioning != versioningOff || id != nullVersion {
+		w.Header().Set("x-amz-version-id", id)
+	}
+}
+
+// validVersionParam checks a versionId query parameter.
+func validVersionParam(q *request) (string, bool, error) {
+	vs, ok := q.query["versionId"]
+	if !ok {
+		return "", false, nil
+	}
+	id := vs[0]
+	if id == nullVersion {
+		return id, true, nil
+	}
+	if _, ok := parseVersionID(id); !ok {
+		return "", false, errInvalidArgument("Invalid version id specified", "versionId", id)
+	}
+	return id, true, nil
+}
+
+// lookup finds the version a GET/HEAD/copy addresses, with the errors AWS
+// gives for a missing key, a missing version and a delete marker.
+func (h *Handler) lookup(bucket, key, versionID string, byID bool, method string) (version, []byte, string, error) {
+	var (
+		v          version
+		data       []byte
+		versioning string
+	)
+	err := h.e.View(func(tx *engine.Tx) error {
+		s := store{tx}
+		b, err := s.mustBucket(bucket)
+		if err != nil {
+			return err
+		}
+		versioning = b.Versioning
+		var ok bool
+		if byID {
+			v, ok, err = s.versionByID(bucket, key, versionID)
+		} else {
+			v, ok, err = s.current(bucket, key)
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case !ok && byID:
+			return errNoSuchVersion(key, versionID)
+		case !ok:
+			return errNoSuchKey(key)
+		case v.Marker && byID:
+			e := errMethodNotAllowed(method, "DeleteMarker")
+			e.withHeader("x-amz-delete-marker", "true")
+			e.withHeader("Last-Modified", v.modTime().Format(http.TimeFormat))
+			e.withHeader("x-amz-version-id", v.VersionID)
+			return e
+		case v.Marker:
+			e := errNoSuchKey(key)
+			e.withHeader("x-amz-delete-marker", "true")
+			e.withHeader("x-amz-version-id", v.VersionID)
+			return e
+		}
+		if v.Inline {
+			data = s.inline(bucket, key, v)
+		}
+		return nil
+	})
+	return v, data, versioning, err
+}
+
+// getObject serves GET (withBody) and HEAD.
+func (h *Handler) getObject(q *request, withBody bool) error {
+	vid, byID, err := validVersionParam(q)
+	if err != nil {
+		return err
+	}
+	rc := parseReadCond(q.r, "")
+	for attempt := 0; ; attempt++ {
+		v, data, versioning, err := h.lookup(q.bucket, q.key, vid, byID, q.r.Method)
+		if err != nil {
+			return err
+		}
+		if e := rc.checkRead(v.ETag, v.modTime(), time.Now()); e != nil {
+			return e
+		}
+		rng, partial, rerr := parseRange(q.r.Header.Get("Range"), v.Size)
+		if rerr != nil {
+			return rerr
+		}
+		if !partial {
+			rng = byteRange{0, v.Size - 1}
+		}
+		var body *objectReader
+		if withBody && v.Size > 0 {
+			body, err = h.openRange(v, data, rng)
+			if errors.Is(err, errBlobGone) && attempt < 3 {
+				continue // replaced between lookup and open: read again
+			}
+			if err != nil {
+				return err
+			}
+			defer body.Close()
+		}
+		h.writeObjectHeaders(q, v, versioning)
+		hd := q.w.Header()
+		hd.Set("Content-Length", strconv.FormatInt(max(rng.length(), 0), 10))
+		status := http.StatusOK
+		if partial {
+			hd.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", rng.Start, rng.End, v.Size))
+			status = http.StatusPartialContent
+		}
+		q.w.WriteHeader(status)
+		if body != nil {
+			bp := copyBufs.Get().(*[]byte)
+			_, _ = io.CopyBuffer(q.w, body, *bp)
+			copyBufs.Put(bp)
+		}
+		return nil
+	}
+}
+
+// writeObjectHeaders sets the metadata headers of GET/HEAD, honouring the
+// response-* query overrides.
+func (h *Handler) writeObjectHeaders(q *request, v version, versioning string) {
+	hd := q.w.Header()
+	hd.Set("ETag", v.ETag)
+	hd.Set("Last-Modified", v.modTime().Format(http.TimeFormat))
+	hd.Set("Accept-Ranges", "bytes")
+	ct := v.ContentType
+	if ct == "" {
+		ct = "binary/octet-stream"
+	}
+	hd.Set("Content-Type", ct)
+	for k, val := range v.Headers {
+		hd.Set(k, val)
+	}
+	for k, val := range v.Meta {
+		hd["X-Amz-Meta-"+http.CanonicalHeaderKey(k)] = []string{val}
+	}
+	setVersionHeader(q.w, versioning, v.VersionID)
+	if v.Parts > 0 {
+		hd.Set("x-amz-mp-parts-count", strconv.Itoa(v.Parts))
+	}
+	for param, header := range map[string]string{
+		"response-content-type": "Content-Type", "response-content-language": "Content-Language",
+		"response-expires": "Expires", "response-cache-control": "Cache-Control",
+		"response-content-disposition": "Content-Disposition", "response-content-encoding": "Content-Encoding",
+	} {
+		if val := q.query.Get(param); val != "" {
+			hd.Set(header, val)
+		}
+	}
+}
+
+// deleteObject deletes the current version (writing a delete marker on a
+// versioned bucket) or, with versionId, one version permanently.
+func (h *Handler) deleteObject(q *request) error {
+	vid, byID, err := validVersionParam(q)
+	if err != nil {
+		return err
+	}
+	cond, cerr := parseDeleteCond(q.r, vid)
+	if cerr != nil {
+		return cerr
+	}
+	var res deleteOutcome
+	_, err = h.e.Update(q.ctx, func(tx *engine.Tx) error {
+		var err error
+		res, err = deleteOne(store{tx}, q.bucket, q.key, vid, byID, cond)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	h.removeBlobs(res.dropped)
+	if res.marker {
+		q.w.Header().Set("x-amz-delete-marker", "true")
+	}
+	if res.versionID != "" {
+		q.w.Header().Set("x-amz-version-id", res.versionID)
+	}
+	q.w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+type deleteOutcome struct {
+	marker    bool   // a marker was created or removed
+	versionID string // the version removed or the marker created
+	dropped   []string
+}
+
+// deleteOne is DeleteObject inside a transaction; DeleteObjects reuses it
+// per key. It writes only after every check passed.
+func deleteOne(s store, bucket, key, vid string, byID bool, cond deleteCond) (deleteOutcome, error) {
+	var out deleteOutcome
+	b, err := s.mustBucket(bucket)
+	if err != nil {
+		return out, err
+	}
+	if byID {
+		v, ok, err := s.versionByID(bucket, key, vid)
+		if err != nil || !ok {
+			out.versionID = vid
+			return out, err // deleting a missing version is a no-op 204
+		}
+		out.dropped = s.removeVersion(bucket, key, v)
+		out.marker, out.versionID = v.Marker, v.VersionID
+		s.tidyMod(bucket, key)
+		return out, nil
+	}
+	st, err := s.state(bucket, key)
+	if err != nil {
+		return out, err
+	}
+	if e := cond.check(key, st); e != nil {
+		return out, e
+	}
+	if b.Versioning == versioningOff {
+		if v, ok, _ := s.current(bucket, key); ok {
+			out.dropped = s.removeVersion(bucket, key, v)
+			s.tidyMod(bucket, key)
+		}
+		return out, nil
+	}
+	m := version{Marker: true, Modified: time.Now().UnixNano()}
+	out.dropped = s.putVersion(bucket, key, b.Versioning, m, nil)
+	cur, _, err := s.current(bucket, key)
+	out.marker, out.versionID = true, cur.VersionID
+	return out, err
+}
