@@ -2,6 +2,7 @@ package consulapi
 
 import (
 	"errors"
+	"github.com/hashicorp/consul/api"
 	"sync/atomic"
 )
 
@@ -16,3 +17,5 @@ func raiseMax(m *atomic.Int32, n int32) {
 		}
 	}
 }
+
+type apiPair = api.KVPair

@@ -45,6 +45,9 @@ func methodNotAllowed(method string, allow string) error {
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	if !errors.As(err, &he) {
+		if r.Context().Err() != nil {
+			return // the client is gone; nobody reads the answer
+		}
 		h.log.Error("consulapi: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		he = &httpError{status: http.StatusInternalServerError, reason: err.Error()}
 	}
