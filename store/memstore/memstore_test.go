@@ -21,3 +21,7 @@ func harness() storetest.Harness {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, harness())
 }
+
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, harness())
+}
