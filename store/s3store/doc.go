@@ -1,0 +1,58 @@
+// Package s3store is the store contract over Amazon S3 and S3-compatible
+// servers (latchkey's own server, Versity Gateway, MinIO, …), through
+// aws-sdk-go-v2.
+//
+// # Atomicity
+//
+// Create-if-absent is PutObject with If-None-Match: *, compare-and-swap is
+// PutObject with If-Match: <ETag>, compare-and-delete is DeleteObject with
+// If-Match: <ETag>. S3 evaluates the condition when the write commits, so
+// of N racing conditional writers exactly one wins. A server that ignores
+// these headers silently breaks every guarantee here; run `latchkey probe`
+// against a new endpoint first.
+//
+// # Versions and the object format
+//
+// A Version is the object's ETag (quoted, as S3 sends it). An ETag is the
+// MD5 of the bytes, so the same value written twice would get the same
+// ETag: If-Match could not see an A→B→A overwrite, and "every successful
+// Put returns a version different from every version the key had before"
+// would not hold. So every write stores a small header line in front of
+// the value, carrying a fresh 128-bit random nonce:
+//
+//	latchkey-s3store-v1 <32 hex digits of nonce>\n<value bytes>
+//
+// (53 bytes, then the value.) The nonce makes the stored bytes, and so the
+// ETag, unique per write; the condition S3 checks atomically is then a
+// check of one exact write. The same nonce also travels as user metadata
+// (x-amz-meta-latchkey-nonce) so that an ambiguous outcome can be resolved
+// with a HEAD. Get and GetStream strip the header; raw S3 readers see it.
+// An object without the header (written by another tool) is read whole, as
+// its value, with its ETag as version.
+//
+// # Errors and ambiguous outcomes
+//
+// Every SDK error goes through one function (classify) onto the store
+// error set: 412 → ErrConflict; 409 ConditionalRequestConflict →
+// ErrTransient; 404 on an If-Match write or delete → ErrConflict; 404 on
+// Get → ErrNotFound; 501 → ErrUnsupported; a timeout, reset or 5xx after a
+// write was sent → ErrUnknownOutcome; 503 SlowDown or 5xx on a read →
+// ErrTransient. The raw status and code stay in the *store.OpError.
+//
+// The SDK's automatic retries are off for writes (a resent conditional
+// write that already won answers 412 and would look lost). When a write's
+// outcome is unknown, Put resolves it itself, a bounded number of times
+// with jittered backoff: it reads the key (HEAD) and, if the stored nonce
+// is ours, the write won; otherwise it resends the same write with the
+// same nonce — S3 lets at most one of the attempts commit — and decides
+// from that answer and another HEAD. What it cannot decide it returns as
+// ErrUnknownOutcome. Reads use the SDK's standard retryer.
+//
+// # Keys, listing, streaming
+//
+// Keys live under the store's prefix (s3://bucket/prefix → objects
+// "prefix/<key>"). List is ListObjectsV2 with StartAfter, so it pages by
+// key. PutStream sends a seekable body of known length: an io.ReadSeeker
+// is streamed directly, any other reader is first spooled to a temporary
+// file (memory stays bounded either way). GetStream streams GetObject.
+package s3store

@@ -1,0 +1,157 @@
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// Get returns the key's value (without the nonce header) and version.
+func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
+	if err := s.check("get", key, false); err != nil {
+		return store.Entry{}, err
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: s.object(key)})
+	if err != nil {
+		return store.Entry{}, opError("get", key, classify(opRead, err), err)
+	}
+	defer out.Body.Close()
+	obj, err := io.ReadAll(out.Body)
+	if err != nil {
+		return store.Entry{}, opError("get", key, classify(opRead, err), err)
+	}
+	return store.Entry{Key: key, Value: decodeValue(obj), Version: quoteETag(out.ETag)}, nil
+}
+
+// Put writes value under key if cond holds; see the package doc for the
+// stored format and how ambiguous outcomes are resolved.
+func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
+	if err := s.check("put", key, false); err != nil {
+		return "", err
+	}
+	nonce := newNonce()
+	body := append(header(nonce), value...)
+	return s.put(ctx, key, nonce, func() io.ReadSeeker { return bytes.NewReader(body) }, cond)
+}
+
+// put sends one conditional PutObject and resolves an unknown outcome.
+// body returns the stored bytes from the start, once per attempt.
+func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadSeeker, cond store.Condition) (store.Version, error) {
+	in := &s3.PutObjectInput{
+		Bucket:   &s.bucket,
+		Key:      s.object(key),
+		Metadata: map[string]string{metaNonce: nonce},
+	}
+	kind := opWrite
+	switch {
+	case cond.IsAbsent():
+		in.IfNoneMatch = aws.String("*")
+		kind = opCondWrite
+	default:
+		if v, ok := cond.Match(); ok {
+			if v == "" {
+				return "", store.Errorf(backend, "put", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
+			}
+			in.IfMatch = aws.String(string(v))
+			kind = opCondWrite
+		}
+	}
+	send := func() (store.Version, failure, error) {
+		in.Body = body()
+		out, err := s.client.PutObject(ctx, in, noRetry)
+		if err != nil {
+			return "", classify(kind, err), err
+		}
+		return quoteETag(out.ETag), failure{}, nil
+	}
+	v, f, err := send()
+	if err == nil {
+		return v, nil
+	}
+	if f.kind != store.ErrUnknownOutcome {
+		return "", opError("put", key, f, err)
+	}
+	return s.resolvePut(ctx, key, nonce, send, f, err)
+}
+
+// Delete removes key if cond holds.
+func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
+	if err := s.check("delete", key, false); err != nil {
+		return err
+	}
+	if cond.IsAbsent() {
+		return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
+	}
+	in := &s3.DeleteObjectInput{Bucket: &s.bucket, Key: s.object(key)}
+	kind := opWrite
+	if v, ok := cond.Match(); ok {
+		if v == "" {
+			return store.Errorf(backend, "delete", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
+		}
+		in.IfMatch = aws.String(string(v))
+		kind = opCondWrite
+	}
+	send := func() (failure, error) {
+		_, err := s.client.DeleteObject(ctx, in, noRetry)
+		if err != nil {
+			f := classify(kind, err)
+			if kind == opWrite && f.kind == store.ErrNotFound && f.code != "NoSuchBucket" {
+				return failure{}, nil // an unconditional delete of a missing key succeeds
+			}
+			return f, err
+		}
+		return failure{}, nil
+	}
+	f, err := send()
+	if err == nil {
+		return nil
+	}
+	if f.kind != store.ErrUnknownOutcome {
+		return opError("delete", key, f, err)
+	}
+	return s.resolveDelete(ctx, key, kind, send, f, err)
+}
+
+// List returns one page of keys under prefix, in byte order.
+func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
+	if err := s.check("list", prefix, true); err != nil {
+		return store.Page{}, err
+	}
+	var o store.ListOptions
+	if opts != nil {
+		o = *opts
+	}
+	limit := o.Limit
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	in := &s3.ListObjectsV2Input{
+		Bucket:  &s.bucket,
+		Prefix:  aws.String(s.prefix + prefix),
+		MaxKeys: aws.Int32(int32(limit)),
+	}
+	if o.After != "" {
+		in.StartAfter = aws.String(s.prefix + o.After)
+	}
+	out, err := s.client.ListObjectsV2(ctx, in)
+	if err != nil {
+		return store.Page{}, opError("list", prefix, classify(opRead, err), err)
+	}
+	page := store.Page{Items: make([]store.Item, 0, len(out.Contents))}
+	for _, obj := range out.Contents {
+		if obj.Key == nil || len(*obj.Key) < len(s.prefix) {
+			continue
+		}
+		page.Items = append(page.Items, store.Item{Key: (*obj.Key)[len(s.prefix):], Version: quoteETag(obj.ETag)})
+	}
+	if aws.ToBool(out.IsTruncated) && len(page.Items) > 0 {
+		page.Next = page.Items[len(page.Items)-1].Key
+	}
+	return page, nil
+}

@@ -1,0 +1,167 @@
+package s3store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// Options configure Open. The zero value (or nil) talks to AWS with the
+// standard credential chain and region resolution of config.LoadDefaultConfig
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, ~/.aws/…).
+type Options struct {
+	// Endpoint is the base URL of an S3-compatible server, e.g.
+	// "http://127.0.0.1:7070". Empty means AWS. Setting it turns on
+	// path-style addressing.
+	Endpoint string
+	// Region is the signing region; empty means the configured region,
+	// or "us-east-1" when none is configured.
+	Region string
+	// Credentials overrides the default credential chain.
+	Credentials aws.CredentialsProvider
+	// HTTPClient overrides the SDK's HTTP client.
+	HTTPClient *http.Client
+	// ResolveAttempts bounds the resends used to resolve one ambiguous
+	// write; 0 means 3.
+	ResolveAttempts int
+	// ResolveBackoff is the first delay between resolution attempts,
+	// doubled each time with full jitter; 0 means 100ms.
+	ResolveBackoff time.Duration
+}
+
+// Store is a store.Store over one bucket and key prefix.
+type Store struct {
+	client   *s3.Client
+	bucket   string
+	prefix   string // "" or ends with "/"
+	attempts int
+	backoff  time.Duration
+	closed   atomic.Bool
+}
+
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Streamer = (*Store)(nil)
+)
+
+// Open returns a Store for the objects under prefix in bucket. A non-empty
+// prefix gets a trailing '/' if it lacks one. Open does not contact the
+// server.
+func Open(ctx context.Context, bucket, prefix string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if bucket == "" {
+		return nil, errors.New("s3store: open: empty bucket name")
+	}
+	prefix = strings.Trim(prefix, "/")
+	if prefix != "" {
+		if err := store.ValidateKey(prefix); err != nil {
+			return nil, fmt.Errorf("s3store: open: prefix: %w", err)
+		}
+		prefix += "/"
+	}
+	var loadOpts []func(*config.LoadOptions) error
+	if o.Region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(o.Region))
+	}
+	if o.Credentials != nil {
+		loadOpts = append(loadOpts, config.WithCredentialsProvider(o.Credentials))
+	}
+	if o.HTTPClient != nil {
+		loadOpts = append(loadOpts, config.WithHTTPClient(o.HTTPClient))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: open: load AWS config: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
+		if o.Endpoint != "" {
+			so.BaseEndpoint = aws.String(o.Endpoint)
+			so.UsePathStyle = true
+		}
+	})
+	s := &Store{client: client, bucket: bucket, prefix: prefix, attempts: o.ResolveAttempts, backoff: o.ResolveBackoff}
+	if s.attempts <= 0 {
+		s.attempts = 3
+	}
+	if s.backoff <= 0 {
+		s.backoff = 100 * time.Millisecond
+	}
+	return s, nil
+}
+
+// Client is the underlying S3 client (for tests and tools).
+func (s *Store) Client() *s3.Client { return s.client }
+
+// Bucket and Prefix say where the store's objects live.
+func (s *Store) Bucket() string { return s.bucket }
+
+// Prefix is the key prefix of every object, "" or ending in '/'.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Capabilities: create-if-absent, compare-and-swap and compare-and-delete
+// are S3 conditional requests; values stream. No transactions, no watch.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true, Streaming: true}
+}
+
+// Close marks the store closed; later calls fail with ErrClosed.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+// noRetry turns off the SDK's retries for one call: writes resolve their
+// own ambiguous outcomes.
+func noRetry(o *s3.Options) { o.Retryer = aws.NopRetryer{} }
+
+// check runs the guards shared by every operation.
+func (s *Store) check(op, key string, isPrefix bool) error {
+	if s.closed.Load() {
+		return store.Errorf(backend, op, key, store.ErrClosed, nil)
+	}
+	var err error
+	if isPrefix {
+		err = store.ValidatePrefix(key)
+	} else {
+		err = store.ValidateKey(key)
+	}
+	if err != nil {
+		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
+	}
+	if len(s.prefix)+len(key) > store.MaxKeyLen {
+		return store.Errorf(backend, op, key, store.ErrInvalidKey,
+			fmt.Errorf("key with the store prefix is longer than %d bytes", store.MaxKeyLen))
+	}
+	return nil
+}
+
+func (s *Store) object(key string) *string { return aws.String(s.prefix + key) }
+
+// quoteETag normalizes an ETag to its quoted strong form.
+func quoteETag(e *string) store.Version {
+	if e == nil {
+		return ""
+	}
+	v := strings.TrimPrefix(*e, "W/")
+	v = strings.Trim(v, `"`)
+	if v == "" {
+		return ""
+	}
+	return store.Version(`"` + v + `"`)
+}

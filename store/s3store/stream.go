@@ -1,0 +1,70 @@
+package s3store
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// PutStream is Put with the value read from r. An io.ReadSeeker is sent
+// as is (from its current offset); any other reader is spooled to a
+// temporary file first, because the request needs a known length and a
+// body the SDK can hash and rewind. Nothing is held whole in memory.
+func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond store.Condition) (store.Version, error) {
+	if err := s.check("put", key, false); err != nil {
+		return "", err
+	}
+	nonce := newNonce()
+	rs, ok := r.(io.ReadSeeker)
+	if !ok {
+		f, err := os.CreateTemp("", "s3store-spool-*")
+		if err != nil {
+			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		if _, err := io.Copy(f, r); err != nil {
+			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+		}
+		rs = f
+	}
+	ps, err := newPrefixedSeeker(header(nonce), rs)
+	if err != nil {
+		return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
+	}
+	return s.put(ctx, key, nonce, func() io.ReadSeeker {
+		ps.Seek(0, io.SeekStart)
+		return ps
+	}, cond)
+}
+
+// GetStream returns a reader of the key's value, without the nonce
+// header, and its version.
+func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store.Version, error) {
+	if err := s.check("get", key, false); err != nil {
+		return nil, "", err
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: s.object(key)})
+	if err != nil {
+		return nil, "", opError("get", key, classify(opRead, err), err)
+	}
+	r, err := stripHeader(out.Body)
+	if err != nil {
+		out.Body.Close()
+		return nil, "", opError("get", key, classify(opRead, err), err)
+	}
+	return readCloser{r, out.Body}, quoteETag(out.ETag), nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
