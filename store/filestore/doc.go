@@ -1,13 +1,99 @@
 // Package filestore is a store.Store kept in a local directory, safe for
 // concurrent use by goroutines and by separate processes on one machine.
-// It is latchkey's default store: a lock taken through it works across
-// processes with no server at all. Open("dir", nil) is what the store URL
-// file:///dir means.
+// It is latchkey's default store, so a lock taken through it works across
+// processes with no server at all; the store URL file:///dir means
+// Open("/dir", nil).
 //
-// It implements store.Transactor (multi-key, all or nothing, crash-safe)
-// and store.Streamer (values are never held whole in memory by
-// PutStream/GetStream). It implements store.Watcher by polling, so
-// Capabilities.Watch is false.
+// Every conditional operation is atomic across processes, and the store
+// implements store.Transactor (multi-key, all or nothing, crash-safe) and
+// store.Streamer (PutStream and GetStream never hold a value whole in
+// memory). It also implements store.Watcher, but by polling (every
+// Options.PollInterval, jittered, and at once for writes made through the
+// same *Store), so Capabilities.Watch is false.
 //
-// TODO: layout, locking, durability, limits.
+// # On-disk layout
+//
+//	dir/latchkey-filestore   format marker: "latchkey-filestore 1\nstripes N\n"
+//	dir/counter              highest version reserved so far (decimal)
+//	dir/locks/stripe-NN      flock(2) targets, one per lock stripe
+//	dir/locks/counter        flock(2) target guarding dir/counter
+//	dir/data/<bucket>/<sha256(key) in hex>   one value file per key
+//	dir/tmp/                 values being written, before publication
+//	dir/txn/j-<stripes>-<id> journals of multi-key transactions
+//
+// A key never becomes a path: its value file is named by the SHA-256 of the
+// key, so any valid key (up to store.MaxKeyLen bytes, segments longer than
+// a file name may be, any Unicode, names differing only in case) is
+// storable, cannot escape dir and cannot name an internal file. The bucket
+// is a digest of the key's first '/'-separated segment ("_" for keys
+// without '/'); it lets List read only the files that can match a prefix
+// containing '/'. A value file is a header (magic, version, value length,
+// key) followed by the value; the key in the header is what List returns
+// and what Get checks. Buckets are created on first use and never
+// removed.
+//
+// # Locking
+//
+// A key belongs to one of N lock stripes (N = 64 by default, fixed when the
+// directory is created, since all processes must agree), picked by its
+// digest. A stripe is locked by an in-process gate (so goroutines queue
+// cheaply and a context can end the wait) and then by flock(2) on
+// locks/stripe-NN (so processes exclude each other). Reads take the flock
+// shared, writes exclusive; a transaction takes all its stripes
+// exclusively in ascending order, so lockers never deadlock. A crashed
+// process's flocks are released by the kernel. With 16 parallel writers of
+// distinct keys, 64 stripes measured 1.5-2.5x the throughput of one global
+// lock (BenchmarkStripes), because the directory fsync happens under the
+// lock.
+//
+// Under its stripe's exclusive lock a write reads the current version from
+// the value file's header, checks the condition and publishes. The value
+// was already written and fsynced to a file under tmp/ before the lock was
+// taken; publication is rename(2) over the old value file, or link(2) for
+// IfAbsent, which fails by itself if the key exists. A value file is never
+// modified after publication, so a reader that opened one (GetStream) keeps
+// exactly that version's bytes however long it reads.
+//
+// Versions are decimal numbers from dir/counter. A process reserves a block
+// of numbers (16, doubling up to 65536) by durably advancing the counter
+// under locks/counter before using any of them, so a version is never
+// reused in the directory: not after a delete, not by another process, not
+// after a crash or restart. Versions are short, not ordered across
+// processes (the contract does not require that), and restoring dir from
+// an old backup would rewind the counter.
+//
+// # Transactions and crashes
+//
+// A transaction stages its values under tmp/ (fsynced), locks its stripes,
+// checks every condition, and then, when it writes more than one key,
+// writes a journal txn/j-<stripe bitmap>-<id> (fsynced, published by
+// rename, txn/ fsynced): the commit point. It applies the renames and
+// unlinks, fsyncs the touched directories, removes the journal and fsyncs
+// txn/, and only then unlocks. If the process dies, the next process to
+// lock any stripe the journal names finishes the transaction first, before
+// it reads or writes; so does Open, and List. Applying is idempotent. A
+// journal that names a stripe we hold cannot belong to a live process,
+// because its writer holds all its stripes from before it writes the
+// journal until after it removes it.
+//
+// # Durability
+//
+// A write that returned nil is on disk: its value file was fsynced before
+// publication, and its directory after the rename, link or unlink (and
+// data/ after a bucket is created). An error matching
+// store.ErrUnknownOutcome means the write may be visible but a later fsync
+// failed. Open removes temporary files older than StaleTempAge that no
+// journal names.
+//
+// # Limits
+//
+// flock(2) must work between all the processes that share dir: a local
+// file system on one machine. Do not put dir on NFS or another network or
+// distributed file system, where flock is emulated, advisory per client or
+// absent, and the store's atomicity across machines would silently not
+// hold. Open refuses a platform without flock(2) (Windows, for now) and a
+// non-empty directory that is not a store. List reads the header of every
+// value file in the buckets a prefix can match (all of them for a prefix
+// without '/') and sorts; it is meant for thousands of keys, not millions.
+// Each write creates a file and costs two fsyncs.
 package filestore
