@@ -1,0 +1,62 @@
+package cas_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/latchkey/latchkey/cas"
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/filestore"
+	"github.com/latchkey/latchkey/store/memstore"
+)
+
+// BenchmarkUpdateContended runs b.N increments of one key from 1, 8 and 32
+// goroutines at once, with the default backoff, and reports successful
+// updates per second and attempts (calls of the function) per success.
+// The filestore runs are durable: every write is fsynced.
+func BenchmarkUpdateContended(b *testing.B) {
+	backends := []struct {
+		name string
+		open func(b *testing.B) store.Store
+	}{
+		{"memstore", func(*testing.B) store.Store { return memstore.New() }},
+		{"filestore", func(b *testing.B) store.Store {
+			s, err := filestore.Open(b.TempDir(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s
+		}},
+	}
+	for _, be := range backends {
+		for _, g := range []int{1, 8, 32} {
+			b.Run(fmt.Sprintf("%s/goroutines=%d", be.name, g), func(b *testing.B) {
+				s := be.open(b)
+				defer s.Close()
+				opts := &cas.Options{MaxAttempts: 1 << 20}
+				var next, attempts atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				for range g {
+					wg.Go(func() {
+						for next.Add(1) <= int64(b.N) {
+							res, err := cas.Update(context.Background(), s, "bench/counter", increment, opts)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							attempts.Add(int64(res.Attempts))
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "updates/s")
+				b.ReportMetric(float64(attempts.Load())/float64(b.N), "attempts/update")
+			})
+		}
+	}
+}
