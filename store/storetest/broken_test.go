@@ -24,12 +24,14 @@ import (
 
 const brokenEnv = "STORETEST_BROKEN_STORE"
 
-var brokenStores = map[string]struct {
+type brokenStore struct {
 	new func() store.Store
 	run string // the -test.run pattern below TestSuiteCatchesBrokenStores
 	// want is the name of a subtest that must fail.
 	want string
-}{
+}
+
+var brokenStores = map[string]brokenStore{
 	// Conditions checked with a Get and then written unconditionally.
 	"check-then-write": {func() store.Store { return checkThenWrite{memstore.New()} }, "Race",
 		"Race/32_concurrent_PutIfAbsent:_exactly_one_wins"},

@@ -137,7 +137,7 @@ var valueTests = []subtest{
 		ver := put(t, ctx, s, "bin", v, store.Unconditional)
 		wantEntry(t, ctx, s, "bin", v, ver)
 	}},
-	{name: "1 MiB value round-trips", run: func(t *testing.T, h Harness) {
+	{name: "a value of 1 MiB (or MaxValueSize) round-trips", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
 		n := 1 << 20
 		if h.MaxValueSize > 0 && h.MaxValueSize < n {

@@ -1,0 +1,62 @@
+package storetest_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/memstore"
+	"github.com/latchkey/latchkey/store/storetest"
+)
+
+// plainStore declares only what a plain object store without conditional
+// writes has, and refuses conditions it does not declare. It hides
+// memstore's Txn and WaitChange by embedding the interface only.
+type plainStore struct {
+	store.Store
+	lie bool // ignore conditions silently instead of refusing them
+}
+
+func (s plainStore) Capabilities() store.Capabilities { return store.Capabilities{} }
+
+func (s plainStore) Put(ctx context.Context, key string, v []byte, c store.Condition) (store.Version, error) {
+	if !c.IsUnconditional() {
+		if !s.lie {
+			return "", store.Errorf("plain", "put", key, store.ErrUnsupported, nil)
+		}
+		c = store.Unconditional
+	}
+	return s.Store.Put(ctx, key, v, c)
+}
+
+func (s plainStore) Delete(ctx context.Context, key string, c store.Condition) error {
+	if !c.IsUnconditional() {
+		if !s.lie || c.IsAbsent() {
+			return store.Errorf("plain", "delete", key, store.ErrUnsupported, nil)
+		}
+		c = store.Unconditional
+	}
+	return s.Store.Delete(ctx, key, c)
+}
+
+// A backend that declares no conditional writes and refuses them passes:
+// the suite checks the refusals instead of the races. The knobs shrink
+// the run as a slow remote backend would.
+func TestRunOnAStoreWithoutConditionalWrites(t *testing.T) {
+	storetest.Run(t, storetest.Harness{
+		New: func(tb testing.TB) store.Store {
+			s := plainStore{Store: memstore.New()}
+			tb.Cleanup(func() { s.Close() })
+			return s
+		},
+		Scale:        0.25,
+		MaxValueSize: 512 << 10,
+	})
+}
+
+func init() {
+	brokenStores["ignores-conditions"] = brokenStore{
+		func() store.Store { return plainStore{Store: memstore.New(), lie: true} }, "Capabilities",
+		"Capabilities/undeclared_CompareAndSwap_returns_ErrUnsupported",
+	}
+}
