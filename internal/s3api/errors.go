@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/latchkey/latchkey/internal/s3api/sigv4"
 )
 
 // Error is an S3 error response: the HTTP status and the fields of the
@@ -49,8 +51,8 @@ func (e *Error) withHeader(k, v string) *Error {
 	return e
 }
 
-// codedError is what errors from the authentication seam implement (see
-// AUTH-SEAM.md).
+// codedError lets other layers (and tests) hand the error writer an S3
+// error code and status without importing this package.
 type codedError interface {
 	S3ErrorCode() string
 	HTTPStatus() int
@@ -224,6 +226,10 @@ func asError(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
+	}
+	var se *sigv4.Error
+	if errors.As(err, &se) {
+		return newErr(se.Status, se.Code, se.Message)
 	}
 	var c codedError
 	if errors.As(err, &c) {

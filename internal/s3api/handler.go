@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 
 	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/s3api/sigv4"
 )
 
 // Limits. They follow AWS where AWS has one.
@@ -36,10 +37,12 @@ const (
 	inlineMax = 32 << 10
 )
 
-// Authenticator verifies a request (see AUTH-SEAM.md): it returns the
-// principal and the body to read from now on, de-chunked and verified.
+// Authenticator verifies a request (see AUTH-SEAM.md; *sigv4.Verifier is
+// the implementation): it returns the principal and the body to read from
+// now on, de-chunked and verified while it streams. Its errors, from Verify
+// and from the body's Read, are *sigv4.Error values.
 type Authenticator interface {
-	Verify(r *http.Request) (principal string, body io.Reader, err error)
+	Verify(r *http.Request) (principal string, body io.ReadCloser, err error)
 }
 
 // Options configure the handler. The zero value requires authentication
@@ -47,8 +50,9 @@ type Authenticator interface {
 type Options struct {
 	// Auth verifies every request when set.
 	Auth Authenticator
-	// Anonymous serves requests without authentication when Auth is nil.
-	// Tests and explicitly opted-in servers only.
+	// Anonymous serves unsigned requests without authentication (signed
+	// requests are still verified when Auth is set). Without Auth and
+	// without Anonymous every request gets 403 AccessDenied.
 	Anonymous bool
 	// Region is reported by GetBucketLocation; "" means "us-east-1".
 	Region string
@@ -118,19 +122,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error {
 	req := &request{r: r, w: w, ctx: r.Context(), id: id, query: r.URL.Query(), body: r.Body}
 	switch {
-	case h.opts.Auth != nil:
+	case h.opts.Auth != nil && !(h.opts.Anonymous && !sigv4.Signed(r)):
 		_, body, err := h.opts.Auth.Verify(r)
 		if err != nil {
+			var se *sigv4.Error
 			var c codedError
-			if errors.As(err, &c) {
+			if errors.As(err, &se) || errors.As(err, &c) {
 				return err
 			}
 			return errAccessDenied()
 		}
 		if body != nil {
+			defer body.Close()
 			req.body = body
 		}
-	case !h.opts.Anonymous:
+	case h.opts.Auth == nil && !h.opts.Anonymous:
 		return errAccessDenied()
 	}
 	if err := splitPath(r.URL.EscapedPath(), req); err != nil {
@@ -313,7 +319,8 @@ func unmarshalXML(data []byte, v any) error {
 func bodyError(err error) error {
 	var c codedError
 	var e *Error
-	if errors.As(err, &c) || errors.As(err, &e) {
+	var se *sigv4.Error
+	if errors.As(err, &c) || errors.As(err, &e) || errors.As(err, &se) {
 		return err
 	}
 	return errIncompleteBody()

@@ -65,7 +65,9 @@ func startAfter(prefix, delim, marker string) string {
 			}
 		}
 	}
-	return marker + "\x00"
+	// Keys cannot contain NUL, so marker "\x01" is the smallest key after
+	// marker (and, in the version table, it is past marker's own versions).
+	return marker + "\x01"
 }
 
 // listKeys computes one page. live reports whether a key counts (a key

@@ -420,7 +420,7 @@ func (sigErr) Error() string       { return "The request signature we calculated
 func (sigErr) S3ErrorCode() string { return "SignatureDoesNotMatch" }
 func (sigErr) HTTPStatus() int     { return 403 }
 
-func (fakeAuth) Verify(r *http.Request) (string, io.Reader, error) {
+func (fakeAuth) Verify(r *http.Request) (string, io.ReadCloser, error) {
 	if r.Header.Get("Authorization") == "ok" {
 		return "tester", r.Body, nil
 	}

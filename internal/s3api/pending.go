@@ -2,14 +2,9 @@ package s3api
 
 // Operations not built yet answer 501 NotImplemented.
 
-func (h *Handler) listObjectVersions(q *request) error {
-	return errNotImplemented("not implemented yet")
-}
 func (h *Handler) listMultipartUploads(q *request) error {
 	return errNotImplemented("not implemented yet")
 }
-func (h *Handler) listObjectsV2(q *request) error  { return errNotImplemented("not implemented yet") }
-func (h *Handler) listObjectsV1(q *request) error  { return errNotImplemented("not implemented yet") }
 func (h *Handler) deleteObjects(q *request) error  { return errNotImplemented("not implemented yet") }
 func (h *Handler) uploadPartCopy(q *request) error { return errNotImplemented("not implemented yet") }
 func (h *Handler) uploadPart(q *request) error     { return errNotImplemented("not implemented yet") }
