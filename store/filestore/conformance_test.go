@@ -8,8 +8,8 @@ import (
 	"github.com/latchkey/latchkey/store/storetest"
 )
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.Harness{
+func harness() storetest.Harness {
+	return storetest.Harness{
 		New: func(tb testing.TB) store.Store {
 			s, err := filestore.Open(tb.TempDir(), nil)
 			if err != nil {
@@ -18,5 +18,15 @@ func TestConformance(t *testing.T) {
 			tb.Cleanup(func() { s.Close() })
 			return s
 		},
-	})
+	}
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, harness())
+}
+
+// BenchmarkStore runs the suite's shared benchmarks, for comparison with
+// the other backends.
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, harness())
 }
