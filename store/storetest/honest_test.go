@@ -1,7 +1,9 @@
 package storetest_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"testing"
 
 	"github.com/latchkey/latchkey/store"
@@ -58,5 +60,59 @@ func init() {
 	brokenStores["ignores-conditions"] = brokenStore{
 		func() store.Store { return plainStore{Store: memstore.New(), lie: true} }, "Capabilities",
 		"Capabilities/undeclared_CompareAndSwap_returns_ErrUnsupported",
+	}
+}
+
+// bufferedStreams gives memstore the Streamer interface by reading values
+// whole and writing them with Put once read: the condition is checked at
+// publication, as the contract asks.
+type bufferedStreams struct{ *memstore.Store }
+
+func (s bufferedStreams) Capabilities() store.Capabilities {
+	c := s.Store.Capabilities()
+	c.Streaming = true
+	return c
+}
+
+func (s bufferedStreams) PutStream(ctx context.Context, key string, r io.Reader, c store.Condition) (store.Version, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return "", store.Errorf("buffered", "put", key, store.ErrTransient, err)
+	}
+	return s.Put(ctx, key, b, c)
+}
+
+func (s bufferedStreams) GetStream(ctx context.Context, key string) (io.ReadCloser, store.Version, error) {
+	e, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, "", err
+	}
+	return io.NopCloser(bytes.NewReader(e.Value)), e.Version, nil
+}
+
+func TestRunOnAStreamer(t *testing.T) {
+	storetest.Run(t, storetest.Harness{New: func(tb testing.TB) store.Store {
+		s := bufferedStreams{memstore.New()}
+		tb.Cleanup(func() { s.Close() })
+		return s
+	}})
+}
+
+// earlyCheck checks a stream's condition before reading it, so a write
+// that lands mid-stream is overwritten.
+type earlyCheck struct{ bufferedStreams }
+
+func (s earlyCheck) PutStream(ctx context.Context, key string, r io.Reader, c store.Condition) (store.Version, error) {
+	e, err := s.Get(ctx, key)
+	if !c.Holds(err == nil, e.Version) {
+		return "", store.Errorf("early", "put", key, store.ErrConflict, nil)
+	}
+	return s.bufferedStreams.PutStream(ctx, key, r, store.Unconditional)
+}
+
+func init() {
+	brokenStores["stream-checks-early"] = brokenStore{
+		func() store.Store { return earlyCheck{bufferedStreams{memstore.New()}} }, "Stream",
+		"Stream/PutStream_checks_its_condition_when_the_value_has_been_read_whole",
 	}
 }

@@ -172,6 +172,7 @@ func Run(t *testing.T, h Harness) {
 		{"UnknownOutcome", faultTests},
 		{"Txn", txnTests},
 		{"WaitChange", watchTests},
+		{"Stream", streamTests},
 		{"Close", closeTests},
 	}
 	for _, g := range groups {
