@@ -16,8 +16,15 @@ func (lk *Locker) Hold(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	go l.keepAlive()
+	l.KeepAlive()
 	return l, nil
+}
+
+// KeepAlive starts renewing l in the background every RenewInterval until
+// Done, as Hold does; use it on a lease from TryAcquire. Calling it again
+// does nothing.
+func (l *Lease) KeepAlive() {
+	l.keepOnce.Do(func() { go l.keepAlive() })
 }
 
 // Run holds the lease while fn runs and releases it when fn returns. fn's

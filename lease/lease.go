@@ -20,7 +20,8 @@ type Lease struct {
 	ctx   context.Context // cancelled with Done; see Context
 	stop  context.CancelCauseFunc
 
-	renewMu sync.Mutex // one renew or release at a time
+	renewMu  sync.Mutex // one renew or release at a time
+	keepOnce sync.Once  // KeepAlive
 
 	mu       sync.Mutex
 	rec      Record        // the record as we last wrote it

@@ -52,6 +52,16 @@ type Options struct {
 	Now func() time.Time
 }
 
+// DefaultHolder is the holder name used when Options.Holder is empty:
+// "<hostname>:<pid>".
+func DefaultHolder() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
+
 // ErrOptions is matched by every error of Options.Validate.
 var ErrOptions = errors.New("invalid lease options")
 
@@ -63,11 +73,7 @@ func (o *Options) withDefaults() (Options, error) {
 		r = *o
 	}
 	if r.Holder == "" {
-		host, _ := os.Hostname()
-		if host == "" {
-			host = "unknown-host"
-		}
-		r.Holder = fmt.Sprintf("%s:%d", host, os.Getpid())
+		r.Holder = DefaultHolder()
 	}
 	if r.TTL == 0 {
 		r.TTL = DefaultTTL

@@ -21,6 +21,7 @@ func commands() map[string]command {
 		"version": {"print the version", runVersion},
 		"serve":   {"run the durable Consul KV- and S3-compatible server", runServe},
 		"kv":      {"read and write keys: get, put, delete, list, update", runKV},
+		"lock":    {"run a command under a lock; show or release a lock", runLock},
 	}
 }
 

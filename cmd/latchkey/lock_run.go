@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/latchkey/latchkey/lease"
+)
+
+// Defaults of lock run.
+const (
+	lockDefaultTTL = 15 * time.Second
+	// lockRaceRetries bounds immediate retries of --wait 0 after lost races.
+	lockRaceRetries = 3
+)
+
+// lockRunConfig is lock run's command line.
+type lockRunConfig struct {
+	store         string
+	key           string
+	argv          []string
+	ttl, grace    time.Duration
+	wait          time.Duration // < 0: no limit
+	holder        string
+	childExitCode bool
+}
+
+func parseLockRun(e *env, args []string) (*lockRunConfig, error) {
+	f := newLockFlags(e, "run")
+	c := &lockRunConfig{store: "", wait: -1}
+	f.DurationVar(&c.ttl, "ttl", lockDefaultTTL, "lease `TTL`: how long the lock survives lock run dying or losing the store")
+	f.Func("wait", "give up acquiring after `D` (default: wait as long as it takes; 0: try once)", func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err == nil && d < 0 {
+			err = errors.New("negative")
+		}
+		c.wait = d
+		return err
+	})
+	f.DurationVar(&c.grace, "grace", 0, "when the lock is lost, time from SIGTERM to SIGKILL of CMD (default TTL/5; less than 40% of TTL)")
+	f.StringVar(&c.holder, "holder", "", "holder `NAME` written in the lock (default HOST:PID)")
+	f.BoolVar(&c.childExitCode, "child-exit-code", false, "exit with CMD's own exit code")
+	if err := f.parse(args); err != nil {
+		return nil, err
+	}
+	c.store = *f.store
+	rest := f.Args()
+	if len(rest) < 3 || rest[1] != "--" {
+		return nil, usagef("lock run: usage: latchkey lock run [flags] KEY -- CMD [ARGS...]")
+	}
+	c.key, c.argv = rest[0], rest[2:]
+	if c.grace == 0 {
+		c.grace = c.ttl / 5
+	}
+	if c.grace < 0 || c.grace+c.ttl/10 >= c.ttl/2 {
+		return nil, usagef("lock run: --grace %v must be positive and less than 40%% of --ttl %v: CMD must be dead before the lock can be taken over", c.grace, c.ttl)
+	}
+	if err := c.options().Validate(); err != nil {
+		return nil, usagef("lock run: %v", err)
+	}
+	return c, nil
+}
+
+// options are the lease options: margin = grace + TTL/10, so CMD is killed
+// at the latest TTL/10 before a contender could take over.
+func (c *lockRunConfig) options() *lease.Options {
+	return &lease.Options{Holder: c.holder, TTL: c.ttl, Margin: c.grace + c.ttl/10}
+}
+
+func runLockRun(ctx context.Context, e *env, args []string) error {
+	c, err := parseLockRun(e, args)
+	if err != nil {
+		return err
+	}
+	// Signals are forwarded to CMD; register before acquiring so none is
+	// lost between the acquisition and the child's start.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	s, err := openStore(ctx, e, c.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	lk, err := lease.NewLocker(s, c.key, c.options())
+	if err != nil {
+		return failf("lock run: %v", err)
+	}
+	l, err := acquireForRun(ctx, lk, c.wait)
+	if err != nil {
+		return failf("lock run: %v", err)
+	}
+	l.KeepAlive()
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ttl)
+		defer cancel()
+		if err := l.Release(rctx); err != nil && !errors.Is(err, lease.ErrLost) {
+			fmt.Fprintf(e.stderr, "latchkey: lock run: releasing %q: %v (it expires after its TTL)\n", c.key, err)
+		}
+	}()
+
+	ch, err := startChild(c.argv, l.Token())
+	if err != nil {
+		return failf("lock run: starting %s: %v", c.argv[0], err)
+	}
+	return superviseChild(ctx, e, c, l, ch, sigs)
+}
+
+// acquireForRun acquires with lock run's --wait rule.
+func acquireForRun(ctx context.Context, lk *lease.Locker, wait time.Duration) (*lease.Lease, error) {
+	if wait < 0 {
+		return lk.Acquire(ctx)
+	}
+	if wait == 0 {
+		for i := 0; ; i++ {
+			l, err := lk.TryAcquire(ctx)
+			if !errors.Is(err, lease.ErrLostRace) || i == lockRaceRetries {
+				return l, err
+			}
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	l, err := lk.Acquire(wctx)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		var held *lease.HeldError
+		if errors.As(err, &held) {
+			return nil, fmt.Errorf("not acquired within --wait %v: %w", wait, held)
+		}
+		return nil, fmt.Errorf("not acquired within --wait %v: %w", wait, err)
+	}
+	return l, err
+}
+
+// superviseChild waits for the child, forwarding signals, and kills it if
+// the lease is lost.
+func superviseChild(ctx context.Context, e *env, c *lockRunConfig, l *lease.Lease, ch *child, sigs <-chan os.Signal) error {
+	ctxDone := ctx.Done()
+	for {
+		select {
+		case <-ch.exited:
+			return childResult(c, ch)
+		case s := <-sigs:
+			ch.signal(s.(syscall.Signal))
+		case <-ctxDone:
+			// main cancels ctx on SIGINT/SIGTERM, which sigs also
+			// delivers; forward that one, else SIGTERM.
+			ctxDone = nil
+			select {
+			case s := <-sigs:
+				ch.signal(s.(syscall.Signal))
+			case <-time.After(100 * time.Millisecond):
+				ch.signal(syscall.SIGTERM)
+			}
+		case <-l.Done():
+			return killLost(e, c, ch)
+		}
+	}
+}
+
+// killLost ends the child after the lease was lost: SIGTERM to its process
+// group, SIGKILL after the grace period.
+func killLost(e *env, c *lockRunConfig, ch *child) error {
+	fmt.Fprintf(e.stderr, "latchkey: lock run: lock %q lost; sending SIGTERM to %s, SIGKILL in %v\n", c.key, c.argv[0], c.grace)
+	ch.signal(syscall.SIGTERM)
+	t := time.NewTimer(c.grace)
+	defer t.Stop()
+	select {
+	case <-ch.exited:
+	case <-t.C:
+		ch.signal(syscall.SIGKILL)
+		<-ch.exited
+	}
+	return failf("lock run: lock %q lost while %s ran; it was terminated", c.key, c.argv[0])
+}
+
+// childResult turns the child's exit into lock run's.
+func childResult(c *lockRunConfig, ch *child) error {
+	code, desc := exitStatus(ch.state)
+	if code == 0 {
+		return nil
+	}
+	if c.childExitCode {
+		return &exitError{code: code}
+	}
+	return failf("lock run: %s %s", c.argv[0], desc)
+}
+
+// exitStatus returns the code a shell would report and a description.
+func exitStatus(st *os.ProcessState) (int, string) {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), "was killed by " + ws.Signal().String()
+	}
+	return st.ExitCode(), "exited with status " + strconv.Itoa(st.ExitCode())
+}
+
+// childEnv is CMD's environment: ours plus the lock's.
+func childEnv(token uint64) []string {
+	return append(os.Environ(), "LATCHKEY_LOCK_HELD=1", "LATCHKEY_FENCING_TOKEN="+strconv.FormatUint(token, 10))
+}
+
+// child is a running CMD.
+type child struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when Wait returned; state is then set
+	state  *os.ProcessState
+}
+
+func (ch *child) signal(s syscall.Signal) {
+	signalGroup(ch.cmd.Process.Pid, s)
+}
+
+// startChild starts argv from a goroutine locked to its OS thread, which
+// stays alive until the child exits: on Linux the child's parent-death
+// signal fires when the thread that started it exits, not the process.
+func startChild(argv []string, token uint64) (*child, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = childEnv(token)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = childAttr()
+	ch := &child{cmd: cmd, exited: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		lockThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		cmd.Wait()
+		ch.state = cmd.ProcessState
+		close(ch.exited)
+		// The thread stays locked; it exits with this goroutine, after
+		// the child is gone.
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
