@@ -3,15 +3,22 @@ package storetest
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/latchkey/latchkey/store"
 )
 
-// InvalidKeys are keys that break the rules of store.ValidateKey, with the
-// reason. Every backend must refuse each of them with store.ErrInvalidKey.
-var InvalidKeys = []struct{ Key, Why string }{
+// BadKey is a key that breaks the rules of store.ValidateKey, and why.
+type BadKey struct{ Key, Why string }
+
+// InvalidKeys returns keys that break the rules of store.ValidateKey.
+// Every backend must refuse each of them with store.ErrInvalidKey; a
+// server's API tests can reuse the table.
+func InvalidKeys() []BadKey { return slices.Clone(invalidKeys) }
+
+var invalidKeys = []BadKey{
 	{"", "empty"},
 	{"/a", "leading slash"},
 	{"a/", "trailing slash"},
@@ -33,8 +40,11 @@ var InvalidKeys = []struct{ Key, Why string }{
 	{strings.Repeat("k", store.MaxKeyLen+1), "MaxKeyLen+1 bytes"},
 }
 
-// ValidKeys are unusual keys every backend must store and return intact.
-var ValidKeys = []string{
+// ValidKeys returns unusual keys every backend must store and return
+// intact: spaces, dots, URL metacharacters, non-ASCII, MaxKeyLen bytes.
+func ValidKeys() []string { return slices.Clone(validKeys) }
+
+var validKeys = []string{
 	"k",
 	"a/b/c",
 	"with space",
@@ -60,7 +70,7 @@ var keyTests = []subtest{
 	{name: "invalid keys return ErrInvalidKey", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
 		caps := s.Capabilities()
-		for _, bad := range InvalidKeys {
+		for _, bad := range invalidKeys {
 			if store.ValidateKey(bad.Key) == nil {
 				t.Fatalf("storetest: %q (%s) passes store.ValidateKey", bad.Key, bad.Why)
 			}
@@ -86,13 +96,13 @@ var keyTests = []subtest{
 	{name: "unusual valid keys round-trip", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
 		want := map[string]store.Version{}
-		for i, k := range ValidKeys {
+		for i, k := range validKeys {
 			if err := store.ValidateKey(k); err != nil {
 				t.Fatalf("storetest: valid key %q: %v", k, err)
 			}
 			want[k] = put(t, ctx, s, k, fmt.Appendf(nil, "value %d", i), store.Unconditional)
 		}
-		for i, k := range ValidKeys {
+		for i, k := range validKeys {
 			wantEntry(t, ctx, s, k, fmt.Appendf(nil, "value %d", i), want[k])
 		}
 		got := map[string]store.Version{}

@@ -16,25 +16,27 @@
 // subtest named like the sentence ("PutIfMatch/stale version returns
 // ErrConflict"). On top of those the suite runs races where exactly one of
 // many writers may win, concurrent compare-and-swap increments that must sum
-// exactly, random operation sequences checked against a reference model,
-// a linearizability check of concurrent histories (porcupine), transactions
-// and watches where the backend declares them, and unknown-outcome
+// exactly, versions held across deletes that must never match again (no
+// ABA), random operation sequences checked against a reference model, a
+// linearizability check of concurrent histories (porcupine), transactions,
+// watches and streams where the backend declares them, and unknown-outcome
 // injection through store/faultstore.
 //
 // Subtests that need a capability run only when the backend declares it;
 // when it does not, the suite checks instead that the operation fails with
 // store.ErrUnsupported. Nothing is skipped with t.Skip.
 //
-// Randomized subtests print their seed. Rerun one with
-// -storetest.seed=N or LATCHKEY_STORETEST_SEED=N.
+// Randomized subtests print their seed; a failure names the seed and the
+// operation index. Rerun with -storetest.seed=N (after -args when go test
+// is given packages) or LATCHKEY_STORETEST_SEED=N.
+//
+// Bench runs the same Put, Get and CAS benchmarks on every backend.
 package storetest
 
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"flag"
-	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -206,16 +208,4 @@ func hasTxn(s store.Store) bool {
 func hasWatch(s store.Store) bool {
 	_, ok := s.(store.Watcher)
 	return ok && s.Capabilities().Watch
-}
-
-// randomSuffix returns a short random hex string.
-func randomSuffix() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// opName describes a condition for messages.
-func opName(op string, cond store.Condition) string {
-	return fmt.Sprintf("%s(%s)", op, cond)
 }
