@@ -40,6 +40,7 @@ type failure struct {
 //	404 on a conditional write or delete   → ErrConflict (If-Match on a missing key)
 //	404 on a read                          → ErrNotFound
 //	501 NotImplemented                     → ErrUnsupported
+//	400 KeyTooLongError                    → ErrInvalidKey
 //	400 RequestTimeout                     → ErrTransient (the body never arrived)
 //	other 4xx (403, 400, 405, 411, …)      → ErrUnsupported (configuration or request error)
 //	429, 5xx on a read                     → ErrTransient (503 SlowDown included)
@@ -73,6 +74,8 @@ func classify(op opKind, err error) failure {
 		f.kind = store.ErrNotFound
 	case f.status == http.StatusNotImplemented:
 		f.kind = store.ErrUnsupported
+	case f.status == http.StatusBadRequest && f.code == "KeyTooLongError":
+		f.kind = store.ErrInvalidKey
 	case f.status == http.StatusBadRequest && f.code == "RequestTimeout":
 		f.kind = store.ErrTransient
 	case f.status == http.StatusTooManyRequests || f.status >= 500:

@@ -91,6 +91,9 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	in := &s3.DeleteObjectInput{Bucket: &s.bucket, Key: s.object(key)}
 	kind := opWrite
 	if v, ok := cond.Match(); ok {
+		if s.noCAD {
+			return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("conditional delete is not AWS-exact on this server (Options.NoCompareAndDelete)"))
+		}
 		if v == "" {
 			return store.Errorf(backend, "delete", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
 		}

@@ -31,6 +31,12 @@ type Options struct {
 	Credentials aws.CredentialsProvider
 	// HTTPClient overrides the SDK's HTTP client.
 	HTTPClient *http.Client
+	// NoCompareAndDelete declares that the server's conditional DELETE is
+	// not AWS-exact, so the store does not claim CompareAndDelete and a
+	// Delete with IfMatch fails with ErrUnsupported. Versity Gateway needs
+	// it: it answers 204 to DELETE If-Match on a missing key (AWS: 404), so
+	// N racing conditional deletes all "win".
+	NoCompareAndDelete bool
 	// ResolveAttempts bounds the resends used to resolve one ambiguous
 	// write; 0 means 3.
 	ResolveAttempts int
@@ -46,6 +52,7 @@ type Store struct {
 	prefix   string // "" or ends with "/"
 	attempts int
 	backoff  time.Duration
+	noCAD    bool
 	closed   atomic.Bool
 }
 
@@ -95,7 +102,7 @@ func Open(ctx context.Context, bucket, prefix string, opts *Options) (*Store, er
 			so.UsePathStyle = true
 		}
 	})
-	s := &Store{client: client, bucket: bucket, prefix: prefix, attempts: o.ResolveAttempts, backoff: o.ResolveBackoff}
+	s := &Store{client: client, bucket: bucket, prefix: prefix, attempts: o.ResolveAttempts, backoff: o.ResolveBackoff, noCAD: o.NoCompareAndDelete}
 	if s.attempts <= 0 {
 		s.attempts = 3
 	}
@@ -117,7 +124,7 @@ func (s *Store) Prefix() string { return s.prefix }
 // Capabilities: create-if-absent, compare-and-swap and compare-and-delete
 // are S3 conditional requests; values stream. No transactions, no watch.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true, Streaming: true}
+	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: !s.noCAD, Streaming: true}
 }
 
 // Close marks the store closed; later calls fail with ErrClosed.

@@ -1,0 +1,46 @@
+package s3store_test
+
+import (
+	"flag"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// versityFaults are the storetest cases Versity Gateway v1.8.0 (posix
+// backend) fails through its own fault, not ours, each with the reason.
+// They are excluded for that peer only; every other peer runs them.
+var versityFaults = []struct{ group, name, reason string }{
+	{"Put", "keys are independent", `posix backend maps keys to paths: "a" (a file) and "a/b" cannot coexist (409 ObjectParentIsFile / ExistingObjectIsDirectory)`},
+	{"List", "keys are in ascending byte order with their versions", `same: the case stores "a" and "a/b"`},
+	{"List", "prefix filters keys", `same: the case stores "a/b" and "a/b/c"`},
+	{"List", "Limit caps the page and Next continues it", `same: the case stores "a" and "a/b/c"`},
+	{"List", "After lists keys strictly greater", `same: the case stores "a" and "a/b"`},
+	{"List", "deleted keys are not listed and versions are current", `same: the case stores "a" and "a/b"`},
+	{"Keys", "unusual valid keys round-trip", "a 1024-byte key (S3's limit) exceeds the posix file-name limit: 400 KeyTooLongError"},
+}
+
+// versitySkipPattern is a -test.skip pattern naming exactly those cases.
+func versitySkipPattern() string {
+	var groups, names []string
+	for _, f := range versityFaults {
+		groups = append(groups, regexp.QuoteMeta(f.group))
+		names = append(names, regexp.QuoteMeta(strings.ReplaceAll(f.name, " ", "_")))
+	}
+	return "^TestConformanceVersityGW$/^(" + strings.Join(groups, "|") + ")$/^(" + strings.Join(names, "|") + ")$"
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.skip"); f != nil && f.Value.String() == "" {
+		_ = flag.Set("test.skip", versitySkipPattern())
+	}
+	os.Exit(m.Run())
+}
+
+func logVersityFaults(t *testing.T) {
+	for _, f := range versityFaults {
+		t.Logf("not run against versitygw (peer fault): %s/%s: %s", f.group, f.name, f.reason)
+	}
+}
