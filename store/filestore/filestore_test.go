@@ -318,3 +318,24 @@ func TestWaitChange(t *testing.T) {
 		t.Errorf("WaitChange after a write = %v", err)
 	}
 }
+
+// Open removes a crashed writer's old temporary files, and only old ones.
+func TestOpenRemovesStaleTemps(t *testing.T) {
+	dir := t.TempDir()
+	open(t, dir, nil).Close()
+	old, fresh := filepath.Join(dir, tmpDir, "v-old"), filepath.Join(dir, tmpDir, "v-fresh")
+	for _, p := range []string{old, fresh} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-2 * StaleTempAge)
+	os.Chtimes(old, long, long)
+	open(t, dir, nil)
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale temp survived Open: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("fresh temp (a live writer's, maybe) removed: %v", err)
+	}
+}

@@ -2,9 +2,11 @@ package filestore
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -80,6 +82,13 @@ func runChild(role, dir, arg string) error {
 			store.DeleteOp("c", store.Unconditional),
 		})
 		return err
+	case "overwrite": // rewrite k with uniform 64 KiB values until killed
+		fmt.Println("started")
+		for i := 0; ; i++ {
+			if _, err := s.Put(ctx, "k", uniform(byte(i)), store.Unconditional); err != nil {
+				return err
+			}
+		}
 	case "transfer": // move units between a and b until killed
 		fmt.Println("started")
 		for {
@@ -292,4 +301,58 @@ func wantInt(t *testing.T, s *Store, key string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// uniform is a 64 KiB value of one repeated byte: a torn or mixed value
+// shows as more than one byte value.
+func uniform(b byte) []byte { return bytes.Repeat([]byte{b}, 64<<10) }
+
+func wantUniform(t *testing.T, what string, v []byte) {
+	t.Helper()
+	if len(v) != 64<<10 || len(bytes.Trim(v, string(v[:1]))) != 0 {
+		t.Fatalf("%s: a torn value of %d bytes", what, len(v))
+	}
+}
+
+// Readers in this and other processes never see a torn value, and a
+// writer killed mid-write leaves a whole value behind.
+func TestKilledWriterLeavesWholeValues(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir, nil)
+	mustPut(t, s, "k", string(uniform('x')), store.IfAbsent)
+	cmd := startChild(t, dir, "overwrite", "", "started")
+	ctx := context.Background()
+	seen := map[store.Version]bool{}
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; len(seen) < 10; i++ { // read while at least 10 versions go by
+		if time.Now().After(deadline) {
+			t.Fatalf("saw only %d versions in 10s", len(seen))
+		}
+		if i%2 == 0 {
+			e, err := s.Get(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantUniform(t, "Get", e.Value)
+			seen[e.Version] = true
+			continue
+		}
+		r, v, err := s.GetStream(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantUniform(t, "GetStream", b)
+		seen[v] = true
+	}
+	kill(t, cmd)
+	e, err := open(t, dir, nil).Get(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUniform(t, "Get after the kill", e.Value)
 }
