@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/s3api"
+	"github.com/latchkey/latchkey/internal/s3api/sigv4"
 )
 
 // This file is where the API packages plug in. Until internal/consulapi and
@@ -20,8 +22,8 @@ type apis struct {
 }
 
 // liveBlobs tells the engine which blobs are referenced, for the orphan
-// sweep at Open. PLUG-IN POINT (S3): set to s3api.LiveBlobs.
-var liveBlobs func(tx *engine.Tx, live func(id string)) error
+// sweep at Open.
+var liveBlobs func(tx *engine.Tx, live func(id string)) error = s3api.LiveBlobs
 
 // newAPIs builds the handlers over e from cfg.
 func newAPIs(e *engine.Engine, cfg Config) (*apis, error) {
@@ -32,11 +34,19 @@ func newAPIs(e *engine.Engine, cfg Config) (*apis, error) {
 	//   a.consul = h; a.closers = append(a.closers, h)
 	a.consul = notImplementedConsul()
 
-	// PLUG-IN POINT (S3): replace with
-	//   h, err := s3api.New(e, &s3api.Options{AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey,
-	//       Anonymous: cfg.Anonymous, DataDir: cfg.DataDir, Logger: cfg.Logger})
-	//   a.s3 = h; a.closers = append(a.closers, h) // if it has Close
-	a.s3 = notImplementedS3()
+	// S3: credentials given, or generated once into the data directory.
+	ak, sk, credPath, generated, err := s3api.LoadOrCreateCredentials(cfg.DataDir, cfg.AccessKey, cfg.SecretKey)
+	if err != nil {
+		return nil, err
+	}
+	if credPath != "" {
+		cfg.Logger.Info("s3: credentials", "file", credPath, "access_key_id", ak, "generated", generated)
+	}
+	a.s3 = s3api.New(e, s3api.Options{
+		Auth:      sigv4.New(sigv4.Credentials{ak: sk}.Lookup, nil),
+		Anonymous: cfg.Anonymous,
+		Logger:    cfg.Logger,
+	})
 
 	return a, nil
 }
