@@ -18,10 +18,13 @@ type command struct {
 // commands is the table of subcommands; each lives in a file of its own.
 func commands() map[string]command {
 	return map[string]command{
-		"version": {"print the version", runVersion},
-		"serve":   {"run the durable Consul KV- and S3-compatible server", runServe},
-		"kv":      {"read and write keys: get, put, delete, list, update", runKV},
-		"lock":    {"run a command under a lock; show or release a lock", runLock},
+		"version":  {"print the version", runVersion},
+		"serve":    {"run the durable Consul KV- and S3-compatible server", runServe},
+		"kv":       {"read and write keys: get, put, delete, list, update", runKV},
+		"lock":     {"run a command under a lock; show or release a lock", runLock},
+		"publish":  {"publish files atomically as one generation", runPublish},
+		"snapshot": {"snapshot get: write the published files into a directory", runSnapshot},
+		"gc":       {"delete superseded and abandoned publication generations", runGC},
 	}
 }
 

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/publish"
+	"github.com/latchkey/latchkey/store"
+)
+
+// cmdFlags is a flag set that prints its help to stdout on -h and turns a
+// bad flag into a usage error.
+type cmdFlags struct {
+	*flag.FlagSet
+	e        *env
+	synopsis string
+	summary  string
+}
+
+func newCmdFlags(e *env, name, synopsis, summary string) *cmdFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return &cmdFlags{FlagSet: fs, e: e, synopsis: synopsis, summary: summary}
+}
+
+func (f *cmdFlags) parse(args []string) error {
+	err := f.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(f.e.stdout, "Usage: latchkey %s %s\n\n%s\n\nFlags:\n", f.Name(), f.synopsis, f.summary)
+		f.SetOutput(f.e.stdout)
+		f.PrintDefaults()
+		return errHelp
+	}
+	if err != nil {
+		return usagef("%s: %v", f.Name(), err)
+	}
+	return nil
+}
+
+func runPublish(ctx context.Context, e *env, args []string) error {
+	f := newCmdFlags(e, "publish", "--prefix P [--lease KEY] FILE...",
+		`Publish FILEs as one generation under prefix P: they become visible together,
+by one compare-and-swap of P/pointer, or not at all. Each FILE is stored under
+its relative path as given (absolute paths and '..' are refused). Prints the
+committed generation. Exit 1 with a line containing "superseded" when another
+publisher committed first (nothing of ours is left behind).
+With --lease KEY, the lease at KEY is held while publishing and its fencing
+token is recorded in the pointer: a publisher with an older token is refused.`)
+	storeFlag := addStoreFlag(f.FlagSet)
+	prefix := f.String("prefix", "", "publication `prefix` (required)")
+	leaseKey := f.String("lease", "", "hold the lease at `KEY` while publishing and fence the commit with its token")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if *prefix == "" || f.NArg() == 0 {
+		return usagef("publish: usage: latchkey publish --prefix P [--lease KEY] FILE...")
+	}
+	for _, name := range f.Args() {
+		if err := publishable(name); err != nil {
+			return usagef("publish: %v", err)
+		}
+	}
+	s, err := openStore(ctx, e, *storeFlag)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if *leaseKey == "" {
+		return publishFiles(ctx, e, s, *prefix, 0, f.Args())
+	}
+	lk, err := lease.NewLocker(s, *leaseKey, nil)
+	if err != nil {
+		return err
+	}
+	return lk.Run(ctx, func(ctx context.Context, l *lease.Lease) error {
+		return publishFiles(ctx, e, s, *prefix, l.Token(), f.Args())
+	})
+}
+
+// publishable refuses absolute paths and paths with '..'.
+func publishable(name string) error {
+	if filepath.IsAbs(name) || strings.HasPrefix(name, "/") {
+		return fmt.Errorf("%q: absolute paths are refused; give paths relative to the current directory", name)
+	}
+	for _, seg := range strings.Split(filepath.ToSlash(name), "/") {
+		if seg == ".." {
+			return fmt.Errorf("%q: '..' is refused", name)
+		}
+	}
+	return nil
+}
+
+func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, token uint64, files []string) error {
+	w, err := publish.Begin(ctx, s, prefix, &publish.Options{Token: token})
+	if err != nil {
+		return err
+	}
+	for _, name := range files {
+		if err := putFile(ctx, w, name); err != nil {
+			if aerr := w.Abort(context.WithoutCancel(ctx)); aerr != nil {
+				return fmt.Errorf("%w (abort: %v)", err, aerr)
+			}
+			return err
+		}
+	}
+	c, err := w.Commit(ctx)
+	if errors.Is(err, publish.ErrSuperseded) || errors.Is(err, publish.ErrFenced) {
+		return failf("publish %s: superseded: another publisher committed first (%v)", prefix, err)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, c.Generation)
+	return nil
+}
+
+func putFile(ctx context.Context, w *publish.Writer, name string) error {
+	fh, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	return w.Put(ctx, path.Clean(filepath.ToSlash(name)), fh)
+}
+
+func runSnapshot(ctx context.Context, e *env, args []string) error {
+	if len(args) == 0 || args[0] != "get" {
+		return usagef("snapshot: usage: latchkey snapshot get --prefix P --out DIR")
+	}
+	f := newCmdFlags(e, "snapshot get", "--prefix P --out DIR",
+		"Write the files of the generation currently published under P into DIR.")
+	storeFlag := addStoreFlag(f.FlagSet)
+	prefix := f.String("prefix", "", "publication `prefix` (required)")
+	out := f.String("out", "", "output `directory` (required; created if missing)")
+	if err := f.parse(args[1:]); err != nil {
+		return err
+	}
+	if *prefix == "" || *out == "" || f.NArg() != 0 {
+		return usagef("snapshot get: usage: latchkey snapshot get --prefix P --out DIR")
+	}
+	s, err := openStore(ctx, e, *storeFlag)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	snap, err := publish.Open(ctx, s, *prefix)
+	if errors.Is(err, publish.ErrNothingPublished) {
+		return failf("snapshot get: nothing published under %q", *prefix)
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(*out)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for _, file := range snap.Files() {
+		if err := writeSnapshotFile(ctx, snap, root, file.Name); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintln(e.stdout, snap.Generation())
+	return nil
+}
+
+// writeSnapshotFile writes one object inside root (which refuses any path
+// escaping it) via a temporary file renamed into place.
+func writeSnapshotFile(ctx context.Context, snap *publish.Snapshot, root *os.Root, name string) error {
+	if dir := path.Dir(name); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	rc, err := snap.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	tmp := name + ".latchkey-tmp"
+	fh, err := root.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(fh, rc); err != nil {
+		fh.Close()
+		root.Remove(tmp)
+		return fmt.Errorf("snapshot get %q: %w", name, err)
+	}
+	if err := fh.Close(); err != nil {
+		return err
+	}
+	return root.Rename(tmp, name)
+}
+
+func runGC(ctx context.Context, e *env, args []string) error {
+	f := newCmdFlags(e, "gc", "--prefix P [--grace D] [--dry-run]",
+		`Delete generations under P that the pointer does not name and that began
+longer ago than the grace period (superseded and abandoned ones). The grace
+must exceed the longest reader or writer plus clock skew between hosts.`)
+	storeFlag := addStoreFlag(f.FlagSet)
+	prefix := f.String("prefix", "", "publication `prefix` (required)")
+	grace := f.Duration("grace", publish.DefaultGrace, "keep generations younger than this")
+	dry := f.Bool("dry-run", false, "list what would be deleted; delete nothing")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if *prefix == "" || f.NArg() != 0 {
+		return usagef("gc: usage: latchkey gc --prefix P [--grace D] [--dry-run]")
+	}
+	if *grace <= 0 {
+		return usagef("gc: --grace must be positive")
+	}
+	s, err := openStore(ctx, e, *storeFlag)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := publish.GC(ctx, s, *prefix, &publish.GCOptions{Grace: *grace, DryRun: *dry})
+	verb := "deleted"
+	if *dry {
+		verb = "would delete"
+	}
+	for _, id := range res.Deleted {
+		fmt.Fprintf(e.stdout, "%s %s\n", verb, id)
+	}
+	fmt.Fprintf(e.stdout, "current %s; %s %d generations (%d objects); kept %d within %s\n",
+		orNone(res.Current), verb, len(res.Deleted), res.Objects, len(res.Kept), grace.Round(time.Second))
+	return err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
