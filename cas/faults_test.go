@@ -257,3 +257,21 @@ func TestConcurrentIncrementsUniqueValuesUnderAppliedUnknowns(t *testing.T) {
 		t.Fatalf("%d unknown of %d injected: none resolved", unknown, fs.Injected())
 	}
 }
+
+// The Timeout bounds retries of transient failures too, and the error
+// says transient, not contended.
+func TestTimeoutEndsTransientRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs, _ := faulty(t)
+		fs.Inject(faultstore.Rule{Ops: faultstore.OpGet})
+		opts := &cas.Options{MaxTransient: 1 << 20, BaseDelay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond, Timeout: 50 * time.Millisecond}
+		start := time.Now()
+		_, err := cas.Update(context.Background(), fs, "k", increment, opts)
+		if !errors.Is(err, store.ErrTransient) || errors.Is(err, cas.ErrContended) || !strings.Contains(err.Error(), "timeout") {
+			t.Fatalf("err = %v, want a transient error ended by the timeout", err)
+		}
+		if el := time.Since(start); el >= 50*time.Millisecond || fs.Injected() < 5 {
+			t.Fatalf("ran %v with %d reads; want under the 50ms timeout and at least 5 reads", el, fs.Injected())
+		}
+	})
+}

@@ -274,3 +274,52 @@ func TestUpdateRequiresCompareAndSwap(t *testing.T) {
 		t.Fatalf("err = %v, want ErrUnsupported", err)
 	}
 }
+
+// recorder logs the versions Update reads and the conditions it writes
+// with; it changes nothing.
+type recorder struct {
+	store.Store
+	log []string
+}
+
+func (r *recorder) Get(ctx context.Context, key string) (store.Entry, error) {
+	e, err := r.Store.Get(ctx, key)
+	r.log = append(r.log, "read "+string(e.Version))
+	return e, err
+}
+
+func (r *recorder) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
+	r.log = append(r.log, "write "+cond.String())
+	return r.Store.Put(ctx, key, value, cond)
+}
+
+// After every lost race Update reads again and writes on the fresh
+// version: never twice on the same, never on a stale one.
+func TestUpdateNeverWritesOnAStaleVersion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memstore.New()
+		r := &recorder{Store: mem}
+		calls := 0
+		_, err := cas.Update(context.Background(), r, "k", interfere(mem, &calls), &cas.Options{MaxAttempts: 4})
+		if !errors.Is(err, cas.ErrContended) {
+			t.Fatalf("err = %v, want contended", err)
+		}
+		want := []string{"read ", "write if-absent"}
+		for v := 1; v <= 3; v++ { // the interferer's writes are versions 1, 2, 3
+			want = append(want, fmt.Sprintf("read %d", v), fmt.Sprintf("write if-match %q", strconv.Itoa(v)))
+		}
+		if fmt.Sprint(r.log) != fmt.Sprint(want) {
+			t.Fatalf("operations\n %q\nwant\n %q", r.log, want)
+		}
+	})
+}
+
+func TestContendedErrorMessage(t *testing.T) {
+	err := error(&cas.ContendedError{Key: "jobs/a", Attempts: 7})
+	if got := err.Error(); got != `cas: update "jobs/a": too contended after 7 attempts` {
+		t.Fatalf("message %q", got)
+	}
+	if !errors.Is(fmt.Errorf("wrapped: %w", err), cas.ErrContended) {
+		t.Fatal("a wrapped *ContendedError does not match ErrContended")
+	}
+}
