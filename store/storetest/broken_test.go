@@ -236,3 +236,39 @@ func (s partialTxn) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version
 	}
 	return out, nil
 }
+
+// afterByPosition resumes a listing just past the position of After, and
+// from the start when After is no longer there: fine on a quiet store,
+// wrong once the key it resumes from is deleted between pages.
+type afterByPosition struct{ *memstore.Store }
+
+func (s afterByPosition) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
+	all, err := s.Store.List(ctx, prefix, nil)
+	if err != nil || opts == nil {
+		return all, err
+	}
+	items := all.Items
+	if opts.After != "" {
+		start := 0
+		for i, it := range items {
+			if it.Key == opts.After {
+				start = i + 1
+			}
+		}
+		items = items[start:]
+	}
+	var page store.Page
+	if opts.Limit > 0 && len(items) > opts.Limit {
+		items = items[:opts.Limit]
+		page.Next = items[len(items)-1].Key
+	}
+	page.Items = items
+	return page, nil
+}
+
+func init() {
+	brokenStores["list-after-by-position"] = brokenStore{
+		func() store.Store { return afterByPosition{memstore.New()} }, "List/keys_not",
+		"List/keys_not_written_while_paging_appear_exactly_once,_in_order",
+	}
+}

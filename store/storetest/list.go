@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/latchkey/latchkey/store"
@@ -49,6 +50,7 @@ func listAll(t *testing.T, ctx context.Context, s store.Store, prefix string, li
 		if page.Next != "" && len(page.Items) == 0 {
 			t.Fatalf("List(%q, %+v) returned an empty page with Next %q", prefix, *opts, page.Next)
 		}
+		checkPage(t, prefix, opts, page)
 		all = append(all, page.Items...)
 		if page.Next == "" {
 			break
@@ -59,6 +61,22 @@ func listAll(t *testing.T, ctx context.Context, s store.Store, prefix string, li
 		opts = &store.ListOptions{After: page.Next, Limit: limit}
 	}
 	return all
+}
+
+// checkPage fails the test unless every item of page starts with prefix,
+// comes after opts.After, and the items ascend.
+func checkPage(t *testing.T, prefix string, opts *store.ListOptions, page store.Page) {
+	t.Helper()
+	prev := opts.After
+	for _, it := range page.Items {
+		if !strings.HasPrefix(it.Key, prefix) {
+			t.Fatalf("List(%q, %+v) returned %q, outside the prefix", prefix, *opts, it.Key)
+		}
+		if it.Key <= prev {
+			t.Fatalf("List(%q, %+v) returned %q after %q: not strictly ascending past After", prefix, *opts, it.Key, prev)
+		}
+		prev = it.Key
+	}
 }
 
 func keysOf(items []store.Item) []string {
@@ -210,6 +228,7 @@ var listTests = []subtest{
 		vs["aa"] = put(t, ctx, s, "aa", []byte("rewritten"), store.Unconditional)
 		wantKeys(t, "List after deletes", listAll(t, ctx, s, "", 3), expected(vs, "", ""), vs)
 	}},
+	{name: "keys not written while paging appear exactly once, in order", run: testListChurn},
 	{name: "invalid prefix returns ErrInvalidKey", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
 		for _, p := range []string{"/", "/a", "a//", "a//b", "..", "a/../", "a\x00", "\xff"} {
@@ -217,4 +236,116 @@ var listTests = []subtest{
 			wantErr(t, fmt.Sprintf("List(%q)", p), err, store.ErrInvalidKey)
 		}
 	}},
+}
+
+// testListChurn pages through stable keys while keys between them are
+// created and deleted: by a concurrent writer, and by the lister itself,
+// which deletes the key each page ended on before asking for the next. A
+// listing is not a snapshot, but every key that exists throughout must
+// appear once, in order: paging resumes after a key, even a deleted one,
+// not at a position.
+func testListChurn(t *testing.T, h Harness) {
+	ctx, s := h.open(t)
+	stable := map[string]bool{}
+	var all []string
+	for i := range 30 {
+		k := fmt.Sprintf("s/%03d", i*10)
+		stable[k] = true
+		all = append(all, k)
+		for j := 1; j <= 3; j++ {
+			all = append(all, fmt.Sprintf("s/%03d", i*10+j))
+		}
+	}
+	writeKeys(t, ctx, s, all)
+	stop := make(chan struct{})
+	churned := make(chan error, 1)
+	writes := 0 // read after churned
+	warm := make(chan struct{})
+	go func() {
+		rng := rand.New(rand.NewPCG(1, 2))
+		for {
+			select {
+			case <-stop:
+				churned <- nil
+				return
+			default:
+			}
+			k := fmt.Sprintf("s/%03d", rng.IntN(300))
+			if stable[k] {
+				continue // never touch a stable key
+			}
+			var err error
+			if rng.IntN(2) == 0 {
+				_, err = s.Put(ctx, k, []byte("churn"), store.Unconditional)
+			} else {
+				err = s.Delete(ctx, k, store.Unconditional)
+			}
+			if err != nil {
+				churned <- err
+				return
+			}
+			writes++
+			if writes == 20 {
+				close(warm)
+			}
+		}
+	}()
+	select { // start listing once the writer is running
+	case <-warm:
+	case err := <-churned:
+		t.Fatalf("churning writer: %v", err)
+	}
+	var rounds [][]store.Item
+	for range h.scaled(5, 2) {
+		rounds = append(rounds, listDeletingResumeKeys(t, ctx, s, "s/", 7, stable))
+	}
+	close(stop)
+	if err := <-churned; err != nil {
+		t.Fatalf("churning writer: %v", err)
+	}
+	t.Logf("%d writes between the stable keys while listing", writes)
+	for r, items := range rounds {
+		if !slices.IsSortedFunc(items, func(a, b store.Item) int { return strings.Compare(a.Key, b.Key) }) {
+			t.Errorf("round %d: listing not in ascending order: %q", r, keysOf(items))
+		}
+		count := map[string]int{}
+		for _, it := range items {
+			count[it.Key]++
+		}
+		for k := range stable {
+			if count[k] != 1 {
+				t.Errorf("round %d: stable key %s listed %d times", r, k, count[k])
+			}
+		}
+		for k, n := range count {
+			if n > 1 {
+				t.Errorf("round %d: %s listed %d times", r, k, n)
+			}
+		}
+	}
+}
+
+// listDeletingResumeKeys pages through prefix, deleting the key each page
+// ended on (unless it is stable) before it asks for the next page.
+func listDeletingResumeKeys(t *testing.T, ctx context.Context, s store.Store, prefix string, limit int, stable map[string]bool) []store.Item {
+	t.Helper()
+	var items []store.Item
+	opts := &store.ListOptions{Limit: limit}
+	for range 10000 {
+		page, err := s.List(ctx, prefix, opts)
+		if err != nil {
+			t.Fatalf("List(%q, %+v): %v", prefix, *opts, err)
+		}
+		checkPage(t, prefix, opts, page)
+		items = append(items, page.Items...)
+		if page.Next == "" {
+			return items
+		}
+		if !stable[page.Next] {
+			del(t, ctx, s, page.Next, store.Unconditional)
+		}
+		opts = &store.ListOptions{After: page.Next, Limit: limit}
+	}
+	t.Fatalf("List(%q): more than 10000 pages", prefix)
+	return nil
 }
