@@ -25,6 +25,7 @@ func kvCommands() map[string]kvCommand {
 		"delete": {"[-cas -modify-index=VERSION] KEY", "delete a key, optionally only if unchanged", runKVDelete},
 		"list":   {"[PREFIX]", "print the keys under a prefix, one per line", runKVList},
 		"update": {"[-max-attempts N] KEY -- CMD [ARGS...]", "rewrite a key through CMD, retrying on conflict", runKVUpdate},
+		"txn":    {"FILE|-", "apply Consul /v1/txn-shaped KV operations all or nothing", runKVTxn},
 	}
 }
 
