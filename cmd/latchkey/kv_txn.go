@@ -18,7 +18,7 @@ type txnRequestOp struct {
 	KV *struct {
 		Verb  string
 		Key   string
-		Value *string     // base64, as Consul
+		Value *string         // base64, as Consul
 		Index json.RawMessage // the expected version, a number or a string; 0 means absent
 	}
 }

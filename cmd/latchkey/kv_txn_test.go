@@ -21,7 +21,9 @@ func TestKVTxn(t *testing.T) {
 	if out.code != 0 {
 		t.Fatalf("txn: exit %d: %s", out.code, out.stderr)
 	}
-	var res struct{ Results []struct{ Key, ModifyIndex string } }
+	var res struct {
+		Results []struct{ Key, ModifyIndex string }
+	}
 	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil || len(res.Results) != 3 || res.Results[1].ModifyIndex == "" {
 		t.Fatalf("txn output %q: %v", out.stdout, err)
 	}
