@@ -12,6 +12,7 @@ import (
 
 	"github.com/latchkey/latchkey/publish"
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/filestore"
 	"github.com/latchkey/latchkey/store/memstore"
 )
 
@@ -20,6 +21,14 @@ func backends() map[string]func(tb testing.TB) store.Store {
 	return map[string]func(tb testing.TB) store.Store{
 		"memstore": func(tb testing.TB) store.Store {
 			s := memstore.New()
+			tb.Cleanup(func() { s.Close() })
+			return s
+		},
+		"filestore": func(tb testing.TB) store.Store {
+			s, err := filestore.Open(tb.TempDir(), nil)
+			if err != nil {
+				tb.Fatal(err)
+			}
 			tb.Cleanup(func() { s.Close() })
 			return s
 		},
