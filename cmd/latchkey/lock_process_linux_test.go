@@ -1,0 +1,89 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/store/storeurl"
+)
+
+// SIGKILL of the holding lock run kills its child (parent-death signal),
+// and a waiting contender takes over only after the TTL.
+func TestLockRunKilledHolder(t *testing.T) {
+	const ttl = 2 * time.Second
+	dir := t.TempDir()
+	url := storeurl.FileURL(filepath.Join(dir, "store"))
+	file, pidFile := filepath.Join(dir, "log"), filepath.Join(dir, "pid")
+	a := binary(t, "lock", "run", "--store", url, "--ttl", ttl.String(), "jobs/one", "--",
+		"sh", "-c", fmt.Sprintf(`echo "start $LATCHKEY_FENCING_TOKEN" >> %s; echo $$ > %s.tmp; mv %[2]s.tmp %[2]s; exec sleep 60`, file, pidFile))
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Process.Kill()
+	childPID := waitPID(t, pidFile)
+	defer syscall.Kill(childPID, syscall.SIGKILL)
+
+	b := binary(t, append([]string{"lock", "run", "--store", url, "--ttl", ttl.String(), "jobs/one", "--"}, appendLines(file, "0")...)...)
+	bOut := &strings.Builder{}
+	b.Stdout, b.Stderr = bOut, bOut
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ttl / 2) // b is waiting now; a renews
+	if len(readLines(t, file)) != 1 {
+		t.Fatalf("the contender ran while the holder was alive: %q", readLines(t, file))
+	}
+
+	killed := time.Now()
+	a.Process.Signal(syscall.SIGKILL)
+	a.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(childPID, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d still alive 5s after its lock run was killed", childPID)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := b.Wait(); err != nil {
+		t.Fatalf("contender: %v: %s", err, bOut)
+	}
+	took := time.Since(killed)
+	lines := readLines(t, file)
+	if len(lines) != 3 || lines[0] != "start 1" || lines[1] != "start 2 1" || lines[2] != "end 2" {
+		t.Fatalf("log %q, want the killed holder's start 1, then the contender's token 2", lines)
+	}
+	// a renewed at most RenewInterval (< TTL/3) before it was killed, and
+	// b must see that version unchanged for a full TTL.
+	if took < ttl*2/3 {
+		t.Errorf("contender took over %v after the holder was killed; it must wait for the TTL (%v) since the last renew", took, ttl)
+	}
+	t.Logf("contender took over %v after SIGKILL (TTL %v)", took, ttl)
+}
+
+// A lock lost while CMD ignores SIGTERM: CMD gets SIGKILL after --grace
+// and lock run exits 1.
+func TestLockRunLostKillsStubbornChild(t *testing.T) {
+	c := newCLI(t)
+	done := make(chan outcome)
+	go func() {
+		done <- c.run("lock", "run", "--ttl", "2s", "--grace", "300ms", "k", "--", "sh", "-c", `trap "" TERM; sleep 30`)
+	}()
+	for !strings.Contains(c.run("lock", "show", "k").stdout, "state:     held") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.ok("lock", "release", "--force", "k")
+	select {
+	case o := <-done:
+		if o.code != 1 || !strings.Contains(o.stderr, "SIGKILL in 300ms") || !strings.Contains(o.stderr, "terminated") {
+			t.Errorf("exit %d, stderr %q; want 1, lost, terminated", o.code, o.stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("lock run still running 20s after its lock was released: the child was not killed")
+	}
+}

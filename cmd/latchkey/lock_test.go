@@ -1,0 +1,108 @@
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLockRunExportsTokenAndReleases(t *testing.T) {
+	c := newCLI(t)
+	for want := 1; want <= 3; want++ {
+		c.ok("lock", "run", "--ttl", "2s", "jobs/nightly", "--", "sh", "-c",
+			`test "$LATCHKEY_LOCK_HELD" = 1 && test "$LATCHKEY_FENCING_TOKEN" = `+strconv.Itoa(want))
+		var rec struct {
+			Token    int  `json:"token"`
+			Released bool `json:"released"`
+		}
+		if err := json.Unmarshal([]byte(c.ok("lock", "show", "--json", "jobs/nightly")), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Token != want || !rec.Released {
+			t.Fatalf("after run %d: record %+v, want token %d released", want, rec, want)
+		}
+	}
+}
+
+func TestLockRunExitCodes(t *testing.T) {
+	c := newCLI(t)
+	c.fails(1, "sh exited with status 3", "lock", "run", "k", "--", "sh", "-c", "exit 3")
+	if o := c.run("lock", "run", "--child-exit-code", "k", "--", "sh", "-c", "exit 3"); o.code != 3 || o.stderr != "" {
+		t.Errorf("--child-exit-code: exit %d, stderr %q; want 3 and nothing", o.code, o.stderr)
+	}
+	if o := c.run("lock", "run", "--child-exit-code", "k", "--", "sh", "-c", "kill -KILL $$"); o.code != 128+9 {
+		t.Errorf("--child-exit-code with a killed child: exit %d, want 137", o.code)
+	}
+	c.fails(1, "no-such-command", "lock", "run", "k", "--", "no-such-command-latchkey")
+}
+
+func TestLockRunWaitZeroWhenHeld(t *testing.T) {
+	c := newCLI(t)
+	done := make(chan outcome)
+	go func() {
+		done <- c.run("lock", "run", "--ttl", "5s", "k", "--", "sh", "-c", "sleep 1")
+	}()
+	// Wait until the first run holds the lock.
+	for {
+		o := c.run("lock", "show", "k")
+		if o.code == 0 && strings.Contains(o.stdout, "state:     held") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.fails(1, "held by", "lock", "run", "--wait", "0", "k", "--", "true")
+	c.fails(1, "not acquired within --wait 200ms", "lock", "run", "--wait", "200ms", "k", "--", "true")
+	if o := <-done; o.code != 0 {
+		t.Fatalf("holder: exit %d, stderr %q", o.code, o.stderr)
+	}
+	c.ok("lock", "run", "--wait", "0", "k", "--", "true")
+}
+
+func TestLockShowAndRelease(t *testing.T) {
+	c := newCLI(t)
+	c.fails(1, `no lock at "k"`, "lock", "show", "k")
+	c.fails(1, `no lock at "k"`, "lock", "release", "--force", "k")
+	c.ok("lock", "run", "--holder", "cron@a", "k", "--", "true")
+	out := c.ok("lock", "show", "k")
+	for _, want := range []string{"state:     released", "holder:    cron@a", "token:     1", "ttl:       15s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lock show output lacks %q:\n%s", want, out)
+		}
+	}
+	// Release a live holder's lock by its name: the holder loses it.
+	done := make(chan outcome)
+	go func() { done <- c.run("lock", "run", "--holder", "cron@b", "--ttl", "2s", "k", "--", "sleep", "30") }()
+	for !strings.Contains(c.run("lock", "show", "k").stdout, "state:     held") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.fails(1, "held by", "lock", "release", "--holder", "cron@a", "k")
+	if got := c.ok("lock", "release", "--holder", "cron@b", "k"); got != "released k (token 2)\n" {
+		t.Errorf("release output %q", got)
+	}
+	o := <-done
+	if o.code != 1 || !strings.Contains(o.stderr, "lost") {
+		t.Errorf("holder after its lock was released: exit %d, stderr %q; want 1 and lost", o.code, o.stderr)
+	}
+	c.ok("lock", "run", "k", "--", "true")
+	if out := c.ok("lock", "show", "k"); !strings.Contains(out, "token:     3") {
+		t.Errorf("token after a release by name and a new run:\n%s", out)
+	}
+}
+
+func TestLockUsageErrors(t *testing.T) {
+	c := newCLI(t)
+	c.fails(2, "KEY -- CMD", "lock", "run", "k")
+	c.fails(2, "KEY -- CMD", "lock", "run", "k", "true")
+	c.fails(2, "--grace 4s", "lock", "run", "--ttl", "10s", "--grace", "4s", "k", "--", "true")
+	c.fails(2, "TTL", "lock", "run", "--ttl", "1ms", "k", "--", "true")
+	c.fails(2, "negative", "lock", "run", "--wait", "-1s", "k", "--", "true")
+	c.fails(2, "invalid key", "lock", "show", "a//b")
+	c.fails(2, "exactly one", "lock", "release", "k")
+	c.fails(2, "exactly one", "lock", "release", "--force", "--holder", "x", "k")
+	c.fails(2, "unknown subcommand", "lock", "frob")
+	if out := c.ok("lock", "run", "--help"); !strings.Contains(out, "--child-exit-code") || !strings.Contains(out, "Exit codes") {
+		t.Errorf("lock run --help lacks the flags or exit codes:\n%s", out)
+	}
+}
