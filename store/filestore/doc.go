@@ -7,9 +7,11 @@
 // Every conditional operation is atomic across processes, and the store
 // implements store.Transactor (multi-key, all or nothing, crash-safe) and
 // store.Streamer (PutStream and GetStream never hold a value whole in
-// memory). It also implements store.Watcher, but by polling (every
-// Options.PollInterval, jittered, and at once for writes made through the
-// same *Store), so Capabilities.Watch is false.
+// memory). It implements store.Watcher: on Linux WaitChange waits on
+// inotify(7) events of the key's bucket directory, so a write by any
+// process wakes it at once, and Capabilities.Watch is true; elsewhere (or
+// when no inotify instance is left at Open) it polls every
+// Options.PollInterval, jittered, and Capabilities.Watch is false.
 //
 // # On-disk layout
 //

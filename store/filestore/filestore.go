@@ -59,6 +59,7 @@ type Store struct {
 	inflight sync.WaitGroup // operations and lock cleanups in progress
 
 	locks   []stripeLock // one per stripe, then the counter lock
+	inotify *notifier    // nil: WaitChange polls
 	buckets sync.Map     // bucket names known to exist (and be durable)
 	alloc   allocator
 
@@ -111,6 +112,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("filestore: open %s: %w", dir, err)
 	}
 	s.cleanTemps()
+	s.inotify = newNotifier()
 	return s, nil
 }
 
@@ -244,11 +246,12 @@ func (s *Store) removeIfStale(path string) {
 }
 
 // Capabilities implements store.Store: every conditional operation and
-// transactions are atomic across processes; values stream; Watch is false
-// because WaitChange polls.
+// transactions are atomic across processes; values stream; Watch is true
+// where WaitChange waits on inotify(7) (Linux, when an inotify instance
+// was available at Open) and false where it polls.
 func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true,
-		Transactions: true, Watch: false, Streaming: true}
+		Transactions: true, Watch: s.inotify != nil, Streaming: true}
 }
 
 // begin starts an operation: it fails once the store is closed or ctx is
@@ -279,6 +282,9 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.notify()
 	s.inflight.Wait()
+	if s.inotify != nil {
+		s.inotify.close()
+	}
 	return s.closeLocks()
 }
 

@@ -297,10 +297,17 @@ func TestContextEndsWaitForLock(t *testing.T) {
 	wantValue(t, s, "k", "v")
 }
 
+// With inotify, a write by another Store or another process wakes
+// WaitChange although its polling period is an hour.
 func TestWaitChange(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s := open(t, dir, &Options{PollInterval: 5 * time.Millisecond})
+	s := open(t, dir, &Options{PollInterval: time.Hour})
+	if !s.Capabilities().Watch {
+		s.Close()
+		s = open(t, dir, &Options{PollInterval: 5 * time.Millisecond})
+		t.Log("no inotify: testing the polling WaitChange")
+	}
 	other := open(t, dir, nil)
 	v := mustPut(t, s, "k", "1", store.IfAbsent)
 	if err := s.WaitChange(ctx, "k", ""); err != nil {
@@ -311,12 +318,31 @@ func TestWaitChange(t *testing.T) {
 	if err := s.WaitChange(short, "k", v); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("WaitChange with no change = %v, want DeadlineExceeded", err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.WaitChange(ctx, "k", v) }()
-	mustPut(t, other, "k", "2", store.IfMatch(v)) // another Store: seen by polling
-	if err := <-done; err != nil {
-		t.Errorf("WaitChange after a write = %v", err)
+	waitFor := func(key string, last store.Version, write func()) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- s.WaitChange(ctx, key, last) }()
+		time.Sleep(10 * time.Millisecond) // let it block; if not, it sees the change at once
+		write()
+		if err := <-done; err != nil {
+			t.Errorf("WaitChange(%q) after a write = %v", key, err)
+		}
 	}
+	waitFor("k", v, func() { mustPut(t, other, "k", "2", store.Unconditional) })
+	waitFor("new/key", "", func() { mustPut(t, other, "new/key", "1", store.IfAbsent) })
+	waitFor("counter", "", func() { // another process
+		if err := child(t, dir, "incr", "1").Run(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	v3 := wantValue(t, other, "k", "2")
+	waitFor("k", v3, func() {
+		if err := other.Delete(ctx, "k", store.IfMatch(v3)); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // Open removes a crashed writer's old temporary files, and only old ones.

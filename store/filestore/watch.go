@@ -4,17 +4,27 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"path/filepath"
 	"time"
 
 	"github.com/latchkey/latchkey/store"
 )
 
-// WaitChange implements store.Watcher by polling, which is why
-// Capabilities.Watch is false: it reads the key's version every
-// PollInterval (jittered by ±50%), and wakes at once for writes made
-// through this Store. It returns nil when the version is no longer last
-// (the zero Version standing for "absent"), ctx's error when ctx ends
-// first, and an error matching store.ErrClosed once the store is closed.
+// safetyFactor: with inotify, WaitChange still re-reads the key every
+// safetyFactor poll intervals, in case an event was somehow missed.
+const safetyFactor = 10
+
+// WaitChange implements store.Watcher. It returns nil when the key's
+// version is no longer last (the zero Version standing for "absent"),
+// ctx's error when ctx ends first, and an error matching store.ErrClosed
+// once the store is closed.
+//
+// On Linux it waits on inotify(7) events of the key's bucket directory, so
+// a write by any process wakes it at once (Capabilities.Watch is true).
+// Elsewhere, or when no inotify instance was available, it polls: it reads
+// the key's version every PollInterval (jittered by ±50%), and wakes at
+// once for writes made through this Store; Capabilities.Watch is then
+// false.
 func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) error {
 	const op = "watch"
 	if err := store.ValidateKey(key); err != nil {
@@ -22,6 +32,7 @@ func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) 
 	}
 	for {
 		changed := s.changes()
+		bucket := s.watchBucket(key) // before the read: no event is lost
 		cur, err := s.peekVersion(ctx, key)
 		if err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
@@ -32,17 +43,34 @@ func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) 
 		if cur != last {
 			return nil
 		}
-		d := s.poll/2 + rand.N(s.poll)
-		t := time.NewTimer(d)
+		period := s.poll
+		if bucket != nil {
+			period *= safetyFactor
+		}
+		t := time.NewTimer(period/2 + rand.N(period))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
 		case <-changed:
+		case <-bucket:
 		case <-t.C:
 		}
 		t.Stop()
 	}
+}
+
+// watchBucket returns the inotify wakeup channel of key's bucket, or nil
+// when WaitChange must poll.
+func (s *Store) watchBucket(key string) <-chan struct{} {
+	if s.inotify == nil || s.ensureBucket(key) != nil {
+		return nil
+	}
+	ch, err := s.inotify.watch(bucketOf(key), filepath.Join(s.dir, dataDir, bucketOf(key)))
+	if err != nil {
+		return nil
+	}
+	return ch
 }
 
 // peekVersion returns key's version, or "" when it does not exist.
