@@ -242,7 +242,7 @@ func (h *Handler) applyOne(r *http.Request, op kvOp) (bool, error) {
 	applied := false
 	_, err := h.e.Update(r.Context(), func(tx *engine.Tx) error {
 		applied = false
-		_, err := h.applyOp(tx, op)
+		_, err := h.applyOp(direct{tx}, op)
 		var f *opFailure
 		if errors.As(err, &f) {
 			return nil

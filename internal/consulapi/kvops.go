@@ -74,7 +74,7 @@ func toDir(kv engine.KV) *dirEntry {
 // another error for invalid input that Consul answers with 500 on the KV
 // endpoint (missing or invalid session). It never writes before deciding
 // that the op applies, so a failing op leaves tx unchanged.
-func (h *Handler) applyOp(tx *engine.Tx, op kvOp) ([]*dirEntry, error) {
+func (h *Handler) applyOp(tx kvTx, op kvOp) ([]*dirEntry, error) {
 	cur, exists := tx.GetKV(op.Key)
 	switch op.Verb {
 	case verbSet:
@@ -164,7 +164,7 @@ var errMissingSession = serverError("missing session")
 // without bumping ModifyIndex. latchkey always writes: every successful
 // write gets a fresh index, which the store contract (and consulstore)
 // relies on. This is the behaviour of older Consul versions.
-func (h *Handler) writeSet(tx *engine.Tx, cur engine.KV, exists bool, op kvOp) []*dirEntry {
+func (h *Handler) writeSet(tx kvTx, cur engine.KV, exists bool, op kvOp) []*dirEntry {
 	next := engine.KV{Key: op.Key, Value: op.Value, Flags: op.Flags}
 	if exists {
 		next.Session = cur.Session
@@ -174,14 +174,14 @@ func (h *Handler) writeSet(tx *engine.Tx, cur engine.KV, exists bool, op kvOp) [
 
 // lock is acquire: lock-delay and session checks, then LockIndex 1 for a
 // new key, +1 when taking an unlocked key, unchanged on re-acquire.
-func (h *Handler) lock(tx *engine.Tx, cur engine.KV, exists bool, op kvOp) ([]*dirEntry, error) {
+func (h *Handler) lock(tx kvTx, cur engine.KV, exists bool, op kvOp) ([]*dirEntry, error) {
 	if op.Session == "" {
 		return nil, errMissingSession
 	}
 	if h.sess.lockDelayed(op.Key) {
 		return nil, failf("failed to lock key %q due to lock delay", op.Key)
 	}
-	if _, ok := loadSession(tx, op.Session); !ok {
+	if !tx.sessionExists(op.Session) {
 		return nil, serverError("invalid session %q", op.Session)
 	}
 	next := engine.KV{Key: op.Key, Value: op.Value, Flags: op.Flags, Session: op.Session, LockIndex: 1}
@@ -200,7 +200,7 @@ func (h *Handler) lock(tx *engine.Tx, cur engine.KV, exists bool, op kvOp) ([]*d
 
 // store writes next, keeping the session→keys index in step with the
 // key's holder.
-func (h *Handler) store(tx *engine.Tx, cur engine.KV, exists bool, next engine.KV) *dirEntry {
+func (h *Handler) store(tx kvTx, cur engine.KV, exists bool, next engine.KV) *dirEntry {
 	next.Value = normValue(next.Value)
 	old := ""
 	if exists {
@@ -208,19 +208,19 @@ func (h *Handler) store(tx *engine.Tx, cur engine.KV, exists bool, next engine.K
 	}
 	if old != next.Session {
 		if old != "" {
-			unindexHeld(tx, old, next.Key)
+			tx.setHeld(old, next.Key, false)
 		}
 		if next.Session != "" {
-			indexHeld(tx, next.Session, next.Key)
+			tx.setHeld(next.Session, next.Key, true)
 		}
 	}
 	return toDir(tx.PutKV(next))
 }
 
 // remove deletes kv (a tombstone moves its prefixes' index forward).
-func (h *Handler) remove(tx *engine.Tx, kv engine.KV) {
+func (h *Handler) remove(tx kvTx, kv engine.KV) {
 	if kv.Session != "" {
-		unindexHeld(tx, kv.Session, kv.Key)
+		tx.setHeld(kv.Session, kv.Key, false)
 	}
 	tx.DeleteKV(kv.Key)
 }

@@ -104,10 +104,12 @@ func (h *Handler) serveTxn(w http.ResponseWriter, r *http.Request) error {
 	}
 	var resp txnResponse
 	_, err = h.e.Update(r.Context(), func(tx *engine.Tx) error {
-		resp = h.runTxn(tx, ops)
+		o := newOverlay(tx)
+		resp = h.runTxn(o, ops)
 		if len(resp.Errors) > 0 {
-			return errTxnAborted
+			return errTxnAborted // nothing was written
 		}
+		o.commit()
 		return nil
 	})
 	switch {
@@ -123,7 +125,7 @@ func (h *Handler) serveTxn(w http.ResponseWriter, r *http.Request) error {
 
 // runTxn applies ops in order (later ops see earlier ones) and collects
 // every failing op. The caller rolls back when there is any.
-func (h *Handler) runTxn(tx *engine.Tx, ops []txnOp) txnResponse {
+func (h *Handler) runTxn(tx kvTx, ops []txnOp) txnResponse {
 	var resp txnResponse
 	for i, op := range ops {
 		k := op.KV
@@ -146,7 +148,7 @@ func (h *Handler) runTxn(tx *engine.Tx, ops []txnOp) txnResponse {
 func (h *Handler) txnRead(w http.ResponseWriter, r *http.Request, qo queryOptions, ops []txnOp) error {
 	var resp txnReadResponse
 	err := h.e.View(func(tx *engine.Tx) error {
-		resp.txnResponse = h.runTxn(tx, ops)
+		resp.txnResponse = h.runTxn(direct{tx}, ops)
 		resp.Index = tx.Index()
 		return nil
 	})

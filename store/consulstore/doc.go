@@ -1,0 +1,37 @@
+// Package consulstore is the store contract over Consul KV, through the
+// official client github.com/hashicorp/consul/api. It works against a real
+// Consul agent and against latchkey's own server (latchkey serve), whose
+// /v1/ API is Consul-compatible.
+//
+// Mapping:
+//
+//   - A Version is the key's ModifyIndex in decimal.
+//   - Put goes through /v1/txn (set, or cas with index 0 for IfAbsent, or
+//     cas with the version for IfMatch), because a plain PUT /v1/kv answers
+//     only true/false and never reveals the new ModifyIndex; the txn result
+//     carries it, so every successful Put returns its version. A txn that
+//     does not apply (409) is ErrConflict.
+//   - Delete with IfMatch is a /v1/txn of check-index + delete: Consul's own
+//     DELETE ?cas answers true for a missing key, which the contract calls a
+//     conflict.
+//   - List reads ?recurse under the prefix and pages on the client (Consul
+//     has no server-side paging): each page costs one read of the whole
+//     prefix.
+//   - Txn (Capabilities.Transactions) is one /v1/txn; WaitChange
+//     (Capabilities.Watch) is a loop of blocking queries on the key.
+//
+// Every key lives under the store's prefix, so several stores can share one
+// Consul. Values are limited to Options.MaxValueSize (default 380 KiB): a
+// Put's base64 value must fit in Consul's 512 KiB txn body limit.
+//
+// Failures map onto the store error set in one function (see kindOf): a
+// request that never left (dial error) or a rate limit (429) is
+// ErrTransient; a timeout, a broken connection or a 5xx after a write was
+// sent is ErrUnknownOutcome; a 403 is ErrUnsupported wrapping
+// ErrPermissionDenied. The HTTP status stays in *store.OpError.
+//
+// A caveat for real Consul only: recent Consul versions skip a write
+// identical to the stored entry without bumping ModifyIndex, so an
+// unconditional Put of the same value may return the version the key
+// already had. latchkey's server always writes.
+package consulstore

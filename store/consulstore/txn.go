@@ -1,0 +1,161 @@
+package consulstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/hashicorp/consul/api"
+	"github.com/latchkey/latchkey/store"
+)
+
+// txnResult is the outcome of one /v1/txn: the results when it applied
+// (200), or its first error when it did not (409).
+type txnResult struct {
+	results api.TxnResults
+	failed  *api.TxnError
+}
+
+// txn sends ops to /v1/txn. A 409 is a result (failed set), not an error;
+// every other failure is an *store.OpError mapped by kindOf.
+func (s *Store) txn(ctx context.Context, op, key string, ops api.TxnOps) (txnResult, error) {
+	var resp api.TxnResponse
+	wo := (&api.WriteOptions{Datacenter: s.opts.Datacenter}).WithContext(ctx)
+	_, err := s.c.Raw().Write("/v1/txn", ops, &resp, wo)
+	if err == nil {
+		return txnResult{results: resp.Results}, nil
+	}
+	status, body := statusOf(err)
+	if status != http.StatusConflict {
+		return txnResult{}, s.opError(ctx, op, key, true, err)
+	}
+	var failed api.TxnResponse
+	if jerr := json.Unmarshal([]byte(body), &failed); jerr != nil || len(failed.Errors) == 0 {
+		return txnResult{}, &store.OpError{Op: op, Key: key, Backend: backend, Status: status, Kind: store.ErrUnknownOutcome,
+			Err: fmt.Errorf("unreadable 409 body %q", body)}
+	}
+	first := failed.Errors[0]
+	for _, e := range failed.Errors {
+		if e != nil && (first == nil || e.OpIndex < first.OpIndex) {
+			first = e
+		}
+	}
+	if first == nil {
+		return txnResult{}, &store.OpError{Op: op, Key: key, Backend: backend, Status: status, Kind: store.ErrUnknownOutcome,
+			Err: fmt.Errorf("409 without errors: %q", body)}
+	}
+	return txnResult{failed: first}, nil
+}
+
+// Txn implements store.Transactor with one /v1/txn. Every op maps onto
+// Consul verbs (a conditional delete takes two: check-index and delete),
+// so the transaction applies all or nothing at one index.
+func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, error) {
+	if err := store.ValidateTxn(ops); err != nil {
+		return nil, s.txnShapeError(err)
+	}
+	if s.isClosed() {
+		return nil, store.Errorf(backend, "txn", "", store.ErrClosed, nil)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, store.Errorf(backend, "txn", "", store.ErrTransient, err)
+	}
+	var (
+		wire   api.TxnOps
+		origin []int // wire op → index in ops
+	)
+	add := func(i int, op *api.KVTxnOp) {
+		wire = append(wire, &api.TxnOp{KV: op})
+		origin = append(origin, i)
+	}
+	for i, op := range ops {
+		full := s.prefix + op.Key
+		if op.Kind == store.OpPut && len(op.Value) > s.opts.MaxValueSize {
+			return nil, &store.TxnError{Index: i, Key: op.Key, Err: store.Errorf(backend, "txn", op.Key, store.ErrUnsupported,
+				fmt.Errorf("value of %d bytes exceeds the limit of %d bytes", len(op.Value), s.opts.MaxValueSize))}
+		}
+		// A version no Consul key can have ("", "0", garbage) must fail
+		// in order with the others: check-index 0 always fails (a missing
+		// key, or a ModifyIndex ≥ 1).
+		idx, match := uint64(0), false
+		if v, ok := op.Cond.Match(); ok {
+			idx, _ = index(v)
+			match = true
+		}
+		switch op.Kind {
+		case store.OpCheck:
+			switch {
+			case op.Cond.IsAbsent():
+				add(i, &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: full})
+			case match:
+				add(i, &api.KVTxnOp{Verb: api.KVCheckIndex, Key: full, Index: idx})
+			}
+		case store.OpPut:
+			switch {
+			case op.Cond.IsAbsent():
+				add(i, &api.KVTxnOp{Verb: api.KVCAS, Key: full, Value: op.Value, Index: 0})
+			case match && idx == 0:
+				add(i, &api.KVTxnOp{Verb: api.KVCheckIndex, Key: full, Index: 0})
+			case match:
+				add(i, &api.KVTxnOp{Verb: api.KVCAS, Key: full, Value: op.Value, Index: idx})
+			default:
+				add(i, &api.KVTxnOp{Verb: api.KVSet, Key: full, Value: op.Value})
+			}
+		case store.OpDelete:
+			if match {
+				add(i, &api.KVTxnOp{Verb: api.KVCheckIndex, Key: full, Index: idx})
+			}
+			add(i, &api.KVTxnOp{Verb: api.KVDelete, Key: full})
+		}
+	}
+	out := make([]store.Version, len(ops))
+	if len(wire) == 0 { // only unconditional checks: nothing to ask
+		return out, nil
+	}
+	if len(wire) > store.MaxTxnOps {
+		return nil, store.Errorf(backend, "txn", "", store.ErrUnsupported,
+			fmt.Errorf("%d operations become %d Consul operations, more than %d", len(ops), len(wire), store.MaxTxnOps))
+	}
+	res, err := s.txn(ctx, "txn", "", wire)
+	if err != nil {
+		return nil, err
+	}
+	if f := res.failed; f != nil {
+		i := 0
+		if f.OpIndex >= 0 && f.OpIndex < len(origin) {
+			i = origin[f.OpIndex]
+		}
+		return nil, &store.TxnError{Index: i, Key: ops[i].Key, Err: store.Errorf(backend, "txn", ops[i].Key, store.ErrConflict, errors.New(f.What))}
+	}
+	// Results hold one KV per set, cas and check-index, in op order;
+	// deletes and check-not-exists have none. Keys are unique per txn, so
+	// a put's result is the one with its key.
+	byKey := make(map[string]uint64, len(res.results))
+	for _, r := range res.results {
+		if r != nil && r.KV != nil {
+			byKey[r.KV.Key] = r.KV.ModifyIndex
+		}
+	}
+	for i, op := range ops {
+		if op.Kind != store.OpPut {
+			continue
+		}
+		idx, ok := byKey[s.prefix+op.Key]
+		if !ok {
+			return nil, store.Errorf(backend, "txn", op.Key, store.ErrUnknownOutcome, errors.New("txn applied but answered without the written entry"))
+		}
+		out[i] = version(idx)
+	}
+	return out, nil
+}
+
+// txnShapeError wraps a ValidateTxn error, keeping its *TxnError.
+func (s *Store) txnShapeError(err error) error {
+	var te *store.TxnError
+	if errors.As(err, &te) {
+		return err
+	}
+	return store.Errorf(backend, "txn", "", store.ErrUnsupported, err)
+}
