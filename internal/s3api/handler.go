@@ -138,6 +138,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error
 		}
 	case h.opts.Auth == nil && !h.opts.Anonymous:
 		return errAccessDenied()
+	default:
+		// Served unauthenticated: nothing will de-chunk an aws-chunked
+		// body, so refuse it rather than store the framing.
+		if isAWSChunked(r) {
+			return errInvalidRequest("aws-chunked payloads are accepted only on signed requests")
+		}
 	}
 	if err := splitPath(r.URL.EscapedPath(), req); err != nil {
 		return err
@@ -324,4 +330,9 @@ func bodyError(err error) error {
 		return err
 	}
 	return errIncompleteBody()
+}
+
+func isAWSChunked(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("X-Amz-Content-Sha256"), "STREAMING-") ||
+		strings.Contains(strings.ToLower(r.Header.Get("Content-Encoding")), "aws-chunked")
 }

@@ -1,0 +1,71 @@
+package s3api
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestRequestLimits(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.bucket("lim")
+	serve := func(req *http.Request) resp {
+		rec := httptest.NewRecorder()
+		s.h.ServeHTTP(rec, req)
+		return resp{rec.Code, rec.Header(), rec.Body.Bytes()}
+	}
+	// A declared size above 5 GiB is refused before any byte is read.
+	req := httptest.NewRequest("PUT", "/lim/huge", strings.NewReader("x"))
+	req.ContentLength = MaxObjectSize + 1
+	if r := serve(req); r.Status != 400 || r.err().Code != "EntityTooLarge" {
+		t.Fatalf("too large: %d %s", r.Status, r.Body)
+	}
+	// No length at all.
+	req = httptest.NewRequest("PUT", "/lim/nolen", strings.NewReader("x"))
+	req.ContentLength = -1
+	if r := serve(req); r.Status != 411 || r.err().Code != "MissingContentLength" {
+		t.Fatalf("no length: %d %s", r.Status, r.Body)
+	}
+	// A body shorter than declared.
+	req = httptest.NewRequest("PUT", "/lim/short", strings.NewReader("abc"))
+	req.ContentLength = inlineMax + 100
+	if r := serve(req); r.Status != 400 || r.err().Code != "IncompleteBody" {
+		t.Fatalf("short body: %d %s", r.Status, r.Body)
+	}
+	if n := countBlobs(t, s); n != 0 {
+		t.Fatalf("failed uploads left %d blobs", n)
+	}
+	// An unsigned aws-chunked body cannot be decoded here: refused.
+	if r := s.do("PUT", "/lim/chunked", []byte("3\r\nabc\r\n0\r\n\r\n"), "x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER", "x-amz-decoded-content-length", "3"); r.Status != 400 {
+		t.Fatalf("unsigned aws-chunked: %d %s", r.Status, r.Body)
+	}
+	// DeleteObjects with more than 1000 keys.
+	var b strings.Builder
+	b.WriteString("<Delete>")
+	for i := range 1001 {
+		fmt.Fprintf(&b, "<Object><Key>k%d</Key></Object>", i)
+	}
+	b.WriteString("</Delete>")
+	if r := s.do("POST", "/lim?delete", []byte(b.String())); r.Status != 400 || r.err().Code != "MalformedXML" {
+		t.Fatalf("1001 keys: %d %s", r.Status, r.Body)
+	}
+	// Metadata exactly at the 2 KiB limit is fine.
+	s.put("/lim/meta", "x", "x-amz-meta-"+strings.Repeat("n", 24), strings.Repeat("v", MaxUserMetadata-24))
+	// Unsupported sub-resources say so.
+	if r := s.do("GET", "/lim?acl", nil); r.Status != 501 {
+		t.Fatalf("acl: %d", r.Status)
+	}
+}
+
+// TestPresignedConditionalQuery: If-None-Match may travel as a (signed)
+// query parameter of a presigned URL; a second PUT of the same URL is 412.
+func TestPresignedConditionalQuery(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.bucket("pre")
+	s.mustDo(200, "PUT", "/pre/k?If-None-Match=*", []byte("one"))
+	if r := s.do("PUT", "/pre/k?If-None-Match=*", []byte("two")); r.Status != 412 || r.err().Condition != "If-None-Match" {
+		t.Fatalf("second presigned create: %d %s", r.Status, r.Body)
+	}
+}
