@@ -1,0 +1,132 @@
+package lease_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/filestore"
+)
+
+// counted counts requests to a store.
+type counted struct {
+	store.Store
+	n, total *atomic.Int64
+}
+
+func (c counted) Get(ctx context.Context, key string) (store.Entry, error) {
+	c.n.Add(1)
+	c.total.Add(1)
+	return c.Store.Get(ctx, key)
+}
+
+func (c counted) Put(ctx context.Context, key string, v []byte, cond store.Condition) (store.Version, error) {
+	c.n.Add(1)
+	c.total.Add(1)
+	return c.Store.Put(ctx, key, v, cond)
+}
+
+// BenchmarkHandoff measures, on the directory store, the time from one
+// holder's Release to the next holder's Acquire returning, with W
+// contenders that each open the directory and poll like separate
+// processes (TTL 2s, so PollInterval 200ms); each holder holds for 20ms.
+// A holder that released
+// waits 20ms before contending again. It reports p50 and p99 of the
+// handoff and the requests per second a contender sends while it waits in
+// Acquire, and all requests per second on the key.
+// Run with -benchtime=100x: every iteration is one handoff.
+func BenchmarkHandoff(b *testing.B) {
+	for _, waiters := range []int{2, 8, 32} {
+		b.Run(fmt.Sprintf("waiters=%d", waiters), func(b *testing.B) {
+			benchHandoff(b, waiters, 2*time.Second, false)
+		})
+	}
+	b.Run("waiters=32/one-locker", func(b *testing.B) {
+		benchHandoff(b, 32, 2*time.Second, true)
+	})
+}
+
+// benchHandoff: with shared, the waiters are goroutines of one process
+// sharing one Locker (one poller, woken at once by a local release).
+func benchHandoff(b *testing.B, waiters int, ttl time.Duration, shared bool) {
+	const hold = 20 * time.Millisecond
+	dir := b.TempDir()
+	var (
+		waitReqs  int64
+		mu        sync.Mutex
+		lat       []time.Duration
+		released  time.Time
+		waiting   time.Duration // summed over contenders
+		handoffs  = b.N
+		wg        sync.WaitGroup
+		ctx, stop = context.WithCancel(context.Background())
+	)
+	defer stop()
+	b.ResetTimer()
+	var lk *lease.Locker
+	var total atomic.Int64
+	began := time.Now()
+	reqs := new(atomic.Int64)
+	for i := range waiters {
+		if lk == nil || !shared {
+			fs, err := filestore.Open(dir, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer fs.Close()
+			reqs = new(atomic.Int64)
+			lk, err = lease.NewLocker(counted{fs, reqs, &total}, "locks/bench", &lease.Options{Holder: fmt.Sprint(i), TTL: ttl})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		lk, reqs := lk, reqs
+		wg.Go(func() {
+			for {
+				start, n0 := time.Now(), reqs.Load()
+				l, err := lk.Acquire(ctx)
+				got := time.Now()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				waiting += got.Sub(start)
+				waitReqs += reqs.Load() - n0
+				if !released.IsZero() {
+					lat = append(lat, got.Sub(released))
+				}
+				handoffs--
+				last := handoffs <= 0
+				mu.Unlock()
+				time.Sleep(hold)
+				mu.Lock()
+				released = time.Now()
+				mu.Unlock()
+				l.Release(context.Background())
+				if last {
+					stop()
+					return
+				}
+				time.Sleep(hold) // let the others in before contending again
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	if !shared {
+		b.ReportMetric(float64(waitReqs)/waiting.Seconds(), "req/s/waiter")
+	}
+	b.ReportMetric(float64(total.Load())/time.Since(began).Seconds(), "req/s/key")
+}
