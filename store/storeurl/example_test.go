@@ -32,5 +32,5 @@ func ExampleOpen() {
 	fmt.Println(err)
 	// Output:
 	// hello
-	// storeurl: "ftp://example.com/x": unknown scheme "ftp"; want one of file, mem
+	// storeurl: "ftp://example.com/x": unknown scheme "ftp"; want one of file, mem, s3
 }

@@ -10,6 +10,10 @@
 //	                       opens the same directory. Query parameters:
 //	                       stripes=N (lock stripes of a new store),
 //	                       poll=DURATION (WaitChange polling period)
+//	s3://bucket/prefix     S3 or an S3-compatible server (s3store). Query
+//	                       parameters: endpoint=URL (path-style to that
+//	                       server), region=R; credentials from the AWS
+//	                       environment variables and files
 //
 // Other backends add their scheme to the table in this file.
 package storeurl
@@ -31,6 +35,7 @@ type opener func(ctx context.Context, u *url.URL) (store.Store, error)
 var openers = map[string]opener{
 	"mem":  openMem,
 	"file": openFile,
+	"s3":   openS3,
 }
 
 // Schemes returns the supported URL schemes, sorted.
