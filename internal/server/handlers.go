@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/latchkey/latchkey/internal/consulapi"
 	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/s3api"
 	"github.com/latchkey/latchkey/internal/s3api/sigv4"
@@ -29,10 +30,12 @@ var liveBlobs func(tx *engine.Tx, live func(id string)) error = s3api.LiveBlobs
 func newAPIs(e *engine.Engine, cfg Config) (*apis, error) {
 	a := &apis{}
 
-	// PLUG-IN POINT (Consul): replace with
-	//   h, err := consulapi.New(e, &consulapi.Options{NodeName: cfg.NodeName, ACLToken: cfg.ACLToken, Logger: cfg.Logger})
-	//   a.consul = h; a.closers = append(a.closers, h)
-	a.consul = notImplementedConsul()
+	consul, err := consulapi.New(e, &consulapi.Options{NodeName: cfg.NodeName, ACLToken: cfg.ACLToken, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	a.consul = consul
+	a.closers = append(a.closers, consul)
 
 	// S3: credentials given, or generated once into the data directory.
 	ak, sk, credPath, generated, err := s3api.LoadOrCreateCredentials(cfg.DataDir, cfg.AccessKey, cfg.SecretKey)
