@@ -60,16 +60,25 @@ func (r resp) err() s3err {
 }
 
 // do sends one request; hdr is name, value pairs. path is sent verbatim
-// (already escaped).
+// (already escaped). Transport failures fail the test.
 func (s *testServer) do(method, path string, body []byte, hdr ...string) resp {
 	s.t.Helper()
+	r, err := s.try(method, path, body, hdr...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return r
+}
+
+// try is do for goroutines: it returns transport failures.
+func (s *testServer) try(method, path string, body []byte, hdr ...string) (resp, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequest(method, s.srv.URL+path, rd)
 	if err != nil {
-		s.t.Fatal(err)
+		return resp{}, err
 	}
 	if strings.Contains(path, "//") || strings.Contains(path, "..") {
 		req.URL.Opaque = "//" + req.URL.Host + strings.SplitN(path, "?", 2)[0]
@@ -79,14 +88,14 @@ func (s *testServer) do(method, path string, body []byte, hdr ...string) resp {
 	}
 	res, err := s.srv.Client().Do(req)
 	if err != nil {
-		s.t.Fatal(err)
+		return resp{}, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		s.t.Fatal(err)
+		return resp{}, err
 	}
-	return resp{res.StatusCode, res.Header, b}
+	return resp{res.StatusCode, res.Header, b}, nil
 }
 
 func (s *testServer) mustDo(want int, method, path string, body []byte, hdr ...string) resp {
