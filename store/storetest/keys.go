@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -179,7 +180,7 @@ var valueTests = []subtest{
 var closeTests = []subtest{
 	{name: "calls after Close fail with ErrClosed", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		put(t, ctx, s, "k", []byte("x"), store.Unconditional)
+		v := put(t, ctx, s, "k", []byte("x"), store.Unconditional)
 		if err := s.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
@@ -190,5 +191,15 @@ var closeTests = []subtest{
 		wantErr(t, "Delete after Close", s.Delete(ctx, "k", store.Unconditional), store.ErrClosed)
 		_, err = s.List(ctx, "", nil)
 		wantErr(t, "List after Close", err, store.ErrClosed)
+		if hasTxn(s) {
+			_, err = s.(store.Transactor).Txn(ctx, []store.TxnOp{store.PutOp("k", []byte("y"), store.Unconditional)})
+			wantErr(t, "Txn after Close", err, store.ErrClosed)
+		}
+		if hasWatch(s) {
+			err = runDone(t, ctx, s, ctxOp{"WaitChange after Close", func(ctx context.Context, s store.Store) error {
+				return s.(store.Watcher).WaitChange(ctx, "k", v)
+			}})
+			wantErr(t, "WaitChange after Close", err, store.ErrClosed)
+		}
 	}},
 }
