@@ -14,6 +14,10 @@
 //	                       parameters: endpoint=URL (path-style to that
 //	                       server), region=R; credentials from the AWS
 //	                       environment variables and files
+//	consul://host:port/prefix
+//	                       Consul KV or latchkey serve (consulstore).
+//	                       Query parameters: token=ACL token (else
+//	                       CONSUL_HTTP_TOKEN), dc=NAME, scheme=https
 //
 // Other backends add their scheme to the table in this file.
 package storeurl
@@ -33,9 +37,10 @@ type opener func(ctx context.Context, u *url.URL) (store.Store, error)
 
 // openers maps each scheme to its backend: one line per backend.
 var openers = map[string]opener{
-	"mem":  openMem,
-	"file": openFile,
-	"s3":   openS3,
+	"mem":    openMem,
+	"file":   openFile,
+	"consul": openConsul,
+	"s3":     openS3,
 }
 
 // Schemes returns the supported URL schemes, sorted.

@@ -1,0 +1,68 @@
+package consulstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/storeurl"
+)
+
+// consul://host:port/prefix?token=… through storeurl, against the full
+// server with an ACL token.
+func TestStoreURL(t *testing.T) {
+	ctx := context.Background()
+	srv := servertest.Start(t, &servertest.Options{Config: server.Config{ACLToken: "tok"}})
+	s, err := storeurl.Open(ctx, "consul://"+srv.Addr+"/app/locks?token=tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	v, err := s.Put(ctx, "a", []byte("1"), store.IfAbsent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Get(ctx, "a")
+	if err != nil || e.Version != v || string(e.Value) != "1" {
+		t.Fatalf("Get = %+v, %v; want 1@%s", e, err, v)
+	}
+	// The key lives under the URL's prefix.
+	other, err := storeurl.Open(ctx, "consul://"+srv.Addr+"/app?token=tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if e, err := other.Get(ctx, "locks/a"); err != nil || e.Version != v {
+		t.Fatalf("Get under the parent prefix = %+v, %v", e, err)
+	}
+	// Without the token: permission denied.
+	t.Setenv("CONSUL_HTTP_TOKEN", "")
+	anon, err := storeurl.Open(ctx, "consul://"+srv.Addr+"/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	if _, err := anon.Get(ctx, "locks/a"); !errors.Is(err, store.ErrUnsupported) || !strings.Contains(err.Error(), "permission denied") {
+		t.Fatalf("Get without a token: %v", err)
+	}
+	// CONSUL_HTTP_TOKEN is honoured when the URL has none.
+	t.Setenv("CONSUL_HTTP_TOKEN", "tok")
+	env, err := storeurl.Open(ctx, "consul://"+srv.Addr+"/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	if _, err := env.Get(ctx, "locks/a"); err != nil {
+		t.Fatalf("Get with CONSUL_HTTP_TOKEN: %v", err)
+	}
+	for _, bad := range []string{"consul://h:1/p?bogus=1", "consul://u@h:1/p", "consul://h:1/p?scheme=ftp", "consul://h:1/a//b"} {
+		if s, err := storeurl.Open(ctx, bad); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded", bad)
+		}
+	}
+}
