@@ -69,3 +69,19 @@ func TestPresignedConditionalQuery(t *testing.T) {
 		t.Fatalf("second presigned create: %d %s", r.Status, r.Body)
 	}
 }
+
+// TestMetadataWireNames: user metadata goes out under lower-case header
+// names, as AWS sends them (botocore keeps the name's case verbatim).
+func TestMetadataWireNames(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.bucket("wire")
+	s.put("/wire/k", "x", "X-Amz-Meta-Color", "blue", "x-amz-meta-empty", "")
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, httptest.NewRequest("GET", "/wire/k", nil))
+	if v, ok := rec.Header()["x-amz-meta-color"]; !ok || v[0] != "blue" {
+		t.Fatalf("headers %v", rec.Header())
+	}
+	if v, ok := rec.Header()["x-amz-meta-empty"]; !ok || v[0] != "" {
+		t.Fatalf("empty value not kept: %v", rec.Header())
+	}
+}

@@ -261,7 +261,9 @@ func (h *Handler) writeObjectHeaders(q *request, v version, versioning string) {
 		hd.Set(k, val)
 	}
 	for k, val := range v.Meta {
-		hd["X-Amz-Meta-"+http.CanonicalHeaderKey(k)] = []string{val}
+		// Lower-case on the wire, as AWS sends them: clients such as
+		// botocore take the metadata name verbatim from the header name.
+		hd["x-amz-meta-"+k] = []string{val}
 	}
 	setVersionHeader(q.w, versioning, v.VersionID)
 	if v.Parts > 0 {
