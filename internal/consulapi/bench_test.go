@@ -114,7 +114,9 @@ func benchTxnCAS(hc *http.Client, base, key string, value []byte, idx uint64) (u
 		return 0, false, err
 	}
 	defer resp.Body.Close()
-	var out struct{ Results []struct{ KV struct{ ModifyIndex uint64 } } }
+	var out struct {
+		Results []struct{ KV struct{ ModifyIndex uint64 } }
+	}
 	switch resp.StatusCode {
 	case 200:
 		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Results) != 1 {
