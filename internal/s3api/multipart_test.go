@@ -90,6 +90,15 @@ func TestMultipartUpload(t *testing.T) {
 	if string(rg.Body) != "aabb" {
 		t.Fatalf("range across parts: %q", rg.Body)
 	}
+	// GET by part number.
+	pn := s.mustDo(206, "GET", "/mpb/big?partNumber=2", nil)
+	if string(pn.Body) != p2 || pn.Header.Get("x-amz-mp-parts-count") != "3" ||
+		pn.Header.Get("Content-Range") != fmt.Sprintf("bytes 1000-%d/%d", 1000+len(p2)-1, len(p1+p2+p3)) {
+		t.Fatalf("part 2: %d bytes, %v", len(pn.Body), pn.Header)
+	}
+	if r := s.do("GET", "/mpb/big?partNumber=4", nil); r.Status != 416 || r.err().Code != "InvalidPartNumber" {
+		t.Fatalf("part 4: %d %s", r.Status, r.Body)
+	}
 	// The upload is gone; the replaced part's blob was removed.
 	s.mustDo(404, "GET", "/mpb/big?uploadId="+m.id, nil)
 	if n := countBlobs(t, s); n != 3 {

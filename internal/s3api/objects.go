@@ -209,7 +209,7 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 		if e := rc.checkRead(v.ETag, v.modTime(), time.Now()); e != nil {
 			return e
 		}
-		rng, partial, rerr := parseRange(q.r.Header.Get("Range"), v.Size)
+		rng, partial, rerr := h.readRange(q, v)
 		if rerr != nil {
 			return rerr
 		}
@@ -266,9 +266,6 @@ func (h *Handler) writeObjectHeaders(q *request, v version, versioning string) {
 		hd["x-amz-meta-"+k] = []string{val}
 	}
 	setVersionHeader(q.w, versioning, v.VersionID)
-	if v.Parts > 0 {
-		hd.Set("x-amz-mp-parts-count", strconv.Itoa(v.Parts))
-	}
 	for param, header := range map[string]string{
 		"response-content-type": "Content-Type", "response-content-language": "Content-Language",
 		"response-expires": "Expires", "response-cache-control": "Cache-Control",
@@ -355,4 +352,38 @@ func deleteOne(s store, bucket, key, vid string, byID bool, cond deleteCond) (de
 	cur, _, err := s.current(bucket, key)
 	out.marker, out.versionID = true, cur.VersionID
 	return out, err
+}
+
+// readRange is the byte range a GET/HEAD asks for: a Range header, or a
+// partNumber (one part of a multipart object; part 1 is the whole of any
+// other object).
+func (h *Handler) readRange(q *request, v version) (byteRange, bool, error) {
+	pn, hasPN := q.query["partNumber"]
+	if !hasPN {
+		r, ok, e := parseRange(q.r.Header.Get("Range"), v.Size)
+		if e != nil {
+			return r, ok, e
+		}
+		return r, ok, nil
+	}
+	if q.r.Header.Get("Range") != "" {
+		return byteRange{}, false, errInvalidRequest("Cannot specify both Range header and partNumber query parameter")
+	}
+	n, err := strconv.Atoi(pn[0])
+	if err != nil || n < 1 || n > MaxParts {
+		return byteRange{}, false, errInvalidArgument("Part number must be an integer between 1 and 10000, inclusive", "partNumber", pn[0])
+	}
+	count := max(v.Parts, 1)
+	if n > count {
+		return byteRange{}, false, newErr(http.StatusRequestedRangeNotSatisfiable, "InvalidPartNumber", "The requested partnumber is not satisfiable")
+	}
+	q.w.Header().Set("x-amz-mp-parts-count", strconv.Itoa(count))
+	if v.Parts == 0 {
+		return byteRange{0, v.Size - 1}, v.Size > 0, nil
+	}
+	var off int64
+	for i := 0; i < n-1; i++ {
+		off += v.Segments[i].Size
+	}
+	return byteRange{off, off + v.Segments[n-1].Size - 1}, v.Segments[n-1].Size > 0, nil
 }
