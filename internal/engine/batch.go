@@ -168,8 +168,8 @@ func (e *Engine) commit(batch []*request) []*request {
 		failed.solo = true
 		retry := []*request{failed}
 		for _, r := range batch {
-			if r != failed && r.state.Load() == reqRunning {
-				retry = append(retry, r)
+			if r != failed && r.state.Load() != reqCancelled {
+				retry = append(retry, r) // ran and rolled back, or not reached yet
 			}
 		}
 		return retry
