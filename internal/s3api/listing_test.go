@@ -193,3 +193,87 @@ func TestListObjectsV2HTTP(t *testing.T) {
 		t.Fatalf("v1: %s", r.Body)
 	}
 }
+
+func TestListVersionsDelimiterAndUploads(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.bucket("lvd")
+	s.versioned("lvd", "Enabled")
+	for _, k := range []string{"a/1", "a/2", "b", "c d/x"} {
+		s.put("/lvd/"+url.PathEscape(k), "v1")
+		s.put("/lvd/"+url.PathEscape(k), "v2")
+	}
+	r := s.mustDo(200, "GET", "/lvd?versions&delimiter=/&encoding-type=url", nil)
+	body := string(r.Body)
+	for _, want := range []string{"<Prefix>a/</Prefix>", "<Prefix>c+d/</Prefix>", "<Key>b</Key>", "<EncodingType>url</EncodingType>"} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("missing %s in %s", want, body)
+		}
+	}
+	if strings.Count(body, "<Version>") != 2 {
+		t.Fatalf("want the two versions of b: %s", body)
+	}
+	// Paging with max-keys=1 and a delimiter visits a/, b (twice), c d/.
+	var seen []string
+	q := "max-keys=1&delimiter=/"
+	for i := 0; i < 10; i++ {
+		r := s.mustDo(200, "GET", "/lvd?versions&"+q, nil)
+		var p struct {
+			IsTruncated                        bool
+			NextKeyMarker, NextVersionIdMarker string
+			Version                            []struct{ Key string }
+			CommonPrefixes                     []struct{ Prefix string }
+		}
+		if err := xml.Unmarshal(r.Body, &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range p.Version {
+			seen = append(seen, v.Key)
+		}
+		for _, c := range p.CommonPrefixes {
+			seen = append(seen, c.Prefix)
+		}
+		if !p.IsTruncated {
+			break
+		}
+		q = "max-keys=1&delimiter=/&key-marker=" + url.QueryEscape(p.NextKeyMarker) + "&version-id-marker=" + p.NextVersionIdMarker
+	}
+	if strings.Join(seen, ",") != "a/,b,b,c d/" {
+		t.Fatalf("paged versions with delimiter: %q", seen)
+	}
+
+	// ListMultipartUploads: paging and delimiter.
+	ids := map[string]bool{}
+	for _, k := range []string{"u/1", "u/2", "v"} {
+		ids[s.createMPU("/lvd/"+k).id] = true
+	}
+	var got []string
+	q = "max-uploads=1"
+	for i := 0; i < 10; i++ {
+		r := s.mustDo(200, "GET", "/lvd?uploads&"+q, nil)
+		var p struct {
+			IsTruncated                       bool
+			NextKeyMarker, NextUploadIdMarker string
+			Upload                            []struct{ Key, UploadId string }
+		}
+		if err := xml.Unmarshal(r.Body, &p); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range p.Upload {
+			if !ids[u.UploadId] {
+				t.Fatalf("unknown upload %s", u.UploadId)
+			}
+			got = append(got, u.Key)
+		}
+		if !p.IsTruncated {
+			break
+		}
+		q = "max-uploads=1&key-marker=" + url.QueryEscape(p.NextKeyMarker) + "&upload-id-marker=" + p.NextUploadIdMarker
+	}
+	if strings.Join(got, ",") != "u/1,u/2,v" {
+		t.Fatalf("paged uploads: %q", got)
+	}
+	r = s.mustDo(200, "GET", "/lvd?uploads&delimiter=/", nil)
+	if !strings.Contains(string(r.Body), "<Prefix>u/</Prefix>") || strings.Count(string(r.Body), "<Upload>") != 1 {
+		t.Fatalf("uploads with delimiter: %s", r.Body)
+	}
+}
