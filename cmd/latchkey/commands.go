@@ -25,6 +25,7 @@ func commands() map[string]command {
 		"publish":  {"publish files atomically as one generation", runPublish},
 		"snapshot": {"snapshot get: write the published files into a directory", runSnapshot},
 		"gc":       {"delete superseded and abandoned publication generations", runGC},
+		"probe":    {"check a live store really does what its backend declares", runProbe},
 	}
 }
 
