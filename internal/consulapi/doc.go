@@ -25,5 +25,7 @@
 // an identical write is not skipped (every write gets a fresh index); keys
 // longer than Options.MaxKeyLen get 400; with Options.ACLToken set a
 // request without that token gets 403 "Permission denied" (there are no
-// per-key policies); Node, Service and Check txn ops get a 409 error entry.
+// per-key policies); Node, Service and Check txn ops get a 409 error entry;
+// keys are taken as Consul up to 1.21.4 took them (any printable path; the
+// traversal checks of 1.21.6 are not applied).
 package consulapi

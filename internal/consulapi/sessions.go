@@ -162,7 +162,6 @@ func (s *sessions) close() {
 // then each such key gets the session's lock-delay (capped at 60s).
 // Invalidating a missing session does nothing.
 func (h *Handler) invalidate(ctx context.Context, id string) error {
-	h.sess.disarm(id)
 	_, err := h.e.Update(ctx, func(tx *engine.Tx) error {
 		se, ok := loadSession(tx, id)
 		if !ok {
@@ -188,5 +187,9 @@ func (h *Handler) invalidate(ctx context.Context, id string) error {
 		}
 		return nil
 	})
-	return err
+	if err != nil {
+		return err // the session lives on, and so does its timer
+	}
+	h.sess.disarm(id)
+	return nil
 }
