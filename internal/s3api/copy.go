@@ -107,20 +107,7 @@ func (h *Handler) copyObject(q *request) error {
 	}
 	defer body.Close()
 	// Fast fail on the destination, then the in-place rule.
-	err = h.e.View(func(tx *engine.Tx) error {
-		s := store{tx}
-		if _, err := s.mustBucket(q.bucket); err != nil {
-			return err
-		}
-		st, err := s.state(q.bucket, q.key)
-		if err != nil {
-			return err
-		}
-		if e := cond.check(q.key, st, nil); e != nil {
-			return e
-		}
-		return nil
-	})
+	snap, err := h.precheck(q, cond)
 	if err != nil {
 		return err
 	}
@@ -136,7 +123,7 @@ func (h *Handler) copyObject(q *request) error {
 	if directive == "REPLACE" {
 		v.ContentType, v.Meta, v.Headers = ct, meta, hdrs
 	}
-	res, err := h.publish(q, cond, nil, v, in.inline)
+	res, err := h.publish(q, cond, &snap, v, in.inline)
 	if err != nil {
 		h.discard(in)
 		return err

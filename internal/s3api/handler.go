@@ -71,6 +71,10 @@ type Handler struct {
 	log    *slog.Logger
 	reqSeq atomic.Uint64
 	reqPfx string
+
+	// afterPrecheck, when set (tests only), runs after a write's
+	// request-start snapshot and before its body is read.
+	afterPrecheck atomic.Pointer[func()]
 }
 
 // New returns the S3 API handler over e.

@@ -35,23 +35,7 @@ func (h *Handler) putObject(q *request) error {
 	if size > MaxObjectSize {
 		return errEntityTooLarge()
 	}
-	// Fast fail before the body: the bucket must exist, and a precondition
-	// already false need not upload anything. The decisive check is the one
-	// at commit below.
-	err = h.e.View(func(tx *engine.Tx) error {
-		s := store{tx}
-		if _, err := s.mustBucket(q.bucket); err != nil {
-			return err
-		}
-		st, err := s.state(q.bucket, q.key)
-		if err != nil {
-			return err
-		}
-		if e := cond.check(q.key, st, nil); e != nil {
-			return e
-		}
-		return nil
-	})
+	snap, err := h.precheck(q, cond)
 	if err != nil {
 		return err
 	}
@@ -67,7 +51,7 @@ func (h *Handler) putObject(q *request) error {
 		ETag: etagOfMD5(in.md5), Size: in.size, ContentType: ct, Headers: hdrs, Meta: meta,
 		Inline: in.blob == "", Segments: in.segments(),
 	}
-	res, err := h.publish(q, cond, nil, v, in.inline)
+	res, err := h.publish(q, cond, &snap, v, in.inline)
 	if err != nil {
 		h.discard(in)
 		return err
@@ -79,6 +63,35 @@ func (h *Handler) putObject(q *request) error {
 	return nil
 }
 
+// precheck runs before the body is read: the bucket must exist, and a
+// precondition already false need not upload anything. It returns the key's
+// last-mutation index: a conditional write whose precondition still holds at
+// commit but whose key was changed meanwhile answers 409
+// ConditionalRequestConflict, as S3 does for writes that raced a
+// conflicting operation (spec §3). The decisive check is the one at commit.
+func (h *Handler) precheck(q *request, cond writeCond) (uint64, error) {
+	var snap uint64
+	err := h.e.View(func(tx *engine.Tx) error {
+		s := store{tx}
+		if _, err := s.mustBucket(q.bucket); err != nil {
+			return err
+		}
+		st, err := s.state(q.bucket, q.key)
+		if err != nil {
+			return err
+		}
+		snap = st.Mod
+		if e := cond.check(q.key, st, nil); e != nil {
+			return e
+		}
+		return nil
+	})
+	if hook := h.afterPrecheck.Load(); err == nil && hook != nil {
+		(*hook)()
+	}
+	return snap, err
+}
+
 // published is the outcome of publish.
 type published struct {
 	v          version
@@ -87,11 +100,9 @@ type published struct {
 }
 
 // publish checks cond against the key at commit and, if it holds, makes v
-// the key's current version, in one engine Update. snapshot is the
-// multipart 409 rule's key state (nil for single writes). extra, when set,
-// runs in the same transaction after the precondition passed (multipart
-// bookkeeping) and returns more blobs to drop.
-func (h *Handler) publish(q *request, cond writeCond, snapshot *uint64, v version, data []byte, extra ...func(s store) ([]string, error)) (published, error) {
+// the key's current version, in one engine Update. snapshot is the key's
+// last-mutation index when the request began (the 409 rule).
+func (h *Handler) publish(q *request, cond writeCond, snapshot *uint64, v version, data []byte) (published, error) {
 	var res published
 	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
 		res = published{}
@@ -106,13 +117,6 @@ func (h *Handler) publish(q *request, cond writeCond, snapshot *uint64, v versio
 		}
 		if e := cond.check(q.key, st, snapshot); e != nil {
 			return e
-		}
-		for _, fn := range extra {
-			d, err := fn(s)
-			if err != nil {
-				return err
-			}
-			res.dropped = append(res.dropped, d...)
 		}
 		v.Modified = time.Now().UnixNano()
 		res.dropped = append(res.dropped, s.putVersion(q.bucket, q.key, b.Versioning, v, data)...)
