@@ -199,18 +199,17 @@ func (h *Handler) sessionRenew(w http.ResponseWriter, r *http.Request, id string
 
 // sessionRead serves info, list and node: blocking reads of the session
 // table.
-func (h *Handler) sessionRead(w http.ResponseWriter, r *http.Request, watch string, filter func(*sessionEntry) bool) error {
+// collect returns the sessions to answer, read inside tx.
+func (h *Handler) sessionRead(w http.ResponseWriter, r *http.Request, watch string, collect func(tx *engine.Tx) []*sessionEntry) error {
 	qo, err := h.parseQuery(r)
 	if err != nil {
 		return err
 	}
 	var out []*sessionEntry
 	idx, err := h.block(r.Context(), qo, watch, func(tx *engine.Tx) (uint64, error) {
-		out = []*sessionEntry{}
-		for _, se := range listSessions(tx) {
-			if filter(se) {
-				out = append(out, se)
-			}
+		out = collect(tx)
+		if out == nil {
+			out = []*sessionEntry{}
 		}
 		return sessionsIndex(tx), nil
 	})
@@ -244,14 +243,27 @@ func (h *Handler) serveSession(w http.ResponseWriter, r *http.Request, rest stri
 		if arg == "" {
 			return badRequest("Missing session")
 		}
-		return h.sessionRead(w, r, sessionWatchPrefix+arg, func(se *sessionEntry) bool { return se.ID == arg })
+		return h.sessionRead(w, r, sessionWatchPrefix+arg, func(tx *engine.Tx) []*sessionEntry {
+			if se, ok := loadSession(tx, arg); ok {
+				return []*sessionEntry{se}
+			}
+			return nil
+		})
 	case "node":
 		if arg == "" {
 			return badRequest("Missing node name")
 		}
-		return h.sessionRead(w, r, sessionWatchPrefix, func(se *sessionEntry) bool { return se.Node == arg })
+		return h.sessionRead(w, r, sessionWatchPrefix, func(tx *engine.Tx) []*sessionEntry {
+			var out []*sessionEntry
+			for _, se := range listSessions(tx) {
+				if se.Node == arg {
+					out = append(out, se)
+				}
+			}
+			return out
+		})
 	case "list":
-		return h.sessionRead(w, r, sessionWatchPrefix, func(*sessionEntry) bool { return true })
+		return h.sessionRead(w, r, sessionWatchPrefix, listSessions)
 	}
 	return errorf(http.StatusNotFound, "404 page not found")
 }
