@@ -29,6 +29,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -299,7 +300,7 @@ func (p *prober) cleanup(parent context.Context, rep *Report) Result {
 	p.mu.Unlock()
 	var errs []error
 	for _, k := range keys {
-		if err := p.del(ctx, k, store.Unconditional); err != nil {
+		if err := p.delRetry(ctx, k); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -325,4 +326,29 @@ func (p *prober) cleanup(parent context.Context, rep *Report) Result {
 		res.Status, res.Detail = Pass, fmt.Sprintf("%d key(s) deleted", len(keys))
 	}
 	return res
+}
+
+// cleanupAttempts bounds the tries of each cleanup delete.
+const cleanupAttempts = 3
+
+// delRetry deletes key unconditionally, retrying an error that says the
+// delete did not happen or may not have (a delete is idempotent) after a
+// short jittered backoff.
+func (p *prober) delRetry(ctx context.Context, key string) error {
+	delay := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := p.del(ctx, key, store.Unconditional)
+		retryable := errors.Is(err, store.ErrTransient) || errors.Is(err, store.ErrUnknownOutcome)
+		if err == nil || !retryable || attempt == cleanupAttempts {
+			return err
+		}
+		t := time.NewTimer(delay/2 + time.Duration(mrand.Int64N(int64(delay/2))))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay *= 2
+	}
 }

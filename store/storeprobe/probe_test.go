@@ -296,3 +296,14 @@ func TestTotalTimeout(t *testing.T) {
 		}
 	})
 }
+
+func TestCleanupRetriesTransientDeletes(t *testing.T) {
+	s := faultstore.New(memstore.New(), 1)
+	s.Inject(faultstore.Rule{Ops: faultstore.OpDelete, Prefix: prefix + "/put/", Count: 2})
+	rep := probe(t, s, nil)
+	wantFailed(t, rep, nil)
+	if s.Injected() != 2 {
+		t.Fatalf("%d faults injected; want the 2 transient cleanup deletes", s.Injected())
+	}
+	requireEmpty(t, s)
+}
