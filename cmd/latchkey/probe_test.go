@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -124,6 +125,33 @@ func TestProbeBrokenStoreExits1(t *testing.T) {
 		}
 		if rep.OK || !found {
 			t.Errorf("json report ok=%v, broken %q found=%v", rep.OK, check, found)
+		}
+	}
+}
+
+// The probe against latchkey's own server, through both of its APIs and
+// the real backends that speak them.
+func TestProbeOwnServer(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "probe-access")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "probe-secret-key")
+	t.Setenv("AWS_REGION", "us-east-1")
+	base, _ := startServe(t, map[string]string{}, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0",
+		"--access-key", "probe-access", "--secret-key", "probe-secret-key", "--anonymous")
+	req, _ := http.NewRequest(http.MethodPut, base+"/probe-bucket", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("create bucket: %s", resp.Status)
+	}
+	host := strings.TrimPrefix(base, "http://")
+	c := newCLI(t)
+	for _, u := range []string{"consul://" + host + "/app", "s3://probe-bucket/app?endpoint=" + base} {
+		out := c.ok("probe", "--store", u)
+		if !strings.Contains(out, " 0 failed") || !strings.Contains(out, "no key left behind") {
+			t.Errorf("%s:\n%s", u, out)
 		}
 	}
 }
