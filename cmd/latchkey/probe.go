@@ -26,7 +26,8 @@ declared. Some stores accept conditions and silently ignore them; this is how
 to find out before relying on one. Every key written is deleted afterwards.
 Prints one line per check (PASS, FAIL, SKIP for an undeclared capability);
 a FAIL marked BROKEN means the store broke a guarantee it declares.
-Exit 0 when everything declared is verified, 1 when a check fails.`)
+Exit 0 when everything declared is verified, 1 when a check fails, 2 for a
+bad command line or a --prefix that already holds keys.`)
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "write only under `P`, which must hold no key (default latchkey-probe/<random>)")
 	asJSON := f.Bool("json", false, "print the report as JSON")
