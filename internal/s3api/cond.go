@@ -169,9 +169,9 @@ func (c deleteCond) check(key string, cur current) *Error {
 
 // readCond holds the GET/HEAD (or copy-source) validators.
 type readCond struct {
-	IfMatch, IfNoneMatch             string
-	HasIfMatch, HasIfNoneMatch       bool
-	IfModifiedSince, IfUnmodifiedSin time.Time // zero when absent or unparsable
+	IfMatch, IfNoneMatch               string
+	HasIfMatch, HasIfNoneMatch         bool
+	IfModifiedSince, IfUnmodifiedSince time.Time // zero when absent or unparsable
 }
 
 func parseReadCond(r *http.Request, prefix string) readCond {
@@ -179,7 +179,7 @@ func parseReadCond(r *http.Request, prefix string) readCond {
 	c.IfMatch, c.HasIfMatch = headerValue(r, prefix+"If-Match")
 	c.IfNoneMatch, c.HasIfNoneMatch = headerValue(r, prefix+"If-None-Match")
 	c.IfModifiedSince = parseHTTPTime(r.Header.Get(prefix + "If-Modified-Since"))
-	c.IfUnmodifiedSin = parseHTTPTime(r.Header.Get(prefix + "If-Unmodified-Since"))
+	c.IfUnmodifiedSince = parseHTTPTime(r.Header.Get(prefix + "If-Unmodified-Since"))
 	return c
 }
 
@@ -211,7 +211,7 @@ func (c readCond) checkRead(etag string, lastMod, now time.Time) *Error {
 	if c.HasIfMatch && !etagListMatches(c.IfMatch, etag) {
 		return errPrecondition("If-Match")
 	}
-	if !c.HasIfMatch && !c.IfUnmodifiedSin.IsZero() && lm.After(c.IfUnmodifiedSin) {
+	if !c.HasIfMatch && !c.IfUnmodifiedSince.IsZero() && lm.After(c.IfUnmodifiedSince) {
 		return errPrecondition("If-Unmodified-Since")
 	}
 	notModified := func() *Error {
@@ -239,7 +239,7 @@ func (c readCond) checkCopySource(etag string, lastMod, now time.Time) *Error {
 	if c.HasIfMatch && !etagListMatches(c.IfMatch, etag) {
 		return errPrecondition("x-amz-copy-source-If-Match")
 	}
-	if !c.HasIfMatch && !c.IfUnmodifiedSin.IsZero() && lm.After(c.IfUnmodifiedSin) {
+	if !c.HasIfMatch && !c.IfUnmodifiedSince.IsZero() && lm.After(c.IfUnmodifiedSince) {
 		return errPrecondition("x-amz-copy-source-If-Unmodified-Since")
 	}
 	if c.HasIfNoneMatch {

@@ -133,16 +133,16 @@ func TestReadConditionLadder(t *testing.T) {
 		want int
 		cond string
 	}{
-		{"all four, If-Match false wins", rc{IfMatch: `"x"`, HasIfMatch: true, IfNoneMatch: etag, HasIfNoneMatch: true, IfModifiedSince: after, IfUnmodifiedSin: before}, 412, "If-Match"},
-		{"IUS false", rc{IfNoneMatch: etag, HasIfNoneMatch: true, IfModifiedSince: after, IfUnmodifiedSin: before}, 412, "If-Unmodified-Since"},
+		{"all four, If-Match false wins", rc{IfMatch: `"x"`, HasIfMatch: true, IfNoneMatch: etag, HasIfNoneMatch: true, IfModifiedSince: after, IfUnmodifiedSince: before}, 412, "If-Match"},
+		{"IUS false", rc{IfNoneMatch: etag, HasIfNoneMatch: true, IfModifiedSince: after, IfUnmodifiedSince: before}, 412, "If-Unmodified-Since"},
 		{"INM matches", rc{IfNoneMatch: etag, HasIfNoneMatch: true, IfModifiedSince: after}, 304, ""},
 		{"IMS not newer", rc{IfModifiedSince: after}, 304, ""},
-		{"If-Match true + IUS false → 200", rc{IfMatch: etag, HasIfMatch: true, IfUnmodifiedSin: before}, 200, ""},
+		{"If-Match true + IUS false → 200", rc{IfMatch: etag, HasIfMatch: true, IfUnmodifiedSince: before}, 200, ""},
 		{"INM matching + IMS true → 304", rc{IfNoneMatch: etag, HasIfNoneMatch: true, IfModifiedSince: before}, 304, ""},
 		{"INM unquoted matches", rc{IfNoneMatch: "abc", HasIfNoneMatch: true}, 304, ""},
 		{"INM differs → 200 despite IMS", rc{IfNoneMatch: `"x"`, HasIfNoneMatch: true, IfModifiedSince: after}, 200, ""},
 		{"IMS in the future ignored", rc{IfModifiedSince: future}, 200, ""},
-		{"IUS equal to Last-Modified → 200", rc{IfUnmodifiedSin: lmSec}, 200, ""},
+		{"IUS equal to Last-Modified → 200", rc{IfUnmodifiedSince: lmSec}, 200, ""},
 		{"IMS equal to Last-Modified → 304", rc{IfModifiedSince: lmSec}, 304, ""},
 		{"IMS older → 200", rc{IfModifiedSince: before}, 200, ""},
 		{"If-Match equal → 200", rc{IfMatch: etag, HasIfMatch: true}, 200, ""},
@@ -172,8 +172,8 @@ func TestCopySourceConditions(t *testing.T) {
 		cond string // "" = passes
 	}{
 		{"if-match differs", readCond{IfMatch: `"x"`, HasIfMatch: true}, "x-amz-copy-source-If-Match"},
-		{"if-match equal + ius false passes", readCond{IfMatch: etag, HasIfMatch: true, IfUnmodifiedSin: lm.Add(-time.Hour)}, ""},
-		{"ius false", readCond{IfUnmodifiedSin: lm.Add(-time.Hour)}, "x-amz-copy-source-If-Unmodified-Since"},
+		{"if-match equal + ius false passes", readCond{IfMatch: etag, HasIfMatch: true, IfUnmodifiedSince: lm.Add(-time.Hour)}, ""},
+		{"ius false", readCond{IfUnmodifiedSince: lm.Add(-time.Hour)}, "x-amz-copy-source-If-Unmodified-Since"},
 		{"if-none-match matches → 412", readCond{IfNoneMatch: etag, HasIfNoneMatch: true}, "x-amz-copy-source-If-None-Match"},
 		{"if-none-match differs passes", readCond{IfNoneMatch: `"x"`, HasIfNoneMatch: true}, ""},
 		{"ims not modified", readCond{IfModifiedSince: lm.Add(time.Minute)}, "x-amz-copy-source-If-Modified-Since"},
