@@ -20,6 +20,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"version":  {"print the version", runVersion},
 		"serve":    {"run the durable Consul KV- and S3-compatible server", runServe},
+		"bench":    {"measure durable CAS throughput and latency (vs etcd with --etcd)", runBenchCmd},
 		"kv":       {"read and write keys: get, put, delete, list, update", runKV},
 		"lock":     {"run a command under a lock; show or release a lock", runLock},
 		"publish":  {"publish files atomically as one generation", runPublish},
