@@ -3,6 +3,7 @@ package consulapi
 import (
 	"context"
 	"errors"
+	"net/http"
 
 	"github.com/latchkey/latchkey/internal/engine"
 )
@@ -19,6 +20,12 @@ import (
 // read.
 func (h *Handler) block(ctx context.Context, qo queryOptions, watch string, run func(tx *engine.Tx) (uint64, error)) (uint64, error) {
 	if qo.index > 0 {
+		select {
+		case h.blocking <- struct{}{}:
+			defer func() { <-h.blocking }()
+		default:
+			return 0, errorf(http.StatusTooManyRequests, "Too many blocking queries (limit %d)", h.opts.MaxBlockingQueries)
+		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, qo.wait)
 		defer cancel()

@@ -48,6 +48,10 @@ type Options struct {
 	DefaultQueryTime time.Duration
 	// MaxQueryTime caps ?wait. Default 10m.
 	MaxQueryTime time.Duration
+	// MaxBlockingQueries caps the blocking queries waiting at once (each
+	// holds a connection and a goroutine); one more is answered 429.
+	// Default 8192.
+	MaxBlockingQueries int
 }
 
 func (o *Options) withDefaults() Options {
@@ -89,6 +93,9 @@ func (o *Options) withDefaults() Options {
 	if v.MaxQueryTime <= 0 {
 		v.MaxQueryTime = 10 * time.Minute
 	}
+	if v.MaxBlockingQueries <= 0 {
+		v.MaxBlockingQueries = 8192
+	}
 	return v
 }
 
@@ -100,6 +107,8 @@ type Handler struct {
 	log  *slog.Logger
 	sess *sessions
 	now  func() time.Time
+	// blocking holds one token per blocking query in flight.
+	blocking chan struct{}
 }
 
 // New returns a Handler over e. It restarts the TTL timer of every stored
@@ -107,7 +116,7 @@ type Handler struct {
 // over.
 func New(e *engine.Engine, opts *Options) (*Handler, error) {
 	o := opts.withDefaults()
-	h := &Handler{e: e, opts: o, log: o.Logger, now: time.Now}
+	h := &Handler{e: e, opts: o, log: o.Logger, now: time.Now, blocking: make(chan struct{}, o.MaxBlockingQueries)}
 	h.sess = newSessions(h)
 	if err := h.sess.start(); err != nil {
 		return nil, err

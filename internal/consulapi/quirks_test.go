@@ -330,3 +330,34 @@ func TestQuirkAgentSelf(t *testing.T) {
 		t.Fatalf("leader = %q, %v", leader, err)
 	}
 }
+
+func TestBlockingQueryLimit(t *testing.T) {
+	s := newTestServer(t, &Options{MaxBlockingQueries: 1})
+	s.expect(t, "PUT", "/v1/kv/b", "v", 200, "true")
+	resp, _ := s.do(t, "GET", "/v1/kv/b", "")
+	idx := resp.Header.Get("X-Consul-Index")
+	done := make(chan int, 1)
+	go func() {
+		r, err := http.Get(s.URL + "/v1/kv/b?wait=2s&index=" + idx)
+		if err != nil {
+			done <- 0
+			return
+		}
+		r.Body.Close()
+		done <- r.StatusCode
+	}()
+	// The second waiter is refused while the first waits; a non-blocking
+	// read is not limited.
+	for deadline := time.Now().Add(2 * time.Second); len(s.h.blocking) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the first blocking query never started waiting")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.expect(t, "GET", "/v1/kv/b?wait=2s&index="+idx, "", 429, "Too many blocking queries (limit 1)")
+	s.expect(t, "GET", "/v1/kv/b?raw", "", 200, "v")
+	s.expect(t, "PUT", "/v1/kv/b", "w", 200, "true") // wakes the first
+	if code := <-done; code != 200 {
+		t.Fatalf("first blocking query: %d", code)
+	}
+}
