@@ -97,6 +97,9 @@ func Open(ctx context.Context, bucket, prefix string, opts *Options) (*Store, er
 		cfg.Region = "us-east-1"
 	}
 	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
+		// Objects written by other tools may carry no checksum; that is
+		// not worth a line on stderr per read.
+		so.DisableLogOutputChecksumValidationSkipped = true
 		if o.Endpoint != "" {
 			so.BaseEndpoint = aws.String(o.Endpoint)
 			so.UsePathStyle = true
