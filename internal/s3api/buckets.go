@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"net/netip"
 	"sort"
@@ -63,6 +64,10 @@ func (h *Handler) listBuckets(q *request) error {
 	return writeXML(q.w, http.StatusOK, res)
 }
 
+// errBucketExistsOK aborts CreateBucket's Update when the bucket exists
+// and the answer is nonetheless 200 (us-east-1).
+var errBucketExistsOK = errors.New("s3api: bucket exists; answer 200")
+
 func (h *Handler) createBucket(q *request) error {
 	var cfg createBucketConfiguration
 	if q.r.ContentLength != 0 {
@@ -82,6 +87,13 @@ func (h *Handler) createBucket(q *request) error {
 		if _, ok, err := s.bucket(q.bucket); err != nil {
 			return err
 		} else if ok {
+			// There is one principal, so an existing bucket is always
+			// ours. AWS answers 200 for that in us-east-1 (a legacy
+			// behaviour SDKs rely on) and 409 BucketAlreadyOwnedByYou in
+			// every other region.
+			if h.opts.Region == "us-east-1" {
+				return errBucketExistsOK
+			}
 			return errBucketOwned(q.bucket)
 		}
 		if err := tx.Bucket(tblBuckets).Put([]byte(q.bucket), mustJSON(bucketRec{Created: now.UnixNano()})); err != nil {
@@ -90,7 +102,7 @@ func (h *Handler) createBucket(q *request) error {
 		tx.Touch("\x00s3/" + q.bucket)
 		return nil
 	})
-	if err != nil {
+	if err != nil && err != errBucketExistsOK {
 		return err
 	}
 	q.w.Header().Set("Location", "/"+q.bucket)
