@@ -18,6 +18,8 @@ type notifier struct {
 	f  *os.File // the inotify instance, read by run
 	fd int      // f's descriptor (f.Fd would make it blocking)
 
+	start sync.Once // run starts with the first watch, not at Open
+
 	mu      sync.Mutex
 	buckets map[string]*bucketWatch
 	byWD    map[int32]*bucketWatch
@@ -44,7 +46,6 @@ func newNotifier() *notifier {
 		buckets: make(map[string]*bucketWatch),
 		byWD:    make(map[int32]*bucketWatch),
 	}
-	go n.run()
 	return n
 }
 
@@ -52,6 +53,7 @@ func newNotifier() *notifier {
 // the watch on first use. Take the channel before reading the state it
 // guards, so no event between the read and the wait is lost.
 func (n *notifier) watch(bucket, dir string) (<-chan struct{}, error) {
+	n.start.Do(func() { go n.run() })
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.done {
