@@ -57,32 +57,51 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		return nil, opErr(op, ops[0].Key, store.ErrTransient, err)
 	}
 	defer unlock()
-	for i, o := range ops {
-		exists, cur, err := s.current(o.Key)
-		if err != nil {
-			return nil, opErr(op, o.Key, store.ErrTransient, err)
-		}
-		if !o.Cond.Holds(exists, formatVersionString(cur)) {
-			return nil, store.Errorf(backend, op, o.Key, store.ErrConflict,
-				&store.TxnError{Index: i, Key: o.Key, Err: store.ErrConflict})
-		}
+	if err := s.checkConds(ops); err != nil {
+		return nil, err
 	}
 	if len(j.Ops) == 0 {
 		return out, nil
 	}
 	hook("checked")
+	if kind, err := s.commit(stripes, j); err != nil {
+		return nil, opErr(op, ops[0].Key, kind, err)
+	}
+	return out, nil
+}
+
+// checkConds checks every op's condition against the current state; the
+// caller holds the ops' stripes.
+func (s *Store) checkConds(ops []store.TxnOp) error {
+	for i, o := range ops {
+		exists, cur, err := s.current(o.Key)
+		if err != nil {
+			return opErr("txn", o.Key, store.ErrTransient, err)
+		}
+		if !o.Cond.Holds(exists, formatVersionString(cur)) {
+			return store.Errorf(backend, "txn", o.Key, store.ErrConflict,
+				&store.TxnError{Index: i, Key: o.Key, Err: store.ErrConflict})
+		}
+	}
+	return nil
+}
+
+// commit applies j, through a committed journal when it writes more than
+// one key. On failure it returns the error's kind: ErrTransient when
+// nothing happened, ErrUnknownOutcome when the transaction may have.
+func (s *Store) commit(stripes []int, j journal) (kind, err error) {
 	name := ""
 	if len(j.Ops) > 1 {
 		if name, err = s.commitJournal(stripes, j); err != nil {
 			if _, serr := os.Stat(filepath.Join(s.dir, txnDir, name)); serr != nil {
-				return nil, opErr(op, ops[0].Key, store.ErrTransient, err) // nothing happened
+				return store.ErrTransient, err // no journal: nothing happened
 			}
 			// The journal is visible though not known durable: finish the
 			// transaction, but do not promise it.
 			if aerr := s.apply(name, j); aerr == nil {
 				s.notify()
 			}
-			return nil, opErr(op, ops[0].Key, store.ErrUnknownOutcome, err)
+			return store.ErrUnknownOutcome, err
 		}
 		hook("committed")
 	}
@@ -91,9 +110,9 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 	if err != nil {
 		// A committed journal stays behind and the next locker of these
 		// stripes finishes it; either way the outcome is not ours to say.
-		return nil, opErr(op, ops[0].Key, store.ErrUnknownOutcome, err)
+		return store.ErrUnknownOutcome, err
 	}
-	return out, nil
+	return nil, nil
 }
 
 // stageOp stages the value of an OpPut and makes sure its bucket exists.
