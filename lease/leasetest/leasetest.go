@@ -149,3 +149,17 @@ func fenced(t *testing.T, s store.Store, key string) (string, uint64) {
 	}
 	return string(v), tok
 }
+
+// WithoutWatch hides s's store.Watcher, so that Acquire polls. A harness
+// running in a synctest bubble wraps a backend whose native watch blocks a
+// goroutine on real I/O (inotify, a network read), since such a goroutine
+// keeps the bubble's fake clock from advancing.
+func WithoutWatch(s store.Store) store.Store { return noWatch{s} }
+
+type noWatch struct{ store.Store }
+
+func (n noWatch) Capabilities() store.Capabilities {
+	c := n.Store.Capabilities()
+	c.Watch = false
+	return c
+}

@@ -47,8 +47,10 @@ func testLostBeforeTakeover(t *testing.T, e *env) {
 	if !errors.Is(l.Err(), lease.ErrLost) || !errors.Is(context.Cause(l.Context()), lease.ErrLost) {
 		t.Errorf("Err = %v, context cause = %v; want ErrLost", l.Err(), context.Cause(l.Context()))
 	}
-	if gap := takenAt.Sub(lost); gap < o.Margin/2 {
-		t.Errorf("takeover came %v after the holder gave up; want at least about Margin %v", gap, o.Margin)
+	// On fake time the gap is exactly Margin or more; on the real clock the
+	// holder's timer may fire late, but never after the takeover.
+	if gap := takenAt.Sub(lost); gap <= 0 || (e.synct && gap < o.Margin) {
+		t.Errorf("takeover came %v after the holder gave up; want at least Margin %v", gap, o.Margin)
 	}
 	if e.synct {
 		if d := lost.Sub(lastOK); d > o.TTL-o.Margin {
