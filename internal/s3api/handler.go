@@ -1,7 +1,9 @@
 package s3api
 
 import (
+	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/xml"
@@ -305,14 +307,23 @@ func readXML(q *request, v any) error {
 }
 
 // readAllLimited reads the whole request body, refusing more than max
-// bytes.
+// bytes, and checks it against Content-MD5 when the request has one (as S3
+// does for every body: a DeleteObjects whose digest is wrong deletes
+// nothing).
 func readAllLimited(q *request, max int64) ([]byte, error) {
+	wantMD5, err := contentMD5(q.r)
+	if err != nil {
+		return nil, err
+	}
 	data, err := io.ReadAll(io.LimitReader(q.body, max+1))
 	if err != nil {
 		return nil, bodyError(err)
 	}
 	if int64(len(data)) > max {
 		return nil, errMalformedXML()
+	}
+	if sum := md5.Sum(data); wantMD5 != nil && !bytes.Equal(sum[:], wantMD5) {
+		return nil, errBadDigest()
 	}
 	return data, nil
 }
