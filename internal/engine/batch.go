@@ -133,6 +133,7 @@ func (e *Engine) commit(batch []*request) []*request {
 	solo := len(batch) == 1 && batch[0].solo
 	err := e.db.Update(func(btx *bbolt.Tx) error {
 		done, failed = done[:0], nil
+		now := e.now().UnixNano()
 		meta := btx.Bucket(bucketMeta)
 		idx := getU64(meta.Get(keyIndex))
 		wrote := false
@@ -141,7 +142,7 @@ func (e *Engine) commit(batch []*request) []*request {
 				continue // cancelled before it started
 			}
 			r.err = nil
-			tx := &Tx{btx: btx, index: idx + 1, write: true}
+			tx := &Tx{btx: btx, index: idx + 1, write: true, now: now}
 			if err := call(r.fn, tx); err != nil {
 				r.err = err
 				if !tx.dirty {

@@ -39,8 +39,24 @@ type Options struct {
 	// swept (only dir/blobs/tmp, which never holds a referenced blob).
 	LiveBlobs func(tx *Tx, live func(id string)) error
 
+	// TombstoneTTL is how long the tombstone of a deleted key is kept.
+	// Tombstones let KeysIndex of a prefix move forward when a key under it
+	// is deleted; a reaped one leaves its index behind as a floor under
+	// every prefix, so indexes never go backwards (a blocking list may
+	// return once, early, after a reap). Zero means 15 minutes, as
+	// Consul's default; reaping runs every TTL/4, at most
+	// 10000 tombstones per pass.
+	TombstoneTTL time.Duration
+
 	// NoSync disables fsync. Tests only: it voids the durability promise.
 	NoSync bool
+}
+
+func (o *Options) tombstoneTTL() time.Duration {
+	if o == nil || o.TombstoneTTL <= 0 {
+		return 15 * time.Minute
+	}
+	return o.TombstoneTTL
 }
 
 func (o *Options) maxBatch() int {
@@ -65,6 +81,8 @@ type Engine struct {
 	done   chan struct{} // closed when the writer loop exits
 
 	watch watchers
+	now   func() time.Time // the clock; tests substitute it
+	stop  chan struct{}    // closed by Close: ends the reaper
 
 	updates atomic.Uint64
 	commits atomic.Uint64
@@ -72,11 +90,12 @@ type Engine struct {
 
 // Internal bucket names. Raw buckets of other layers get rawPrefix.
 var (
-	bucketMeta = []byte("meta")
-	bucketKV   = []byte("kv")
-	bucketTomb = []byte("tomb")
-	keyIndex   = []byte("index")   // latest committed index
-	keyKVIndex = []byte("kvindex") // latest index that changed the kv table
+	bucketMeta   = []byte("meta")
+	bucketKV     = []byte("kv")
+	bucketTomb   = []byte("tomb")
+	keyIndex     = []byte("index")     // latest committed index
+	keyKVIndex   = []byte("kvindex")   // latest index that changed the kv table
+	keyTombFloor = []byte("tombfloor") // greatest index of a reaped tombstone
 )
 
 const rawPrefix = "x/"
@@ -91,7 +110,8 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{dir: dir, lock: lock, reqs: make(chan *request, 4096), done: make(chan struct{})}
+	e := &Engine{dir: dir, lock: lock, reqs: make(chan *request, 4096), done: make(chan struct{}),
+		now: time.Now, stop: make(chan struct{})}
 	if opts != nil {
 		e.opts = *opts
 	}
@@ -104,6 +124,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 		return nil, err
 	}
 	go e.writer()
+	go e.reaper()
 	return e, nil
 }
 
@@ -172,6 +193,7 @@ func (e *Engine) Close() error {
 	}
 	e.closed = true
 	close(e.reqs)
+	close(e.stop)
 	e.mu.Unlock()
 	<-e.done
 	e.watch.close()

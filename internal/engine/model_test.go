@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -17,7 +18,9 @@ var modelSeed = flag.Uint64("engine.seed", 0, "seed of TestModel (0: random)")
 type modelKV struct {
 	kv    map[string]KV
 	tomb  map[string]uint64
-	index uint64 // last committed
+	born  map[string]int64 // tombstone times
+	floor uint64           // greatest reaped tombstone index
+	index uint64           // last committed
 	kvIdx uint64 // last index that changed a record
 }
 
@@ -36,7 +39,7 @@ func (m *modelKV) keysIndex(prefix string) uint64 {
 			top = max(top, i)
 		}
 	}
-	return max(top, 1)
+	return max(top, m.floor, 1)
 }
 
 // TestModel runs random Updates (puts, deletes, failing writes, no-ops)
@@ -52,12 +55,20 @@ func TestModel(t *testing.T) {
 	keys := []string{"a", "a/b", "a/c", "ab", "b", "b/a/x", "c"}
 	prefixes := []string{"", "a", "a/", "b", "b/a", "z"}
 	dir := t.TempDir()
-	e, err := Open(dir, &Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
+	opts := &Options{NoSync: true, TombstoneTTL: time.Hour}
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	open := func() *Engine {
+		e, err := Open(dir, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.now = func() time.Time { return time.Unix(0, clock.Load()) }
+		return e
 	}
+	e := open()
 	defer func() { e.Close() }()
-	m := &modelKV{kv: map[string]KV{}, tomb: map[string]uint64{}, index: 1}
+	m := &modelKV{kv: map[string]KV{}, tomb: map[string]uint64{}, born: map[string]int64{}, index: 1}
 	boom := errors.New("boom")
 	for step := range 2000 {
 		k := keys[rng.IntN(len(keys))]
@@ -78,6 +89,7 @@ func TestModel(t *testing.T) {
 			}
 			m.kv[k] = KV{Key: k, Value: []byte(v), Flags: uint64(step), CreateIndex: create, ModifyIndex: m.index}
 			delete(m.tomb, k)
+			delete(m.born, k)
 			m.kvIdx = m.index
 			if idx != m.index {
 				t.Fatalf("step %d: put index %d, model %d", step, idx, m.index)
@@ -91,6 +103,7 @@ func TestModel(t *testing.T) {
 				m.index++
 				delete(m.kv, k)
 				m.tomb[k] = m.index
+				m.born[k] = clock.Load()
 				m.kvIdx = m.index
 			}
 			if idx != m.index {
@@ -109,8 +122,18 @@ func TestModel(t *testing.T) {
 			if err := e.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if e, err = Open(dir, &Options{NoSync: true}); err != nil {
+			e = open()
+		case op < 9: // time passes; expired tombstones are reaped
+			clock.Add(int64(time.Duration(rng.IntN(40)) * time.Minute))
+			if _, err := e.reap(nil); err != nil {
 				t.Fatal(err)
+			}
+			for k, born := range m.born {
+				if born < clock.Load()-int64(time.Hour) {
+					m.floor = max(m.floor, m.tomb[k])
+					delete(m.tomb, k)
+					delete(m.born, k)
+				}
 			}
 		}
 		p := prefixes[rng.IntN(len(prefixes))]

@@ -24,13 +24,13 @@ type KV struct {
 // inside the function it was passed to. Values returned by its methods are
 // copies and stay valid afterwards.
 type Tx struct {
-	btx      *bbolt.Tx
-	index    uint64
-	write    bool
-	dirty    bool     // wrote something (or obtained a raw bucket for writing)
-	changed  bool     // consumed its index
-	touched  []string // keys to wake watchers of
-	tombsDel bool
+	btx     *bbolt.Tx
+	index   uint64
+	write   bool
+	dirty   bool     // wrote something (or obtained a raw bucket for writing)
+	changed bool     // consumed its index
+	touched []string // keys to wake watchers of
+	now     int64    // commit time (unix ns), stamped on tombstones
 }
 
 // Index is this write's index inside Update, or the latest committed
@@ -105,7 +105,7 @@ func (tx *Tx) DeleteKV(key string) bool {
 	}
 	tx.mustWrite()
 	must(b.Delete(k))
-	must(tx.btx.Bucket(bucketTomb).Put(k, u64(tx.index)))
+	must(tx.btx.Bucket(bucketTomb).Put(k, tombstone(tx.index, tx.now)))
 	tx.kvChanged(key)
 	return true
 }
@@ -155,9 +155,12 @@ func (tx *Tx) KeysIndex(prefix string) uint64 {
 		}
 		c = tx.btx.Bucket(bucketTomb).Cursor()
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			top = max(top, getU64(v))
+			top = max(top, getU64(v[:8]))
 		}
 	}
+	// Reaped tombstones leave their greatest index behind as a floor, so
+	// that no prefix's index ever goes backwards.
+	top = max(top, getU64(tx.btx.Bucket(bucketMeta).Get(keyTombFloor)))
 	return max(top, 1)
 }
 
