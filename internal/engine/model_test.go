@@ -21,7 +21,7 @@ type modelKV struct {
 	born  map[string]int64 // tombstone times
 	floor uint64           // greatest reaped tombstone index
 	index uint64           // last committed
-	kvIdx uint64 // last index that changed a record
+	kvIdx uint64           // last index that changed a record
 }
 
 func (m *modelKV) keysIndex(prefix string) uint64 {
