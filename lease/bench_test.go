@@ -32,29 +32,40 @@ func (c counted) Put(ctx context.Context, key string, v []byte, cond store.Condi
 	return c.Store.Put(ctx, key, v, cond)
 }
 
+// countedWatch is counted with the store's native watch passed through
+// (a wait is not counted: it is not a request to the store).
+type countedWatch struct{ counted }
+
+func (c countedWatch) WaitChange(ctx context.Context, key string, last store.Version) error {
+	return c.Store.(store.Watcher).WaitChange(ctx, key, last)
+}
+
 // BenchmarkHandoff measures, on the directory store, the time from one
 // holder's Release to the next holder's Acquire returning, with W
 // contenders that each open the directory and poll like separate
-// processes (TTL 2s, so PollInterval 200ms); each holder holds for 20ms.
-// A holder that released
-// waits 20ms before contending again. It reports p50 and p99 of the
+// processes (TTL 2s, so PollInterval 200ms); each holder holds for 20ms
+// and, after releasing, contends again only once someone else took over. It reports p50 and p99 of the
 // handoff and the requests per second a contender sends while it waits in
 // Acquire, and all requests per second on the key.
 // Run with -benchtime=100x: every iteration is one handoff.
 func BenchmarkHandoff(b *testing.B) {
-	for _, waiters := range []int{2, 8, 32} {
-		b.Run(fmt.Sprintf("waiters=%d", waiters), func(b *testing.B) {
-			benchHandoff(b, waiters, 2*time.Second, false)
-		})
+	for _, watch := range []bool{false, true} {
+		for _, waiters := range []int{2, 8, 32} {
+			b.Run(fmt.Sprintf("watch=%v/waiters=%d", watch, waiters), func(b *testing.B) {
+				benchHandoff(b, waiters, 2*time.Second, false, watch)
+			})
+		}
 	}
-	b.Run("waiters=32/one-locker", func(b *testing.B) {
-		benchHandoff(b, 32, 2*time.Second, true)
+	b.Run("one-locker/waiters=32", func(b *testing.B) {
+		benchHandoff(b, 32, 2*time.Second, true, false)
 	})
 }
 
 // benchHandoff: with shared, the waiters are goroutines of one process
 // sharing one Locker (one poller, woken at once by a local release).
-func benchHandoff(b *testing.B, waiters int, ttl time.Duration, shared bool) {
+// With watch, Acquire uses the directory store's native watch (inotify on
+// Linux) instead of polling.
+func benchHandoff(b *testing.B, waiters int, ttl time.Duration, shared, watch bool) {
 	const hold = 20 * time.Millisecond
 	dir := b.TempDir()
 	var (
@@ -64,6 +75,7 @@ func benchHandoff(b *testing.B, waiters int, ttl time.Duration, shared bool) {
 		released  time.Time
 		waiting   time.Duration // summed over contenders
 		handoffs  = b.N
+		acquired  = make(chan struct{}) // closed and replaced on every acquisition
 		wg        sync.WaitGroup
 		ctx, stop = context.WithCancel(context.Background())
 	)
@@ -81,7 +93,14 @@ func benchHandoff(b *testing.B, waiters int, ttl time.Duration, shared bool) {
 			}
 			defer fs.Close()
 			reqs = new(atomic.Int64)
-			lk, err = lease.NewLocker(counted{fs, reqs, &total}, "locks/bench", &lease.Options{Holder: fmt.Sprint(i), TTL: ttl})
+			var cs store.Store = counted{fs, reqs, &total}
+			if watch {
+				if !fs.Capabilities().Watch {
+					b.Skip("the directory store has no native watch on this platform")
+				}
+				cs = countedWatch{counted{fs, reqs, &total}}
+			}
+			lk, err = lease.NewLocker(cs, "locks/bench", &lease.Options{Holder: fmt.Sprint(i), TTL: ttl})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -98,6 +117,8 @@ func benchHandoff(b *testing.B, waiters int, ttl time.Duration, shared bool) {
 				mu.Lock()
 				waiting += got.Sub(start)
 				waitReqs += reqs.Load() - n0
+				close(acquired)
+				acquired = make(chan struct{})
 				if !released.IsZero() {
 					lat = append(lat, got.Sub(released))
 				}
@@ -107,13 +128,20 @@ func benchHandoff(b *testing.B, waiters int, ttl time.Duration, shared bool) {
 				time.Sleep(hold)
 				mu.Lock()
 				released = time.Now()
+				next := acquired
 				mu.Unlock()
 				l.Release(context.Background())
 				if last {
 					stop()
 					return
 				}
-				time.Sleep(hold) // let the others in before contending again
+				// Contend again only once another contender took over, so
+				// every handoff goes to a waiter.
+				select {
+				case <-next:
+				case <-ctx.Done():
+					return
+				}
 			}
 		})
 	}

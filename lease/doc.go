@@ -45,13 +45,22 @@
 //
 // Acquire waits. Object stores have no wait primitive, so waiting is
 // polling, and polling costs requests. The goroutines of one process that
-// wait through one Locker share a single poller, so their requests do not
-// grow with their number: while the lease is held by someone else a Locker
-// makes at most one read per PollInterval (jittered ±50%), one more read
-// when the holder's observation window ends, and one write per attempt to
-// acquire a record it saw released or expired. N processes waiting on one
-// key therefore cost at most about N/PollInterval reads per second; the
-// default PollInterval is TTL/10 (at least 10ms, at most 2s). When the
-// backend implements store.Watcher, waiters block on it instead of
-// polling and re-read only when the key changes.
+// wait through one Locker take turns as a single poller, so their requests
+// do not grow with their number, and a release through that Locker wakes
+// the next of them at once. While the lease is held elsewhere a Locker
+// makes at most one read per PollInterval (each wait jittered to 50%–150%),
+// one more read when its observation window of a TTL ends, and one write
+// per attempt to take a record it saw released or expired; after a lost
+// race it retries at once at most three times, then waits a poll interval.
+// N processes (or Lockers) waiting on one key therefore cost about
+// N/PollInterval reads per second; the default PollInterval is TTL/10 (at
+// least 10ms, at most 2s), so with the default TTL of 15s each waiting
+// process reads less than once a second.
+//
+// When the backend has a native watch (store.Watcher with
+// Capabilities.Watch: memory, the directory store on Linux, Consul,
+// latchkey's server) a waiter blocks on it instead of polling and reads
+// the record once per change: once per RenewInterval while a holder
+// renews, and once per acquisition and release. That is N reads per change
+// for N waiting processes, but no reads at all while nothing changes.
 package lease
