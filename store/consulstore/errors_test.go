@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"syscall"
 	"testing"
@@ -99,5 +101,22 @@ func TestErrorsOnTheWire(t *testing.T) {
 	}
 	if _, err := d.Put(ctx, "k", nil, store.IfAbsent); !errors.Is(err, store.ErrTransient) {
 		t.Fatalf("Put to a dead address: %v", err)
+	}
+}
+
+// Consul answers an ACL denial inside a txn with 409 and an Errors entry;
+// that is a permission problem, not a lost condition. (A canned answer:
+// latchkey's server refuses such requests with 403 before the txn.)
+func TestTxnACLDenialIsNotAConflict(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		io.WriteString(w, `{"Results":null,"Errors":[{"OpIndex":0,"What":"Permission denied: token with AccessorID 'x' lacks permission 'key:write' on \"p/k\""}]}`)
+	}))
+	defer srv.Close()
+	s := openTest(t, srv.Listener.Addr().String(), "")
+	_, err := s.Put(context.Background(), "k", []byte("v"), store.IfAbsent)
+	if !errors.Is(err, ErrPermissionDenied) || errors.Is(err, store.ErrConflict) {
+		t.Fatalf("Put denied by ACL in a txn: %v", err)
 	}
 }

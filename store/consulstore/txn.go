@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/hashicorp/consul/api"
 	"github.com/latchkey/latchkey/store"
@@ -40,6 +41,14 @@ func (s *Store) txn(ctx context.Context, op, key string, ops api.TxnOps) (txnRes
 	for _, e := range failed.Errors {
 		if e != nil && (first == nil || e.OpIndex < first.OpIndex) {
 			first = e
+		}
+	}
+	// Consul reports ACL denials inside a txn as 409 errors, not 403:
+	// they are not a lost condition.
+	for _, e := range failed.Errors {
+		if e != nil && isACLDenial(e.What) {
+			return txnResult{}, &store.OpError{Op: op, Key: key, Backend: backend, Status: status, Kind: store.ErrUnsupported,
+				Err: errors.Join(ErrPermissionDenied, errors.New(e.What))}
 		}
 	}
 	if first == nil {
@@ -158,4 +167,10 @@ func (s *Store) txnShapeError(err error) error {
 		return err
 	}
 	return store.Errorf(backend, "txn", "", store.ErrUnsupported, err)
+}
+
+// isACLDenial recognises Consul's ACL errors ("Permission denied…",
+// "ACL not found").
+func isACLDenial(what string) bool {
+	return strings.HasPrefix(what, "Permission denied") || strings.Contains(what, "ACL not found")
 }
