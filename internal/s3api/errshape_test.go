@@ -67,7 +67,7 @@ func TestErrorShapes(t *testing.T) {
 	// names its Condition with S3's message (no trailing period).
 	r := s.mustDo(412, "GET", "/shp/live", nil, "If-Match", `"`+et+`x"`)
 	var body struct {
-		XMLName                                        xml.Name
+		XMLName                                       xml.Name
 		Code, Message, Condition, Resource, RequestId string
 	}
 	if err := xml.Unmarshal(r.Body, &body); err != nil || body.XMLName.Local != "Error" {
