@@ -1,0 +1,120 @@
+package consulapi
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/engine"
+)
+
+// call serves one request in-process (no network, so it runs inside a
+// synctest bubble).
+func call(t *testing.T, h http.Handler, method, path, body string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+	return rec.Code, rec.Body.String()
+}
+
+// inBubble runs f with a handler over a fresh engine inside a synctest
+// bubble: time is fake, so Consul's real defaults (TTL ≥ 10s, lock-delay
+// 15s) are tested without waiting for them.
+func inBubble(t *testing.T, f func(t *testing.T, h *Handler)) {
+	synctest.Test(t, func(t *testing.T) {
+		e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		h, err := New(e, &Options{NodeName: "n", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		f(t, h)
+	})
+}
+
+func createSession(t *testing.T, h *Handler, body string) string {
+	t.Helper()
+	code, out := call(t, h, "PUT", "/v1/session/create", body)
+	var created struct{ ID string }
+	if code != 200 || json.Unmarshal([]byte(out), &created) != nil {
+		t.Fatalf("create %s: %d %s", body, code, out)
+	}
+	return created.ID
+}
+
+func holder(t *testing.T, h *Handler, key string) string {
+	t.Helper()
+	code, out := call(t, h, "GET", "/v1/kv/"+key, "")
+	var es []dirEntry
+	if code != 200 || json.Unmarshal([]byte(out), &es) != nil || len(es) != 1 {
+		t.Fatalf("get %s: %d %s", key, code, out)
+	}
+	return es[0].Session
+}
+
+// With Consul's defaults: a 10s-TTL session holds its key for at least
+// 10s without renewals and loses it by 20s; renewals every 5s keep it
+// alive indefinitely.
+func TestSyncTTLDefaults(t *testing.T) {
+	inBubble(t, func(t *testing.T, h *Handler) {
+		lapsed := createSession(t, h, `{"TTL":"10s","LockDelay":"0s"}`)
+		renewed := createSession(t, h, `{"TTL":"10s","LockDelay":"0s"}`)
+		for key, id := range map[string]string{"a": lapsed, "b": renewed} {
+			if code, out := call(t, h, "PUT", "/v1/kv/"+key+"?acquire="+id, "x"); code != 200 || out != "true" {
+				t.Fatalf("acquire %s: %d %s", key, code, out)
+			}
+		}
+		for elapsed := 5 * time.Second; elapsed <= 60*time.Second; elapsed += 5 * time.Second {
+			time.Sleep(5 * time.Second)
+			synctest.Wait()
+			if code, _ := call(t, h, "PUT", "/v1/session/renew/"+renewed, ""); code != 200 {
+				t.Fatalf("renew at %v: %d", elapsed, code)
+			}
+			got := holder(t, h, "a")
+			switch {
+			case elapsed < 10*time.Second && got != lapsed:
+				t.Fatalf("released at %v, before the TTL", elapsed)
+			case elapsed >= 20*time.Second && got != "":
+				t.Fatalf("still held at %v, past 2×TTL", elapsed)
+			}
+			if holder(t, h, "b") != renewed {
+				t.Fatalf("renewed session lost its key at %v", elapsed)
+			}
+		}
+	})
+}
+
+// The default lock-delay is 15s; a LockDelay above 60s is capped at 60s.
+func TestSyncLockDelayDefaults(t *testing.T) {
+	for _, c := range []struct {
+		body  string
+		delay time.Duration
+	}{
+		{``, 15 * time.Second},
+		{`{"LockDelay":"90s"}`, 60 * time.Second},
+	} {
+		inBubble(t, func(t *testing.T, h *Handler) {
+			s1, s2 := createSession(t, h, c.body), createSession(t, h, "")
+			call(t, h, "PUT", "/v1/kv/k?acquire="+s1, "")
+			call(t, h, "PUT", "/v1/session/destroy/"+s1, "")
+			time.Sleep(c.delay - time.Second)
+			if _, out := call(t, h, "PUT", "/v1/kv/k?acquire="+s2, ""); out != "false" {
+				t.Fatalf("%q: acquire 1s before the end of the lock-delay: %s", c.body, out)
+			}
+			time.Sleep(time.Second)
+			if _, out := call(t, h, "PUT", "/v1/kv/k?acquire="+s2, ""); out != "true" {
+				t.Fatalf("%q: acquire at the end of the lock-delay: %s", c.body, out)
+			}
+		})
+	}
+}
