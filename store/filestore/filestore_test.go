@@ -365,3 +365,43 @@ func TestOpenRemovesStaleTemps(t *testing.T) {
 		t.Errorf("fresh temp (a live writer's, maybe) removed: %v", err)
 	}
 }
+
+// A value file that does not parse, or that holds another key, is reported,
+// never returned as the key's value.
+func TestCorruptFilesAreReported(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir(), nil)
+	mustPut(t, s, "a", "value of a", store.IfAbsent)
+	mustPut(t, s, "b", "value of b", store.IfAbsent)
+	// b's file now holds a's header and value, as a digest collision would.
+	if err := os.Link(s.valuePath("a"), s.valuePath("b")+".x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(s.valuePath("b")+".x", s.valuePath("b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "b"); !errors.Is(err, ErrCorrupt) || !errors.Is(err, store.ErrTransient) {
+		t.Errorf("Get of a file holding another key = %v, want ErrCorrupt", err)
+	}
+	if err := os.WriteFile(s.valuePath("a"), []byte("LKFS\x01\n\x00\x00 truncated"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "a"); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Get of a truncated file = %v, want ErrCorrupt", err)
+	}
+	if _, err := s.Put(ctx, "a", []byte("x"), store.IfMatch("1")); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("CAS over a corrupt file = %v, want ErrCorrupt", err)
+	}
+	if _, err := s.List(ctx, "", nil); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("List over a corrupt file = %v, want ErrCorrupt", err)
+	}
+	// An unconditional overwrite or delete repairs.
+	mustPut(t, s, "a", "repaired", store.Unconditional)
+	wantValue(t, s, "a", "repaired")
+	if err := s.Delete(ctx, "b", store.Unconditional); err != nil {
+		t.Errorf("Delete of a corrupt file = %v", err)
+	}
+	if _, err := s.List(ctx, "", nil); err != nil {
+		t.Errorf("List after the repair = %v", err)
+	}
+}

@@ -145,12 +145,14 @@ func (s *Store) publish(key, staged string, cond store.Condition) (published boo
 		// No hard links here (some FUSE and network filesystems): the
 		// check-and-rename below is atomic too, under the flock we hold.
 	}
-	exists, cur, err := s.current(key)
-	if err != nil {
-		return false, err
-	}
-	if !cond.Holds(exists, formatVersionString(cur)) {
-		return false, store.ErrConflict
+	if !cond.IsUnconditional() { // an overwrite need not read (nor parse) the old file
+		exists, cur, err := s.current(key)
+		if err != nil {
+			return false, err
+		}
+		if !cond.Holds(exists, formatVersionString(cur)) {
+			return false, store.ErrConflict
+		}
 	}
 	if err := os.Rename(staged, target); err != nil {
 		return false, err
@@ -224,18 +226,21 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		return opErr(op, key, store.ErrTransient, err)
 	}
 	defer unlock()
-	exists, cur, err := s.current(key)
-	if err != nil {
-		return opErr(op, key, store.ErrTransient, err)
-	}
-	if !cond.Holds(exists, formatVersionString(cur)) {
-		return store.Errorf(backend, op, key, store.ErrConflict, nil)
-	}
-	if !exists {
-		return nil
+	if !cond.IsUnconditional() {
+		exists, cur, err := s.current(key)
+		if err != nil {
+			return opErr(op, key, store.ErrTransient, err)
+		}
+		if !cond.Holds(exists, formatVersionString(cur)) {
+			return store.Errorf(backend, op, key, store.ErrConflict, nil)
+		}
 	}
 	target := s.valuePath(key)
-	if err := os.Remove(target); err != nil {
+	err = os.Remove(target)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
 		return opErr(op, key, store.ErrTransient, err)
 	}
 	s.notify()

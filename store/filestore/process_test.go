@@ -356,3 +356,29 @@ func TestKilledWriterLeavesWholeValues(t *testing.T) {
 	}
 	wantUniform(t, "Get after the kill", e.Value)
 }
+
+// List finishes a dead transaction before it lists, so it never shows
+// half of one.
+func TestListFinishesDeadTransaction(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := open(t, dir, nil)
+	for _, k := range []string{"a", "x/b", "c"} {
+		mustPut(t, s, k, "old", store.IfAbsent)
+	}
+	kill(t, startChild(t, dir, "txn-stop", "applied 0", "stopped"))
+	page, err := s.List(ctx, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, it := range page.Items {
+		keys = append(keys, it.Key)
+		if v := wantValue(t, s, it.Key, "new"); v != it.Version {
+			t.Errorf("List says %q is at %q, Get says %q", it.Key, it.Version, v)
+		}
+	}
+	if strings.Join(keys, ",") != "a,x/b" {
+		t.Errorf("List = %q, want a and x/b (c deleted by the transaction)", keys)
+	}
+}
