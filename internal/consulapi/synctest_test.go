@@ -118,3 +118,43 @@ func TestSyncLockDelayDefaults(t *testing.T) {
 		})
 	}
 }
+
+// Blocking-query timeouts (spec §2): no wait → 5m, a wait above 10m → 10m,
+// plus jitter below wait/16; on timeout the answer is the current state
+// with the same index. A write ends the wait at once.
+func TestSyncBlockingTimeouts(t *testing.T) {
+	inBubble(t, func(t *testing.T, h *Handler) {
+		call(t, h, "PUT", "/v1/kv/k", "v")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/kv/k", nil))
+		idx := rec.Header().Get("X-Consul-Index")
+		for _, c := range []struct {
+			wait     string
+			min, max time.Duration
+		}{
+			{"", 5 * time.Minute, 5*time.Minute + 5*time.Minute/16},
+			{"&wait=20m", 10 * time.Minute, 10*time.Minute + 10*time.Minute/16},
+			{"&wait=1s", time.Second, time.Second + time.Second/16},
+			{"&wait=0s", 5 * time.Minute, 5*time.Minute + 5*time.Minute/16},
+		} {
+			start := time.Now()
+			code, _ := call(t, h, "GET", "/v1/kv/k?index="+idx+c.wait, "")
+			el := time.Since(start)
+			if code != 200 || el < c.min || el >= c.max {
+				t.Errorf("wait %q: %d after %v, want 200 within [%v, %v)", c.wait, code, el, c.min, c.max)
+			}
+		}
+		// A write wakes the waiter without any time passing.
+		done := make(chan string, 1)
+		start := time.Now()
+		go func() {
+			_, body := call(t, h, "GET", "/v1/kv/k?index="+idx, "")
+			done <- body
+		}()
+		synctest.Wait() // the waiter is blocked
+		call(t, h, "PUT", "/v1/kv/k", "w")
+		if body := <-done; !strings.Contains(body, `"Value":"dw=="`) || time.Since(start) != 0 {
+			t.Fatalf("woken after %v with %s", time.Since(start), body)
+		}
+	})
+}
