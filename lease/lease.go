@@ -14,11 +14,12 @@ import (
 // closed; Err then says why (ErrLost or ErrReleased). A Lease is safe for
 // concurrent use.
 type Lease struct {
-	lk    *Locker
-	token uint64
-	done  chan struct{}
-	ctx   context.Context // cancelled with Done; see Context
-	stop  context.CancelCauseFunc
+	lk     *Locker
+	token  uint64
+	holder string
+	done   chan struct{}
+	ctx    context.Context // cancelled with Done; see Context
+	stop   context.CancelCauseFunc
 
 	renewMu  sync.Mutex // one renew or release at a time
 	keepOnce sync.Once  // KeepAlive
@@ -34,7 +35,7 @@ type Lease struct {
 
 func newLease(lk *Locker, rec Record, v store.Version, start time.Time) *Lease {
 	ctx, stop := context.WithCancelCause(context.Background())
-	l := &Lease{lk: lk, token: rec.Token, done: make(chan struct{}), ctx: ctx, stop: stop,
+	l := &Lease{lk: lk, token: rec.Token, holder: rec.Holder, done: make(chan struct{}), ctx: ctx, stop: stop,
 		rec: rec, version: v, pending: map[string]time.Time{}}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -51,7 +52,7 @@ func (l *Lease) Token() uint64 { return l.token }
 func (l *Lease) Key() string { return l.lk.key }
 
 // Holder returns the holder name written in the record.
-func (l *Lease) Holder() string { return l.rec.Holder }
+func (l *Lease) Holder() string { return l.holder }
 
 // Done is closed when the lease is lost or released. It is closed at the
 // latest at (start of the last successful write) + TTL − Margin on the

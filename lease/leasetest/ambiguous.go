@@ -1,6 +1,7 @@
 package leasetest
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -137,5 +138,70 @@ func testAmbiguousRelease(t *testing.T, e *env) {
 	b := mustAcquire(t, e.locker(t, nil, e.opts("b")))
 	if b.Token() != 2 {
 		t.Errorf("token after release = %d, want 2", b.Token())
+	}
+}
+
+// delayed holds back the next Put: it reports ErrUnknownOutcome at once
+// and applies the write only when land is called, like a request that
+// timed out on the client but reached the server later.
+type delayed struct {
+	store.Store
+	armed bool
+	held  func() error
+}
+
+func (d *delayed) Put(ctx context.Context, key string, v []byte, cond store.Condition) (store.Version, error) {
+	if !d.armed {
+		return d.Store.Put(ctx, key, v, cond)
+	}
+	d.armed = false
+	d.held = func() error { _, err := d.Store.Put(context.Background(), key, v, cond); return err }
+	return "", store.Errorf("delayed", "put", key, store.ErrUnknownOutcome, nil)
+}
+
+func (d *delayed) land(t *testing.T) {
+	t.Helper()
+	if err := d.held(); err != nil {
+		t.Fatalf("the delayed write did not apply: %v", err)
+	}
+}
+
+// testAmbiguousAcquireLandsLate: an acquiring write reported unknown and
+// not visible on read-back lands later. The Locker recognizes its nonce on
+// its next read: it adopts the lease while it is still valid, and releases
+// it (so the next acquisition gets a higher token) once it is not.
+func testAmbiguousAcquireLandsLate(t *testing.T, e *env) {
+	for _, late := range []bool{false, true} {
+		func() {
+			e := newEnv(t, e.h, e.ttl)
+			d := &delayed{Store: e.s, armed: true}
+			lk := e.locker(t, d, e.opts("a"))
+			if _, err := lk.TryAcquire(t.Context()); !errors.Is(err, lease.ErrLostRace) {
+				t.Fatalf("TryAcquire with a write in flight: %v, want ErrLostRace", err)
+			}
+			if late {
+				e.sleep(e.ttl)
+			}
+			d.land(t)
+			if _, err := e.locker(t, nil, e.opts("b")).TryAcquire(t.Context()); !errors.Is(err, lease.ErrHeld) {
+				t.Fatalf("another contender after the write landed: %v, want ErrHeld", err)
+			}
+			l, err := lk.TryAcquire(t.Context())
+			if !late {
+				if err != nil || l.Token() != 1 {
+					t.Fatalf("TryAcquire after our write landed: %v, want the lease with token 1", err)
+				}
+				return
+			}
+			if !errors.Is(err, lease.ErrLostRace) {
+				t.Fatalf("TryAcquire after our write landed too late to use: %v, want ErrLostRace", err)
+			}
+			if rec, _, err := lease.Inspect(t.Context(), e.s, e.key); err != nil || !rec.Released {
+				t.Fatalf("record = %+v, %v; want the stale acquisition released", rec, err)
+			}
+			if l, err := lk.TryAcquire(t.Context()); err != nil || l.Token() != 2 {
+				t.Fatalf("next TryAcquire: %v, want token 2", err)
+			}
+		}()
 	}
 }

@@ -74,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 		{"Run/contenders with skewed wall clocks are never two holders", testContention},
 		{"Ambiguous/acquire applied but reported unknown is ours", testAmbiguousAcquireApplied},
 		{"Ambiguous/acquire not applied is not ours", testAmbiguousAcquireNotApplied},
+		{"Ambiguous/acquire that lands after the read-back is adopted or released", testAmbiguousAcquireLandsLate},
 		{"Ambiguous/renew applied but reported unknown keeps the lease", testAmbiguousRenew},
 		{"Ambiguous/renew retried and reported as a conflict keeps the lease", testAmbiguousRenewConflict},
 		{"Ambiguous/release applied but reported unknown is released", testAmbiguousRelease},
