@@ -28,6 +28,7 @@ type Error struct {
 	ResourceType      string
 	ArgumentName      string
 	ArgumentValue     string
+	MaxSizeAllowed    string
 
 	// Headers are extra response headers (x-amz-delete-marker,
 	// Last-Modified, ...).
@@ -196,7 +197,9 @@ var (
 		return newErr(http.StatusBadRequest, "InvalidRequest", msg)
 	}
 	errRequestHeaderTooLarge = func() *Error {
-		return newErr(http.StatusBadRequest, "RequestHeaderSectionTooLarge", "Your request header section exceeds the maximum allowed size.")
+		e := newErr(http.StatusBadRequest, "RequestHeaderSectionTooLarge", "Your request header section exceeds the maximum allowed size.")
+		e.MaxSizeAllowed = fmt.Sprint(MaxHeaderBytes)
+		return e
 	}
 )
 
@@ -215,6 +218,7 @@ type errorBody struct {
 	ResourceType      string   `xml:"ResourceType,omitempty"`
 	ArgumentName      string   `xml:"ArgumentName,omitempty"`
 	ArgumentValue     string   `xml:"ArgumentValue,omitempty"`
+	MaxSizeAllowed    string   `xml:"MaxSizeAllowed,omitempty"`
 	Resource          string   `xml:"Resource"`
 	RequestID         string   `xml:"RequestId"`
 	HostID            string   `xml:"HostId"`
@@ -254,7 +258,7 @@ func writeError(w http.ResponseWriter, r *http.Request, reqID string, err error)
 		Code: e.Code, Message: e.Message, Key: e.Key, BucketName: e.BucketName,
 		VersionID: e.VersionID, Condition: e.Condition, Header: e.Header,
 		AdditionalMessage: e.AdditionalMessage, Method: e.Method, ResourceType: e.ResourceType,
-		ArgumentName: e.ArgumentName, ArgumentValue: e.ArgumentValue,
+		ArgumentName: e.ArgumentName, ArgumentValue: e.ArgumentValue, MaxSizeAllowed: e.MaxSizeAllowed,
 		Resource: r.URL.EscapedPath(), RequestID: reqID, HostID: reqID,
 	}
 	out, merr := xml.Marshal(body)

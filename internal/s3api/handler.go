@@ -26,6 +26,10 @@ const (
 	MaxObjectSize = 5 << 30
 	// MaxKeyLength is the longest object key in bytes.
 	MaxKeyLength = 1024
+	// MaxHeaderBytes bounds the request's header section (names, values
+	// and separators), as S3's 8 KiB; more is 400
+	// RequestHeaderSectionTooLarge.
+	MaxHeaderBytes = 8 << 10
 	// MaxUserMetadata bounds the x-amz-meta-* names and values, in bytes.
 	MaxUserMetadata = 2 << 10
 	// DefaultMinPartSize is AWS's minimum size of every part but the last.
@@ -126,6 +130,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error {
+	if headerBytes(r.Header) > MaxHeaderBytes {
+		return errRequestHeaderTooLarge()
+	}
 	req := &request{r: r, w: w, ctx: r.Context(), id: id, query: r.URL.Query(), body: r.Body}
 	switch {
 	case h.opts.Auth != nil && !(h.opts.Anonymous && !sigv4.Signed(r)):
@@ -350,4 +357,16 @@ func bodyError(err error) error {
 func isAWSChunked(r *http.Request) bool {
 	return strings.HasPrefix(r.Header.Get("X-Amz-Content-Sha256"), "STREAMING-") ||
 		strings.Contains(strings.ToLower(r.Header.Get("Content-Encoding")), "aws-chunked")
+}
+
+// headerBytes is the size of a header section on the wire: "Name: value"
+// and CRLF per field.
+func headerBytes(h http.Header) int {
+	n := 0
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
 }

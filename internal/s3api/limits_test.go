@@ -22,6 +22,28 @@ func TestRequestLimits(t *testing.T) {
 	if r := serve(req); r.Status != 400 || r.err().Code != "EntityTooLarge" {
 		t.Fatalf("too large: %d %s", r.Status, r.Body)
 	}
+	// So is a part above 5 GiB.
+	s.mustDo(200, "POST", "/lim/mp?uploads", nil)
+	req = httptest.NewRequest("PUT", "/lim/mp?partNumber=1&uploadId=x", strings.NewReader("x"))
+	req.ContentLength = MaxObjectSize + 1
+	if r := serve(req); r.Status != 400 || r.err().Code != "EntityTooLarge" {
+		t.Fatalf("part too large: %d %s", r.Status, r.Body)
+	}
+	// The header section is bounded at 8 KiB, as S3's.
+	pad := func(total int) string {
+		// "X-Pad: " + value + CRLF, beside what httptest.NewRequest adds.
+		return strings.Repeat("p", total-len("X-Pad")-4)
+	}
+	req = httptest.NewRequest("PUT", "/lim/hdr", strings.NewReader("x"))
+	req.Header.Set("X-Pad", pad(MaxHeaderBytes+1))
+	if r := serve(req); r.Status != 400 || r.err().Code != "RequestHeaderSectionTooLarge" || !strings.Contains(string(r.Body), "<MaxSizeAllowed>8192</MaxSizeAllowed>") {
+		t.Fatalf("header too large: %d %s", r.Status, r.Body)
+	}
+	req = httptest.NewRequest("PUT", "/lim/hdr", strings.NewReader("x"))
+	req.Header.Set("X-Pad", pad(MaxHeaderBytes))
+	if r := serve(req); r.Status != 200 {
+		t.Fatalf("header section of exactly 8 KiB: %d %s", r.Status, r.Body)
+	}
 	// No length at all.
 	req = httptest.NewRequest("PUT", "/lim/nolen", strings.NewReader("x"))
 	req.ContentLength = -1
