@@ -84,7 +84,10 @@
 // publication, and its directory after the rename, link or unlink (and
 // data/ after a bucket is created). An error matching
 // store.ErrUnknownOutcome means the write may be visible but a later fsync
-// failed. Open removes temporary files older than StaleTempAge that no
+// failed. One window remains: a process killed between publishing a value
+// and fsyncing its directory leaves the value visible to others at once
+// but durable only once the kernel writes the directory back, so a power
+// loss in that moment can undo a value another process has already read. Open removes temporary files older than StaleTempAge that no
 // journal names.
 //
 // # Limits

@@ -237,10 +237,15 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	}
 	target := s.valuePath(key)
 	err = os.Remove(target)
-	if errors.Is(err, os.ErrNotExist) {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		// Absent already; sync anyway in case a crashed process's unlink
+		// is not durable yet, since our success promises it is.
+		if err := s.syncDir(filepath.Dir(target)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return opErr(op, key, store.ErrTransient, err)
+		}
 		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return opErr(op, key, store.ErrTransient, err)
 	}
 	s.notify()
