@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 
@@ -11,9 +10,8 @@ import (
 	"github.com/latchkey/latchkey/internal/s3api/sigv4"
 )
 
-// This file is where the API packages plug in. Until internal/consulapi and
-// internal/s3api are wired here, /v1/ and S3 paths answer 501 in their
-// service's own format.
+// This file is where the API packages plug in: internal/consulapi under
+// /v1/, internal/s3api on every other path.
 
 // apis are the two API handlers and what to close at shutdown.
 type apis struct {
@@ -52,22 +50,4 @@ func newAPIs(e *engine.Engine, cfg Config) (*apis, error) {
 	})
 
 	return a, nil
-}
-
-func notImplementedConsul() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.WriteHeader(http.StatusNotImplemented)
-		fmt.Fprintf(w, "Consul KV API not implemented yet: %s %s\n", r.Method, r.URL.EscapedPath())
-	})
-}
-
-func notImplementedS3() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(http.StatusNotImplemented)
-		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+
-			`<Error><Code>NotImplemented</Code><Message>The S3 API is not implemented yet.</Message><Resource>%s</Resource><RequestId></RequestId></Error>`,
-			xmlEscape(r.URL.EscapedPath()))
-	})
 }

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
-	"encoding/xml"
 	"net/http"
 	"strings"
 )
@@ -61,10 +59,4 @@ func (s *Server) health(w http.ResponseWriter) {
 		return
 	}
 	json.NewEncoder(w).Encode(map[string]any{"status": "ok", "index": s.engine.Index()})
-}
-
-func xmlEscape(s string) string {
-	var b bytes.Buffer
-	xml.EscapeText(&b, []byte(s))
-	return b.String()
 }

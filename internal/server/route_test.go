@@ -46,19 +46,6 @@ func TestRoutingOnEscapedPath(t *testing.T) {
 	}
 }
 
-func TestPlaceholdersAnswerInTheirOwnFormat(t *testing.T) {
-	for name, h := range map[string]http.Handler{"consul": notImplementedConsul(), "s3": notImplementedS3()} {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("GET", "/x/<y>", nil))
-		if rec.Code != http.StatusNotImplemented {
-			t.Errorf("%s placeholder: %d", name, rec.Code)
-		}
-		if name == "s3" && rec.Header().Get("Content-Type") != "application/xml" {
-			t.Errorf("s3 placeholder content type %q", rec.Header().Get("Content-Type"))
-		}
-	}
-}
-
 // A blocking request in flight (like a Consul blocking query) must not hold
 // shutdown up: Serve cancels request contexts and returns promptly.
 func TestGracefulShutdownEndsBlockingRequests(t *testing.T) {
