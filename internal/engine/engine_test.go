@@ -290,3 +290,35 @@ func TestWaitEndsOnClose(t *testing.T) {
 		t.Fatalf("Wait after Close: %v", err)
 	}
 }
+
+// A Wait whose index is older than the engine's memory of recent commits
+// returns at once (the caller re-checks) rather than risk missing a change.
+func TestWaitOlderThanMemoryReturnsAtOnce(t *testing.T) {
+	e, err := Open(t.TempDir(), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	start := e.Index()
+	var wg sync.WaitGroup
+	for i := range ringSize + 10 {
+		wg.Go(func() {
+			e.Update(t.Context(), func(tx *Tx) error {
+				tx.PutKV(KV{Key: fmt.Sprintf("other/%d", i)})
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := e.Wait(ctx, "mine/", start); err != nil {
+		t.Fatalf("Wait from before the remembered commits: %v, want an immediate return", err)
+	}
+	// From the current index nothing under mine/ has happened: it blocks.
+	short, cancel2 := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel2()
+	if err := e.Wait(short, "mine/", e.Index()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait with nothing new: %v, want the deadline", err)
+	}
+}
