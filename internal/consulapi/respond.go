@@ -45,11 +45,13 @@ func methodNotAllowed(method string, allow string) error {
 func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	if !errors.As(err, &he) {
-		if r.Context().Err() != nil {
-			return // the client is gone; nobody reads the answer
-		}
-		h.log.Error("consulapi: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		he = &httpError{status: http.StatusInternalServerError, reason: err.Error()}
+		// A request ended by its context (client gone, server shutting
+		// down) still gets an answer, never an empty 200 that a client
+		// could read as "false"; only real failures are logged.
+		if r.Context().Err() == nil {
+			h.log.Error("consulapi: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
 	}
 	if he.allow != "" {
 		w.Header().Set("Allow", he.allow)
