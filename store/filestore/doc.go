@@ -9,9 +9,10 @@
 // store.Streamer (PutStream and GetStream never hold a value whole in
 // memory). It implements store.Watcher: on Linux WaitChange waits on
 // inotify(7) events of the key's bucket directory, so a write by any
-// process wakes it at once, and Capabilities.Watch is true; elsewhere (or
-// when no inotify instance is left at Open) it polls every
-// Options.PollInterval, jittered, and Capabilities.Watch is false.
+// process wakes it at once, and Capabilities.Watch is true; elsewhere it
+// polls every Options.PollInterval, jittered, and Capabilities.Watch is
+// false. (On Linux it polls too while the user has no inotify instance
+// left, which only makes it slower.)
 //
 // # On-disk layout
 //

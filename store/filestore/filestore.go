@@ -58,10 +58,11 @@ type Store struct {
 	closed   bool
 	inflight sync.WaitGroup // operations and lock cleanups in progress
 
-	locks   []stripeLock // one per stripe, then the counter lock
-	inotify *notifier    // nil: WaitChange polls
-	buckets sync.Map     // bucket names known to exist (and be durable)
-	alloc   allocator
+	locks     []stripeLock // one per stripe, then the counter lock
+	inotifyMu sync.Mutex
+	inotify   *notifier // made by the first WaitChange; nil: not yet, or none available
+	buckets   sync.Map  // bucket names known to exist (and be durable)
+	alloc     allocator
 
 	changedMu sync.Mutex
 	changed   chan struct{} // closed and replaced on every write of this Store
@@ -112,7 +113,6 @@ func Open(dir string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("filestore: open %s: %w", dir, err)
 	}
 	s.cleanTemps()
-	s.inotify = newNotifier()
 	return s, nil
 }
 
@@ -247,11 +247,10 @@ func (s *Store) removeIfStale(path string) {
 
 // Capabilities implements store.Store: every conditional operation and
 // transactions are atomic across processes; values stream; Watch is true
-// where WaitChange waits on inotify(7) (Linux, when an inotify instance
-// was available at Open) and false where it polls.
+// where WaitChange waits on inotify(7) (Linux) and false where it polls.
 func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true,
-		Transactions: true, Watch: s.inotify != nil, Streaming: true}
+		Transactions: true, Watch: inotifySupported, Streaming: true}
 }
 
 // begin starts an operation: it fails once the store is closed or ctx is
@@ -282,9 +281,11 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.notify()
 	s.inflight.Wait()
+	s.inotifyMu.Lock()
 	if s.inotify != nil {
 		s.inotify.close()
 	}
+	s.inotifyMu.Unlock()
 	return s.closeLocks()
 }
 

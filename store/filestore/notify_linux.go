@@ -30,6 +30,9 @@ type bucketWatch struct {
 	ch chan struct{} // closed and replaced on every event in the bucket
 }
 
+// inotifySupported: WaitChange waits on inotify, and Watch is declared.
+const inotifySupported = true
+
 const watchMask = syscall.IN_CREATE | syscall.IN_MOVED_TO | syscall.IN_DELETE |
 	syscall.IN_MOVED_FROM | syscall.IN_ONLYDIR
 

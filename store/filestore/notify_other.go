@@ -2,7 +2,9 @@
 
 package filestore
 
-// notifier is Linux-only (inotify); elsewhere WaitChange polls.
+// inotifySupported: inotify is Linux-only; elsewhere WaitChange polls.
+const inotifySupported = false
+
 type notifier struct{}
 
 func newNotifier() *notifier { return nil }

@@ -21,10 +21,12 @@ const safetyFactor = 10
 //
 // On Linux it waits on inotify(7) events of the key's bucket directory, so
 // a write by any process wakes it at once (Capabilities.Watch is true).
-// Elsewhere, or when no inotify instance was available, it polls: it reads
-// the key's version every PollInterval (jittered by ±50%), and wakes at
-// once for writes made through this Store; Capabilities.Watch is then
-// false.
+// The Store makes its inotify instance on the first WaitChange, so stores
+// that never wait use none of the user's limited instances. Elsewhere
+// (Capabilities.Watch is false), or while the user has no inotify
+// instance left, it polls: it reads the key's version every PollInterval
+// (jittered by ±50%), and wakes at once for writes made through this
+// Store.
 func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) error {
 	const op = "watch"
 	if err := store.ValidateKey(key); err != nil {
@@ -63,10 +65,11 @@ func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) 
 // watchBucket returns the inotify wakeup channel of key's bucket, or nil
 // when WaitChange must poll.
 func (s *Store) watchBucket(key string) <-chan struct{} {
-	if s.inotify == nil || s.ensureBucket(key) != nil {
+	n := s.notifier()
+	if n == nil || s.ensureBucket(key) != nil {
 		return nil
 	}
-	ch, err := s.inotify.watch(bucketOf(key), filepath.Join(s.dir, dataDir, bucketOf(key)))
+	ch, err := n.watch(bucketOf(key), filepath.Join(s.dir, dataDir, bucketOf(key)))
 	if err != nil {
 		return nil
 	}
@@ -84,4 +87,21 @@ func (s *Store) peekVersion(ctx context.Context, key string) (store.Version, err
 	}
 	f.Close()
 	return formatVersionString(h.version), nil
+}
+
+// notifier returns the Store's inotify instance, making it on first use
+// (and trying again later if none is available now).
+func (s *Store) notifier() *notifier {
+	if !inotifySupported {
+		return nil
+	}
+	s.inotifyMu.Lock()
+	defer s.inotifyMu.Unlock()
+	s.mu.RLock() // read under inotifyMu: Close sets closed, then takes inotifyMu
+	closed := s.closed
+	s.mu.RUnlock()
+	if s.inotify == nil && !closed {
+		s.inotify = newNotifier()
+	}
+	return s.inotify
 }
