@@ -176,3 +176,21 @@ func (h *Handler) authorized(r *http.Request) bool {
 	}
 	return subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.ACLToken)) == 1
 }
+
+// Stats is a snapshot of the handler's in-memory state, for metrics.
+type Stats struct {
+	// SessionTimers is the number of TTL sessions with an armed timer.
+	SessionTimers int
+	// LockDelays is the number of keys under a lock-delay (some may
+	// have just ended).
+	LockDelays int
+	// BlockingQueries is the number of blocking queries waiting now.
+	BlockingQueries int
+}
+
+// Stats returns a snapshot of the handler's in-memory state.
+func (h *Handler) Stats() Stats {
+	h.sess.mu.Lock()
+	defer h.sess.mu.Unlock()
+	return Stats{SessionTimers: len(h.sess.timers), LockDelays: len(h.sess.delays), BlockingQueries: len(h.blocking)}
+}

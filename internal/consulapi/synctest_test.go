@@ -158,3 +158,23 @@ func TestSyncBlockingTimeouts(t *testing.T) {
 		}
 	})
 }
+
+func TestSyncStats(t *testing.T) {
+	inBubble(t, func(t *testing.T, h *Handler) {
+		id := createSession(t, h, `{"TTL":"10s","LockDelay":"5s"}`)
+		createSession(t, h, "") // no TTL: no timer
+		call(t, h, "PUT", "/v1/kv/k?acquire="+id, "")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/kv/k", nil))
+		go call(t, h, "GET", "/v1/kv/k?wait=1m&index="+rec.Header().Get("X-Consul-Index"), "")
+		synctest.Wait()
+		if st := h.Stats(); st != (Stats{SessionTimers: 1, LockDelays: 0, BlockingQueries: 1}) {
+			t.Fatalf("before expiry: %+v", st)
+		}
+		time.Sleep(20 * time.Second) // the TTL session expires, releasing k (which wakes the query)
+		synctest.Wait()
+		if st := h.Stats(); st != (Stats{SessionTimers: 0, LockDelays: 1, BlockingQueries: 0}) {
+			t.Fatalf("after expiry: %+v", st)
+		}
+	})
+}
