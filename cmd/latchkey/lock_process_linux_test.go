@@ -87,3 +87,32 @@ func TestLockRunLostKillsStubbornChild(t *testing.T) {
 		t.Fatal("lock run still running 20s after its lock was released: the child was not killed")
 	}
 }
+
+// SIGTERM to lock run reaches CMD exactly once, and CMD exits on its own
+// terms; lock run passes its status on and releases the lock.
+func TestLockRunForwardsSignals(t *testing.T) {
+	dir := t.TempDir()
+	url := storeurl.FileURL(filepath.Join(dir, "store"))
+	file := filepath.Join(dir, "log")
+	cmd := binary(t, "lock", "run", "--store", url, "--child-exit-code", "k", "--", "sh", "-c",
+		fmt.Sprintf(`trap 'echo term >> %[1]s; n=1' TERM; echo ready >> %[1]s; while [ -z "$n" ]; do sleep 0.05; done; sleep 0.3; exit 5`, file))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for len(readLines(t, file)) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 5 {
+		t.Fatalf("lock run after SIGTERM: %v (exit %d), want CMD's exit 5", err, code)
+	}
+	if lines := readLines(t, file); len(lines) != 2 || lines[1] != "term" {
+		t.Fatalf("CMD's log %q: want ready, then one term", lines)
+	}
+	out, err := binary(t, "lock", "show", "--store", url, "k").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "state:     released") {
+		t.Fatalf("lock show after the run: %v\n%s", err, out)
+	}
+}

@@ -144,22 +144,29 @@ func acquireForRun(ctx context.Context, lk *lease.Locker, wait time.Duration) (*
 // the lease is lost.
 func superviseChild(ctx context.Context, e *env, c *lockRunConfig, l *lease.Lease, ch *child, sigs <-chan os.Signal) error {
 	ctxDone := ctx.Done()
+	forwarded := false
 	for {
 		select {
 		case <-ch.exited:
 			return childResult(c, ch)
 		case s := <-sigs:
 			ch.signal(s.(syscall.Signal))
+			forwarded = true
 		case <-ctxDone:
-			// main cancels ctx on SIGINT/SIGTERM, which sigs also
-			// delivers; forward that one, else SIGTERM.
+			// main cancels ctx on SIGINT/SIGTERM, which sigs delivers too:
+			// forward that signal once; a cancellation without a signal
+			// becomes SIGTERM.
 			ctxDone = nil
+			if forwarded {
+				continue
+			}
 			select {
 			case s := <-sigs:
 				ch.signal(s.(syscall.Signal))
 			case <-time.After(100 * time.Millisecond):
 				ch.signal(syscall.SIGTERM)
 			}
+			forwarded = true
 		case <-l.Done():
 			return killLost(e, c, ch)
 		}
