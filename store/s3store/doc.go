@@ -44,9 +44,12 @@
 // outcome is unknown, Put resolves it itself, a bounded number of times
 // with jittered backoff: it reads the key (HEAD) and, if the stored nonce
 // is ours, the write won; otherwise it resends the same write with the
-// same nonce — S3 lets at most one of the attempts commit — and decides
-// from that answer and another HEAD. What it cannot decide it returns as
-// ErrUnknownOutcome. Reads use the SDK's standard retryer.
+// same nonce — S3 lets at most one of the attempts commit. A 200 wins; a
+// 412, 409 or 404 followed by a HEAD that finds our nonce wins too (the
+// resend saw our own earlier write); anything else stays ErrUnknownOutcome,
+// because the earlier attempt may have committed and been overwritten
+// since, and calling that a conflict could make a caller apply its update
+// twice. Reads use the SDK's standard retryer.
 //
 // # Keys, listing, streaming
 //

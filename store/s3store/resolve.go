@@ -42,8 +42,10 @@ func unknown(op, key string, last failure, cause error) error {
 // resolvePut decides the outcome of a Put whose first attempt ended
 // without an answer (DESIGN.md §1, spec §8): read the key; our nonce there
 // means we won. Otherwise resend the same write — same nonce, same
-// condition — so that at most one attempt commits, and judge its answer
-// with another read.
+// condition — so that at most one attempt commits: a 200 is a win, and
+// after a 412/409/404 another read finds either our nonce (won) or not
+// (ErrUnknownOutcome: the earlier attempt may have committed and been
+// superseded).
 func (s *Store) resolvePut(ctx context.Context, key, nonce string, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
 	for n := 0; n < s.attempts; n++ {
 		if err := s.pause(ctx, n); err != nil {
@@ -66,12 +68,14 @@ func (s *Store) resolvePut(ctx context.Context, key, nonce string, send func() (
 			return "", unknown("put", key, f, errors.Join(lastErr, err, rerr))
 		case ok && cur.nonce == nonce:
 			return cur.version, nil // an earlier attempt won; this resend saw our own object
-		case f.kind == store.ErrConflict && !ok:
-			// If-Match on a missing key: our write may have landed and
-			// been deleted since, or never landed.
-			return "", unknown("put", key, f, errors.Join(lastErr, err))
 		default:
-			return "", opError("put", key, f, err) // another writer's object: lost (412) or transient (409)
+			// Someone else's object, or none. An earlier attempt may still
+			// have committed and been overwritten or deleted since: without
+			// the key's history that cannot be ruled out, so the answer is
+			// unknown, not a conflict (a caller that took it for "nothing
+			// changed" could apply its update twice). The resend's own
+			// status stays in the error.
+			return "", unknown("put", key, f, errors.Join(lastErr, err))
 		}
 	}
 	return "", unknown("put", key, last, fmt.Errorf("unresolved after %d resends: %w", s.attempts, lastErr))

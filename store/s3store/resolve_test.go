@@ -170,21 +170,30 @@ func TestAmbiguousPutResolved(t *testing.T) {
 			t.Fatalf("version %s, stored %s", v, e.Version)
 		}
 	})
-	t.Run("another writer won meanwhile: ErrConflict, not a false win", func(t *testing.T) {
+	t.Run("another writer's object after an unanswered attempt: ErrUnknownOutcome, not a false win", func(t *testing.T) {
 		s, direct, proxy := openVia(t)
 		proxy.add(fault{Method: "PUT", Action: "503-before", Times: 1})
-		// The first attempt is refused; before the resend another writer
-		// creates the key (injected via the HEAD the resolver makes).
+		// The first attempt gets a 503 (outcome unknown to the client);
+		// the key already holds another writer's object.
 		proxy.add(fault{Method: "HEAD", Action: "503-before", Times: 1})
 		if _, err := direct.Put(ctx, "k", []byte("theirs"), store.IfAbsent); err != nil {
 			t.Fatal(err)
 		}
 		_, err := s.Put(ctx, "k", []byte("mine"), store.IfAbsent)
-		if !errors.Is(err, store.ErrConflict) {
-			t.Fatalf("Put = %v, want ErrConflict", err)
+		if !errors.Is(err, store.ErrUnknownOutcome) || !strings.Contains(err.Error(), "412") {
+			t.Fatalf("Put = %v, want ErrUnknownOutcome carrying the resend's 412", err)
 		}
 		if e, _ := direct.Get(ctx, "k"); string(e.Value) != "theirs" {
 			t.Fatalf("value %q", e.Value)
+		}
+	})
+	t.Run("a definite conflict on the first attempt is ErrConflict", func(t *testing.T) {
+		s, direct, _ := openVia(t)
+		if _, err := direct.Put(ctx, "k", []byte("theirs"), store.IfAbsent); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Put(ctx, "k", []byte("mine"), store.IfAbsent); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("Put = %v, want ErrConflict", err)
 		}
 	})
 	t.Run("every attempt unanswered: ErrUnknownOutcome", func(t *testing.T) {
