@@ -41,7 +41,6 @@ func TestFilestoreRealTime(t *testing.T) {
 	leasetest.Run(t, leasetest.Harness{
 		New:      func(tb testing.TB) store.Store { return openFilestore(tb) },
 		RealTime: true,
-		Rounds:   20,
 	})
 }
 
