@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,13 +25,14 @@ type Lease struct {
 	renewMu  sync.Mutex // one renew or release at a time
 	keepOnce sync.Once  // KeepAlive
 
-	mu       sync.Mutex
-	rec      Record        // the record as we last wrote it
-	version  store.Version // its version
-	deadline time.Time     // monotonic: start of last successful write + TTL − Margin
-	timer    *time.Timer
-	err      error                // set once Done is closed
-	pending  map[string]time.Time // nonces of renews whose outcome is unknown → their start
+	mu         sync.Mutex
+	rec        Record        // the record as we last wrote it
+	version    store.Version // its version
+	deadline   time.Time     // monotonic: start of last successful write + TTL − Margin
+	timer      *time.Timer
+	err        error                // set once Done is closed
+	releasedOK bool                 // our release write is known to have landed
+	pending    map[string]time.Time // nonces of renews whose outcome is unknown → their start
 }
 
 func newLease(lk *Locker, rec Record, v store.Version, start time.Time) *Lease {
@@ -174,18 +176,15 @@ func (l *Lease) resolve(ctx context.Context, op string, cause error) error {
 	return fmt.Errorf("lease: %s %q: %w", op, l.Key(), ErrLost)
 }
 
-// confirm records a successful write of rec at version v sent at start.
+// confirm records a successful renew of rec at version v sent at start.
 // A lease that ended meanwhile stays ended (a late success does not revive
-// it); confirm then returns an error matching ErrLost, except for release.
+// it); confirm then returns an error matching ErrLost.
 func (l *Lease) confirm(op string, rec Record, v store.Version, start time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.rec, l.version = rec, v
 	clear(l.pending)
 	if l.err != nil {
-		if op == "release" {
-			return nil
-		}
 		return fmt.Errorf("lease: %s %q: %w", op, l.lk.key, ErrLost)
 	}
 	if d := start.Add(l.lk.opts.TTL - l.lk.opts.Margin); d.After(l.deadline) {
@@ -198,24 +197,70 @@ func (l *Lease) confirm(op string, rec Record, v store.Version, start time.Time)
 // Done is closed before the write is sent, so work guarded by the lease
 // stops first. It returns an error matching ErrLost when the record was
 // no longer ours; releasing a lease that expired locally but whose record
-// nobody changed succeeds.
+// nobody changed succeeds, and so does releasing it again. Any other error
+// means the outcome is unknown: call Release again, or let the record
+// expire.
 func (l *Lease) Release(ctx context.Context) error {
 	l.end(ErrReleased)
 	l.renewMu.Lock()
 	defer l.renewMu.Unlock()
-	l.mu.Lock()
-	rec, version := l.rec, l.version
-	rec.Nonce, rec.Renewed, rec.Released = newNonce(), l.lk.opts.Now(), true
-	l.pending[rec.Nonce] = time.Now()
-	l.mu.Unlock()
-
 	defer l.lk.released()
-	_, err := l.lk.s.Put(ctx, l.Key(), rec.encode(), store.IfMatch(version))
+	var tried []string // nonces of our release writes
+	for attempt := 1; ; attempt++ {
+		l.mu.Lock()
+		if l.releasedOK {
+			l.mu.Unlock()
+			return nil
+		}
+		rec, version := l.rec, l.version
+		rec.Nonce, rec.Renewed, rec.Released = newNonce(), l.lk.opts.Now(), true
+		l.mu.Unlock()
+		tried = append(tried, rec.Nonce)
+
+		_, err := l.lk.s.Put(ctx, l.Key(), rec.encode(), store.IfMatch(version))
+		if err == nil {
+			l.mu.Lock()
+			l.releasedOK = true
+			l.mu.Unlock()
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrUnknownOutcome) && !errors.Is(err, store.ErrTransient) {
+			return fmt.Errorf("lease: release %q: %w", l.Key(), err)
+		}
+		retry, err := l.resolveRelease(ctx, tried, err)
+		if !retry || attempt == 3 {
+			return err
+		}
+	}
+}
+
+// resolveRelease reads the record back after a release write that failed
+// ambiguously. One of our release nonces: released. A renew of ours whose outcome
+// was unknown (it landed after all): adopt its version and retry. Our
+// last confirmed write, unchanged: the release did not happen; retry.
+// Anyone else's write: lost.
+func (l *Lease) resolveRelease(ctx context.Context, tried []string, cause error) (retry bool, err error) {
+	e, err := l.lk.s.Get(ctx, l.Key())
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return false, fmt.Errorf("lease: release %q: %w (reading back: %w)", l.Key(), cause, err)
+	}
+	var got Record
 	if err == nil {
-		return nil
+		got, err = decodeRecord(l.Key(), e.Value)
 	}
-	if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrUnknownOutcome) && !errors.Is(err, store.ErrTransient) {
-		return fmt.Errorf("lease: release %q: %w", l.Key(), err)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case err != nil:
+	case slices.Contains(tried, got.Nonce):
+		l.releasedOK = true
+		return false, nil
+	case l.pending[got.Nonce] != time.Time{}:
+		l.rec.Nonce, l.version = got.Nonce, e.Version
+		clear(l.pending)
+		return true, fmt.Errorf("lease: release %q: %w", l.Key(), cause)
+	case got.Nonce == l.rec.Nonce && e.Version == l.version:
+		return true, fmt.Errorf("lease: release %q: %w", l.Key(), cause)
 	}
-	return l.resolve(ctx, "release", err)
+	return false, fmt.Errorf("lease: release %q: %w", l.Key(), ErrLost)
 }

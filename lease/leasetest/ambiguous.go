@@ -205,3 +205,25 @@ func testAmbiguousAcquireLandsLate(t *testing.T, e *env) {
 		}()
 	}
 }
+
+// testAmbiguousRenewLandsBeforeRelease: a renew reported unknown lands
+// after its read-back; the release that follows meets a version it did not
+// expect, recognizes our own renew there, and still releases.
+func testAmbiguousRenewLandsBeforeRelease(t *testing.T, e *env) {
+	d := &delayed{Store: e.s}
+	l := mustAcquire(t, e.locker(t, d, e.opts("a")))
+	d.armed = true
+	if err := l.Renew(t.Context()); err == nil || errors.Is(err, lease.ErrLost) {
+		t.Fatalf("Renew with its write in flight: %v, want a retryable error", err)
+	}
+	d.land(t)
+	if err := l.Release(t.Context()); err != nil {
+		t.Fatalf("Release after our renew landed late: %v", err)
+	}
+	if rec, _, err := lease.Inspect(t.Context(), e.s, e.key); err != nil || !rec.Released || rec.Token != 1 {
+		t.Fatalf("record = %+v, %v; want released with token 1", rec, err)
+	}
+	if err := l.Release(t.Context()); err != nil {
+		t.Errorf("a second Release: %v", err)
+	}
+}

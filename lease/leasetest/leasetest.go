@@ -86,6 +86,7 @@ func Run(t *testing.T, h Harness) {
 		{"Ambiguous/renew applied but reported unknown keeps the lease", testAmbiguousRenew},
 		{"Ambiguous/renew retried and reported as a conflict keeps the lease", testAmbiguousRenewConflict},
 		{"Ambiguous/release applied but reported unknown is released", testAmbiguousRelease},
+		{"Ambiguous/release after our renew landed late still releases", testAmbiguousRenewLandsBeforeRelease},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if h.RealTime {
