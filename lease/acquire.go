@@ -19,8 +19,9 @@ const maxQuickRetries = 3
 // requests to the store do not grow with their number (see the package
 // doc for the bound). While the lease is held elsewhere it re-reads the
 // record every PollInterval with jitter, or blocks on store.Watcher when
-// the backend has one, and it wakes at once when a lease of this Locker is
-// released. When ctx ends first it returns an error matching ctx's error
+// the backend has one (falling back to one poll interval when a watch
+// returns early without a change), and it wakes at once when a lease of
+// this Locker is released. When ctx ends first it returns an error matching ctx's error
 // and, if the lease was held, ErrHeld (with the last *HeldError).
 func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 	select {
@@ -33,6 +34,8 @@ func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 
 	var last error
 	quick, failures := 0, 0
+	var watched store.Version // the version the last watch waited on, and when it began
+	var watchedAt time.Time
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, errors.Join(err, last))
@@ -48,11 +51,16 @@ func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 		case errors.As(err, &held):
 			last, quick, failures = err, 0, 0
 			untilTakeover := time.Until(held.Until) + time.Millisecond
+			wait = min(jitter(lk.opts.PollInterval), untilTakeover)
 			if w, ok := lk.s.(store.Watcher); ok && lk.s.Capabilities().Watch {
+				v := lk.obsVersion()
+				if v == watched && time.Since(watchedAt) < lk.opts.PollInterval/4 {
+					break // the watch returned early without a change: poll this turn
+				}
+				watched, watchedAt = v, time.Now()
 				lk.watch(ctx, w, untilTakeover, wake)
 				continue
 			}
-			wait = min(jitter(lk.opts.PollInterval), untilTakeover)
 		case errors.Is(err, ErrLostRace):
 			quick++
 			if quick <= maxQuickRetries {
@@ -74,9 +82,7 @@ func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 // watch blocks on the backend's native watch until the record changes,
 // d passes, a lease of this Locker is released, or ctx ends.
 func (lk *Locker) watch(ctx context.Context, w store.Watcher, d time.Duration, wake <-chan struct{}) {
-	lk.mu.Lock()
-	v := lk.obs.version
-	lk.mu.Unlock()
+	v := lk.obsVersion()
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	go func() {
@@ -144,4 +150,10 @@ func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) {
 	case <-wake:
 	case <-ctx.Done():
 	}
+}
+
+func (lk *Locker) obsVersion() store.Version {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	return lk.obs.version
 }
