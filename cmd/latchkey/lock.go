@@ -29,8 +29,10 @@ lock run acquires the lock (waiting up to --wait; without --wait it waits
 as long as it takes; --wait 0 tries once), then starts CMD with
 LATCHKEY_LOCK_HELD=1 and LATCHKEY_FENCING_TOKEN=<token> in its environment.
 It renews the lock while CMD runs and releases it when CMD exits. SIGINT and
-SIGTERM are forwarded to CMD. CMD runs in its own process group; on Linux
-it is killed (SIGKILL) if lock run itself dies.
+SIGTERM are forwarded to CMD. CMD runs in its own process group, so that
+it and everything it starts can be killed together (it therefore cannot
+read from a terminal); on Linux CMD is killed (SIGKILL) if lock run itself
+dies, though processes CMD started may outlive it then.
 
 If the lock is lost (the store was unreachable for about a TTL, or someone
 forced a release), CMD's process group gets SIGTERM at once and SIGKILL
