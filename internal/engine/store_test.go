@@ -7,8 +7,9 @@ import (
 	"github.com/latchkey/latchkey/store/storetest"
 )
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, storetest.Harness{
+// harness opens a fresh durable engine (fsync on) per store.
+func harness() storetest.Harness {
+	return storetest.Harness{
 		New: func(tb testing.TB) store.Store {
 			e, err := Open(tb.TempDir(), nil)
 			if err != nil {
@@ -21,5 +22,9 @@ func TestConformance(t *testing.T) {
 			})
 			return s
 		},
-	})
+	}
 }
+
+func TestConformance(t *testing.T) { storetest.Run(t, harness()) }
+
+func BenchmarkStore(b *testing.B) { storetest.Bench(b, harness()) }
