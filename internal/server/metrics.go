@@ -1,6 +1,7 @@
 package server
 
 import (
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -78,8 +79,10 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// instrument counts and times every request of one API.
-func (m *metrics) instrument(api string, h http.Handler) http.Handler {
+// instrument counts and times every request of one API, and logs it: at
+// debug level always, at warn level on a 5xx. Only the path is logged,
+// never the query (it may carry ?token= or a presigned signature).
+func (m *metrics) instrument(api string, h http.Handler, log *slog.Logger) http.Handler {
 	lat := m.latency.WithLabelValues(api)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -88,8 +91,19 @@ func (m *metrics) instrument(api string, h http.Handler) http.Handler {
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
-		lat.Observe(time.Since(start).Seconds())
+		d := time.Since(start)
+		lat.Observe(d.Seconds())
 		m.requests.WithLabelValues(api, strconv.Itoa(sw.status)).Inc()
+		level := slog.LevelDebug
+		if sw.status >= 500 {
+			level = slog.LevelWarn
+		}
+		if log.Enabled(r.Context(), level) {
+			log.LogAttrs(r.Context(), level, "request", slog.String("api", api),
+				slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath()),
+				slog.Int("status", sw.status), slog.Duration("duration", d),
+				slog.String("remote", r.RemoteAddr))
+		}
 	})
 }
 

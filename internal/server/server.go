@@ -49,9 +49,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, engine: e, apis: a, metrics: m, log: cfg.Logger}
 	s.handler = &router{
-		consul: m.instrument("consul", a.consul),
-		s3:     m.instrument("s3", a.s3),
-		ops:    m.instrument("ops", s.opsHandler()),
+		consul: m.instrument("consul", a.consul, cfg.Logger),
+		s3:     m.instrument("s3", a.s3, cfg.Logger),
+		ops:    m.instrument("ops", s.opsHandler(), cfg.Logger),
 	}
 	return s, nil
 }

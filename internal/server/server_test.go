@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,4 +214,38 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 	pool = x509.NewCertPool()
 	pool.AddCert(cert)
 	return certFile, keyFile, pool
+}
+
+// Requests are logged (debug level) by path only: never the query, which
+// may carry an ACL token or a presigned signature.
+func TestRequestLogOmitsQuery(t *testing.T) {
+	var buf lockedBuf
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv := servertest.Start(t, &servertest.Options{Config: server.Config{Logger: log}})
+	get(t, http.DefaultClient, srv.URL+"/v1/kv/some/key?token=sekrit-token")
+	srv.Stop()
+	out := buf.String()
+	if !strings.Contains(out, "path=/v1/kv/some/key") || !strings.Contains(out, "api=consul") {
+		t.Fatalf("request not logged: %s", out)
+	}
+	if strings.Contains(out, "sekrit") {
+		t.Fatalf("log leaks the query: %s", out)
+	}
+}
+
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
