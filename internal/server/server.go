@@ -147,5 +147,14 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 		s.Scheme(), ln.Addr(), s.cfg.DataDir)
 	s.log.Info("serving", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
 		"tls", s.cfg.TLSCert != "", "index", s.engine.Index())
+	if s.cfg.ACLToken == "" && !isLoopback(ln.Addr()) {
+		s.log.Warn("the Consul KV API is open to anyone who can reach this address: set --acl-token",
+			"listen", ln.Addr().String())
+	}
 	return s.Serve(ctx, ln)
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
