@@ -90,19 +90,24 @@ func runBenchCmd(ctx context.Context, e *env, args []string) error {
 	rand.Read(b[:])
 	prefix := "latchkey-bench/" + hex.EncodeToString(b[:])
 	fmt.Fprintf(e.stdout, "durable CAS writes, %d-byte values, %v per measurement, keys under %s/\n\n", *size, *dur, prefix)
-	const row = "%-9s %-9s %7s %9s %11s %9s %9s %10s\n"
-	fmt.Fprintf(e.stdout, row, "target", "keys", "clients", "ops/s", "attempts/s", "p50", "p99", "conflicts")
+	const row = "%-9s %-9s %7s %9s %11s %9s %9s %10s %12s\n"
+	fmt.Fprintf(e.stdout, row, "target", "keys", "clients", "ops/s", "attempts/s", "p50", "p99", "conflicts", "upd/commit")
 	var results []benchResult
 	for _, sc := range scenarios {
 		for _, t := range targets {
+			before, hasStats := commitStats(ctx, hc, t)
 			r, err := runBench(ctx, t, sc, *dur, *ops, val, prefix)
 			if err != nil {
 				return err
 			}
 			results = append(results, r)
+			batch := "-"
+			if after, ok := commitStats(ctx, hc, t); ok && hasStats && after.commits > before.commits {
+				batch = fmt.Sprintf("%.1f", float64(after.updates-before.updates)/float64(after.commits-before.commits))
+			}
 			fmt.Fprintf(e.stdout, row, r.target, sc.keys, strconv.Itoa(sc.clients),
 				fmt.Sprintf("%.0f", r.opsPerSec()), fmt.Sprintf("%.0f", r.attemptsPerSec()),
-				fmtLatency(r.p50), fmtLatency(r.p99), strconv.FormatInt(r.conflicts, 10))
+				fmtLatency(r.p50), fmtLatency(r.p99), strconv.FormatInt(r.conflicts, 10), batch)
 		}
 	}
 	if len(targets) == 2 {
@@ -117,6 +122,45 @@ func runBenchCmd(ctx context.Context, e *env, args []string) error {
 		tw.Flush()
 	}
 	return nil
+}
+
+// engineCounters are a latchkey server's group-commit counters.
+type engineCounters struct{ commits, updates float64 }
+
+// commitStats reads the engine counters from a latchkey target's
+// /-/metrics; ok is false for other servers (etcd, a real Consul).
+func commitStats(ctx context.Context, hc *http.Client, t benchTarget) (engineCounters, bool) {
+	ct, isConsul := t.(*consulTarget)
+	if !isConsul {
+		return engineCounters{}, false
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ct.base+server.MetricsPath, nil)
+	if err != nil {
+		return engineCounters{}, false
+	}
+	code, body, _, err := do(hc, req)
+	if err != nil || code != http.StatusOK {
+		return engineCounters{}, false
+	}
+	var c engineCounters
+	var found int
+	for _, line := range strings.Split(string(body), "\n") {
+		name, val, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "latchkey_engine_commits_total":
+			c.commits, found = f, found+1
+		case "latchkey_engine_updates_total":
+			c.updates, found = f, found+1
+		}
+	}
+	return c, found == 2
 }
 
 func benchScenarios(keys, clients string) ([]benchScenario, error) {
@@ -198,6 +242,10 @@ Key patterns:
             create_revision = 0): one durable write per request
   hot       every client reads one shared key and CASes it (?cas=N,
             mod_revision = N); most attempts lose, ops/s counts the winners
+
+Against a latchkey server, upd/commit is how many engine updates shared one
+durable commit (one fsync round) during the measurement: group commit at
+work. It reads the server's /-/metrics.
 
 Each measurement is bounded by --duration (at most 10m). Keys are left
 under latchkey-bench/<random>/ on the target.

@@ -18,7 +18,7 @@ func TestBenchAgainstInProcessServer(t *testing.T) {
 	rows := 0
 	for _, l := range lines {
 		f := strings.Fields(l)
-		if len(f) != 8 || f[0] != "latchkey" {
+		if len(f) != 9 || f[0] != "latchkey" {
 			continue
 		}
 		rows++
@@ -27,6 +27,9 @@ func TestBenchAgainstInProcessServer(t *testing.T) {
 		}
 		if f[1] == "distinct" && f[7] != "0" {
 			t.Errorf("row %q: conflicts on distinct keys", l)
+		}
+		if b, err := strconv.ParseFloat(f[8], 64); err != nil || b < 1 {
+			t.Errorf("row %q: updates per commit %q", l, f[8])
 		}
 	}
 	if rows != 4 {
@@ -116,7 +119,7 @@ func TestBenchEtcdSideBySide(t *testing.T) {
 	}
 	etcdRows := 0
 	for _, l := range strings.Split(out, "\n") {
-		if f := strings.Fields(l); len(f) == 8 && f[0] == "etcd" {
+		if f := strings.Fields(l); len(f) == 9 && f[0] == "etcd" {
 			etcdRows++
 			if f[1] == "hot" && f[3] == "0" {
 				t.Errorf("no CAS applied against etcd: %q", l)
