@@ -53,6 +53,9 @@ var errNothing = errors.New("engine: nothing to commit")
 //
 // If ctx ends before fn starts, Update returns ctx's error and fn never
 // runs. Once fn has started, Update waits for the commit.
+//
+// fn runs on the engine's single writer goroutine: it must not call Update
+// (that deadlocks) nor block on anything slow.
 func (e *Engine) Update(ctx context.Context, fn func(tx *Tx) error) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ type engineTx = engine.Tx
 // Server is one running latchkey server: an open engine and its handlers.
 type Server struct {
 	cfg     Config
+	tls     *tls.Config // nil: plain HTTP
 	engine  *engine.Engine
 	apis    *apis
 	metrics *metrics
@@ -31,6 +33,14 @@ func New(cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	var tlsCfg *tls.Config
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("server: TLS certificate: %w", err)
+		}
+		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	m := newMetrics()
 	e, err := engine.Open(cfg.DataDir, &engine.Options{
@@ -47,7 +57,7 @@ func New(cfg Config) (*Server, error) {
 		e.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	s := &Server{cfg: cfg, engine: e, apis: a, metrics: m, log: cfg.Logger}
+	s := &Server{cfg: cfg, tls: tlsCfg, engine: e, apis: a, metrics: m, log: cfg.Logger}
 	s.handler = &router{
 		consul: m.instrument("consul", a.consul, cfg.Logger),
 		s3:     m.instrument("s3", a.s3, cfg.Logger),
@@ -68,7 +78,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Scheme is "https" with a TLS certificate, else "http".
 func (s *Server) Scheme() string {
-	if s.cfg.TLSCert != "" {
+	if s.tls != nil {
 		return "https"
 	}
 	return "http"
@@ -91,8 +101,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		if s.cfg.TLSCert != "" {
-			errc <- hs.ServeTLS(ln, s.cfg.TLSCert, s.cfg.TLSKey)
+		if s.tls != nil {
+			hs.TLSConfig = s.tls
+			errc <- hs.ServeTLS(ln, "", "")
 		} else {
 			errc <- hs.Serve(ln)
 		}

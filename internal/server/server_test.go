@@ -156,6 +156,7 @@ func TestBadConfig(t *testing.T) {
 		{},
 		{DataDir: t.TempDir(), TLSCert: "x"},
 		{DataDir: t.TempDir(), AccessKey: "x"},
+		{DataDir: t.TempDir(), TLSCert: "/nonexistent/cert.pem", TLSKey: "/nonexistent/key.pem"},
 	} {
 		if _, err := server.New(cfg); err == nil {
 			t.Errorf("New(%+v) succeeded", cfg)
