@@ -48,7 +48,11 @@ func (e *OpError) Error() string {
 		}
 		msg += ")"
 	}
-	if e.Err != nil {
+	var ke *keyError
+	switch {
+	case errors.As(e.Err, &ke) && ke.key == e.Key:
+		msg += ": " + ke.why // the key is already named
+	case e.Err != nil:
 		msg += ": " + e.Err.Error()
 	}
 	return msg

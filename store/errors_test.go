@@ -23,6 +23,13 @@ func TestOpErrorFormat(t *testing.T) {
 			`consulstore: put "k": precondition failed (status 200)`},
 		{store.Errorf("filestore", "delete", "k", store.ErrTransient, fs.ErrPermission),
 			`filestore: delete "k": transient failure: permission denied`},
+		// A key-rule error names the key once, with why it is bad.
+		{store.Errorf("filestore", "get", "a//b", store.ErrInvalidKey, store.ValidateKey("a//b")),
+			`filestore: get "a//b": invalid key: empty path segment (leading, trailing or doubled '/')`},
+		{store.Errorf("memstore", "list", "a//", store.ErrInvalidKey, store.ValidatePrefix("a//")),
+			`memstore: list "a//": invalid key: empty path segment (leading, trailing or doubled '/')`},
+		{store.Errorf("memstore", "txn", "a", store.ErrInvalidKey, store.ValidateKey("b/")),
+			`memstore: txn "a": invalid key: invalid key "b/": empty path segment (leading, trailing or doubled '/')`},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {

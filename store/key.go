@@ -22,7 +22,7 @@ const MaxKeyLen = 1024
 // A bad key yields an error matching ErrInvalidKey that says why.
 func ValidateKey(key string) error {
 	if why := keyProblem(key); why != "" {
-		return fmt.Errorf("%w %q: %s", ErrInvalidKey, key, why)
+		return &keyError{key: key, why: why}
 	}
 	return nil
 }
@@ -34,10 +34,27 @@ func ValidatePrefix(prefix string) error {
 		return nil
 	}
 	if why := keyProblem(strings.TrimSuffix(prefix, "/")); why != "" {
-		return fmt.Errorf("%w: prefix %q: %s", ErrInvalidKey, prefix, why)
+		return &keyError{key: prefix, prefix: true, why: why}
 	}
 	return nil
 }
+
+// keyError is what ValidateKey and ValidatePrefix return. An *OpError
+// about the same key prints only why, so the key is not named twice.
+type keyError struct {
+	key    string
+	prefix bool
+	why    string
+}
+
+func (e *keyError) Error() string {
+	if e.prefix {
+		return fmt.Sprintf("%v: prefix %q: %s", ErrInvalidKey, e.key, e.why)
+	}
+	return fmt.Sprintf("%v %q: %s", ErrInvalidKey, e.key, e.why)
+}
+
+func (e *keyError) Unwrap() error { return ErrInvalidKey }
 
 func keyProblem(key string) string {
 	switch {
