@@ -116,8 +116,10 @@ func (l *Lease) end(cause error) {
 // Renew extends the lease: a CAS on our version with a new nonce. On
 // success the lease is valid until (the instant just before the request was
 // sent) + TTL − Margin. It returns an error matching ErrLost when the lease
-// is gone (Done is then closed), ErrReleased after Release; any other error means the outcome is not
-// known yet, and Renew may be called again while the lease is valid.
+// is gone (Done is then closed), and ErrReleased after Release. Any other
+// error means the outcome is not known yet; Renew may be called again while
+// the lease is valid, and a later read that finds this attempt's nonce
+// counts it.
 func (l *Lease) Renew(ctx context.Context) error {
 	l.renewMu.Lock()
 	defer l.renewMu.Unlock()
