@@ -117,6 +117,10 @@ func TestDefaultDir(t *testing.T) {
 			t.Errorf("DefaultDir(%v) = %q, %v; want %q", tc.env, got, err, tc.want)
 		}
 	}
+	env := map[string]string{"XDG_STATE_HOME": "/x/state"}
+	if got, err := storeurl.StateDir(func(k string) string { return env[k] }); err != nil || got != filepath.FromSlash("/x/state/latchkey") {
+		t.Errorf("StateDir(%v) = %q, %v; want /x/state/latchkey", env, got, err)
+	}
 	u, err := storeurl.DefaultURL(func(k string) string { return map[string]string{"HOME": "/home/u"}[k] })
 	if err != nil || u != "file:///home/u/.local/state/latchkey/store" {
 		t.Errorf("DefaultURL = %q, %v", u, err)
