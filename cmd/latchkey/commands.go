@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -21,7 +22,7 @@ func commands() map[string]command {
 		"version":  {"print the version", runVersion},
 		"serve":    {"run the durable Consul KV- and S3-compatible server", runServe},
 		"bench":    {"measure durable CAS throughput and latency (vs etcd with --etcd)", runBenchCmd},
-		"kv":       {"read and write keys: get, put, delete, list, update", runKV},
+		"kv":       {"read and write keys: get, put, delete, list, update, txn", runKV},
 		"lock":     {"run a command under a lock; show or release a lock", runLock},
 		"publish":  {"publish files atomically as one generation", runPublish},
 		"snapshot": {"snapshot get: write the published files into a directory", runSnapshot},
@@ -56,14 +57,9 @@ func run(ctx context.Context, args []string, e *env) error {
 
 func usage(w io.Writer) {
 	cmds := commands()
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var b strings.Builder
 	b.WriteString("Usage: latchkey COMMAND [flags] [args]\n\nCommands:\n")
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(cmds)) {
 		fmt.Fprintf(&b, "  %-10s %s\n", n, cmds[n].summary)
 	}
 	b.WriteString(`

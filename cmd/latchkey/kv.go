@@ -6,7 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -68,14 +69,9 @@ func runKV(ctx context.Context, e *env, args []string) error {
 
 func kvUsage(w io.Writer) {
 	cmds := kvCommands()
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	var b strings.Builder
 	b.WriteString("Usage: latchkey kv SUBCOMMAND [flags] [args]\n\nRead and write keys of a store, with Consul-style check-and-set.\n\n")
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(cmds)) {
 		fmt.Fprintf(&b, "  kv %s %s\n      %s\n", n, cmds[n].args, cmds[n].summary)
 	}
 	b.WriteString(`

@@ -166,9 +166,16 @@ func TestKVHelp(t *testing.T) {
 	top := c.ok("--help")
 	kv := c.ok("kv", "--help")
 	put := c.ok("kv", "put", "-h")
-	for _, want := range []string{"kv", "LATCHKEY_STORE", "Exit codes"} {
+	for _, want := range []string{"kv", "LATCHKEY_STORE", "XDG_STATE_HOME", "~/.local/state/latchkey", "Exit codes"} {
 		if !strings.Contains(top, want) {
 			t.Errorf("latchkey --help lacks %q", want)
+		}
+	}
+	// The summary names every kv subcommand.
+	kvLine := regexp.MustCompile(`(?m)^  kv .*$`).FindString(top)
+	for name := range kvCommands() {
+		if !strings.Contains(kvLine, name) {
+			t.Errorf("latchkey --help: kv line %q lacks %q", kvLine, name)
 		}
 	}
 	for _, want := range []string{"kv update [-max-attempts N] KEY -- CMD", "Exit codes", "-modify-index=0", "XDG_STATE_HOME"} {
