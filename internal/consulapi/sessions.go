@@ -27,6 +27,11 @@ type sessions struct {
 	timers map[string]*ttlTimer
 	delays map[string]time.Time // key → end of its lock-delay
 	wg     sync.WaitGroup       // running invalidations
+
+	// failExpiry, set only by tests before any session exists, makes a
+	// TTL invalidation report failure (before it is tried: the session is
+	// untouched).
+	failExpiry func(id string) error
 }
 
 type ttlTimer struct {
@@ -99,15 +104,42 @@ func (s *sessions) expire(id string, gen uint64) {
 	}
 	delete(s.timers, id)
 	s.wg.Add(1)
+	fail := s.failExpiry
 	s.mu.Unlock()
 	defer s.wg.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := s.h.invalidate(ctx, id); err != nil {
-		s.h.log.Warn("consulapi: session TTL invalidation failed", "session", id, "err", err)
+	var err error
+	if fail != nil {
+		err = fail(id) // test hook: a commit that failed
+	}
+	if err == nil {
+		err = s.h.invalidate(ctx, id)
+	}
+	if err != nil {
+		// The session and its locks live on; so must the timer, or the
+		// session would never expire.
+		s.h.log.Warn("consulapi: session TTL invalidation failed; retrying", "session", id, "retry_in", expiryRetry, "err", err)
+		s.rearm(id)
 		return
 	}
 	s.h.log.Debug("consulapi: session expired", "session", id)
+}
+
+// expiryRetry is the pause before retrying a TTL invalidation that failed.
+const expiryRetry = time.Second
+
+// rearm schedules another expiry of id after a failed one, unless a renew
+// armed a fresh timer meanwhile or the handler is closing.
+func (s *sessions) rearm(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.timers[id] != nil {
+		return
+	}
+	tt := &ttlTimer{gen: 1}
+	s.timers[id] = tt
+	tt.t = time.AfterFunc(expiryRetry, func() { s.expire(id, 1) })
 }
 
 // setLockDelay starts the lock-delay of key: until now+d.

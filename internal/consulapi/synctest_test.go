@@ -2,6 +2,7 @@ package consulapi
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -175,6 +176,72 @@ func TestSyncStats(t *testing.T) {
 		synctest.Wait()
 		if st := h.Stats(); st != (Stats{SessionTimers: 0, LockDelays: 1, BlockingQueries: 0}) {
 			t.Fatalf("after expiry: %+v", st)
+		}
+	})
+}
+
+// A TTL invalidation whose commit fails is retried (the session must not
+// become immortal): here the first two attempts fail, so the key is
+// released one retry pause after each, not at 2×TTL.
+func TestSyncTTLExpiryRetriedAfterFailure(t *testing.T) {
+	inBubble(t, func(t *testing.T, h *Handler) {
+		fails := 2
+		h.sess.mu.Lock()
+		h.sess.failExpiry = func(string) error {
+			if fails > 0 {
+				fails--
+				return errors.New("injected commit failure")
+			}
+			return nil
+		}
+		h.sess.mu.Unlock()
+		id := createSession(t, h, `{"TTL":"10s","LockDelay":"0s"}`)
+		call(t, h, "PUT", "/v1/kv/k?acquire="+id, "x")
+		time.Sleep(20*time.Second + time.Millisecond) // 2×TTL: first attempt, fails
+		synctest.Wait()
+		if holder(t, h, "k") != id || h.Stats().SessionTimers != 1 {
+			t.Fatalf("after a failed expiry: holder %q, stats %+v; want still held with a retry armed", holder(t, h, "k"), h.Stats())
+		}
+		time.Sleep(expiryRetry) // second attempt, fails
+		synctest.Wait()
+		if holder(t, h, "k") != id {
+			t.Fatal("released by a failed attempt")
+		}
+		time.Sleep(expiryRetry) // third attempt succeeds
+		synctest.Wait()
+		if got := holder(t, h, "k"); got != "" || h.Stats().SessionTimers != 0 {
+			t.Fatalf("after the retry: holder %q, stats %+v", got, h.Stats())
+		}
+	})
+}
+
+// TTL bounds at Consul's defaults: "" and "0" mean no TTL; otherwise
+// [10s, 24h], with Consul's 500 text printing the TTL in nanoseconds.
+func TestSyncSessionTTLBounds(t *testing.T) {
+	inBubble(t, func(t *testing.T, h *Handler) {
+		for _, c := range []struct {
+			ttl  string
+			code int
+			body string
+		}{
+			{`""`, 200, ""},
+			{`"0"`, 200, ""},
+			{`"0s"`, 200, ""},
+			{`"10s"`, 200, ""},
+			{`"24h"`, 200, ""},
+			{`"9s"`, 500, "Invalid Session TTL '9000000000', must be between [10s=24h0m0s]"},
+			{`"24h0m1s"`, 500, "Invalid Session TTL '86401000000000', must be between [10s=24h0m0s]"},
+			{`"-10s"`, 500, "Invalid Session TTL '-10000000000', must be between [10s=24h0m0s]"},
+			{`"10"`, 500, `Session TTL '10' invalid: time: missing unit in duration "10"`},
+		} {
+			code, body := call(t, h, "PUT", "/v1/session/create", `{"TTL":`+c.ttl+`}`)
+			if code != c.code || (c.code != 200 && body != c.body) {
+				t.Errorf("TTL %s: %d %q, want %d %q", c.ttl, code, body, c.code, c.body)
+			}
+		}
+		// Only the 10s and 24h sessions have timers.
+		if st := h.Stats(); st.SessionTimers != 2 {
+			t.Errorf("%d armed timers, want 2 (no timer for an empty or zero TTL)", st.SessionTimers)
 		}
 	})
 }
