@@ -78,7 +78,7 @@ func waitPID(t *testing.T, file string) int {
 	}
 }
 
-func readLines(t *testing.T, file string) []string {
+func readLines(t testing.TB, file string) []string {
 	t.Helper()
 	f, err := os.Open(file)
 	if os.IsNotExist(err) {
