@@ -17,3 +17,13 @@ func TestLeasesRealTime(t *testing.T) {
 		RealTime: true,
 	})
 }
+
+// TestLeasesRealTimeVersityGW runs the same suite against Versity Gateway,
+// the independent S3 peer.
+func TestLeasesRealTimeVersityGW(t *testing.T) {
+	p := versityPeer(t)
+	leasetest.Run(t, leasetest.Harness{
+		New:      func(tb testing.TB) store.Store { return p.open(tb) },
+		RealTime: true,
+	})
+}
