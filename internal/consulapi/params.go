@@ -48,25 +48,28 @@ func (h *Handler) parseQuery(r *http.Request) (queryOptions, error) {
 	default:
 		qo.consistency = "leader"
 	}
-	if has(q, "max_stale") {
-		if _, err := time.ParseDuration(q.Get("max_stale")); err != nil {
-			return qo, badRequest("Invalid max_stale value " + strconv.Quote(q.Get("max_stale")))
+	// Consul skips empty values (?wait=&index= is a plain read) and
+	// parses wait before index (parseWait), so a request with both bad
+	// says "Invalid wait time".
+	if v := q.Get("max_stale"); v != "" {
+		if _, err := time.ParseDuration(v); err != nil {
+			return qo, badRequest("Invalid max_stale value " + strconv.Quote(v))
 		}
-	}
-	if has(q, "index") {
-		idx, err := strconv.ParseUint(q.Get("index"), 10, 64)
-		if err != nil {
-			return qo, badRequest("Invalid index")
-		}
-		qo.index = idx
 	}
 	var wait time.Duration
-	if has(q, "wait") {
-		d, err := time.ParseDuration(q.Get("wait"))
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
 		if err != nil {
 			return qo, badRequest("Invalid wait time")
 		}
 		wait = d
+	}
+	if v := q.Get("index"); v != "" {
+		idx, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return qo, badRequest("Invalid index")
+		}
+		qo.index = idx
 	}
 	qo.wait = h.blockingTimeout(wait)
 	return qo, nil
