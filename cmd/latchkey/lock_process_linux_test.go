@@ -100,8 +100,10 @@ func TestLockRunForwardsSignals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	for len(readLines(t, file)) == 0 {
-		time.Sleep(10 * time.Millisecond)
+	for start := time.Now(); len(readLines(t, file)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("CMD never started")
+		}
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	err := cmd.Wait()

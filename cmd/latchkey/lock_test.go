@@ -42,7 +42,7 @@ func TestLockRunWaitZeroWhenHeld(t *testing.T) {
 	c := newCLI(t)
 	done := make(chan outcome)
 	go func() {
-		done <- c.run("lock", "run", "--ttl", "5s", "k", "--", "sh", "-c", "sleep 1")
+		done <- c.run("lock", "run", "--ttl", "5s", "k", "--", "sh", "-c", "sleep 3")
 	}()
 	// Wait until the first run holds the lock.
 	for {
