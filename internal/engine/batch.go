@@ -189,11 +189,11 @@ func (e *Engine) commit(batch []*request) []*request {
 		done = nil
 	default:
 		e.commits.Add(1)
+		e.updates.Add(uint64(len(done)))
 		if e.opts.OnCommit != nil {
 			e.opts.OnCommit(len(done), time.Since(start))
 		}
 	}
-	e.updates.Add(uint64(len(done)))
 	if len(done) > 0 {
 		if last := done[len(done)-1].index; last > e.index.Load() {
 			e.index.Store(last)

@@ -171,7 +171,7 @@ func (e *Engine) Index() uint64 { return e.index.Load() }
 
 // Stats are counters since Open.
 type Stats struct {
-	Updates uint64 // Updates that committed (changed something or not)
+	Updates uint64 // Updates carried by a durable commit (a read-only one only if its batch wrote)
 	Commits uint64 // bbolt commits, i.e. fsync rounds
 }
 
