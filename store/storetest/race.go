@@ -70,33 +70,25 @@ func oneWinner(t *testing.T, what string, errs []error) int {
 }
 
 func testCreateRace(t *testing.T, h Harness) {
-	ctx, s := h.open(t)
-	const n = 32
-	for round := range h.scaled(3, 1) {
-		key := fmt.Sprintf("race/%d", round)
-		res := race(n, func(i int) putResult {
-			v, err := s.Put(ctx, key, fmt.Appendf(nil, "writer %d", i), store.IfAbsent)
-			return putResult{v, err}
-		})
-		errs := make([]error, n)
-		for i, r := range res {
-			errs[i] = r.err
-		}
-		w := oneWinner(t, fmt.Sprintf("round %d", round), errs)
-		if w >= 0 {
-			wantEntry(t, ctx, s, key, fmt.Appendf(nil, "writer %d", w), res[w].v)
-		}
-	}
+	putRace(t, h, 32, func(context.Context, store.Store, string) store.Condition { return store.IfAbsent })
 }
 
 func testCASRace(t *testing.T, h Harness) {
+	putRace(t, h, 16, func(ctx context.Context, s store.Store, key string) store.Condition {
+		return store.IfMatch(put(t, ctx, s, key, []byte("start"), store.Unconditional))
+	})
+}
+
+// putRace runs rounds of n writers racing one conditional Put of a key,
+// under the condition cond prepares: exactly one may win, and the key must
+// then hold the winner's value at the winner's version.
+func putRace(t *testing.T, h Harness, n int, cond func(ctx context.Context, s store.Store, key string) store.Condition) {
 	ctx, s := h.open(t)
-	const n = 16
 	for round := range h.scaled(3, 1) {
 		key := fmt.Sprintf("race/%d", round)
-		v0 := put(t, ctx, s, key, []byte("start"), store.Unconditional)
+		c := cond(ctx, s, key)
 		res := race(n, func(i int) putResult {
-			v, err := s.Put(ctx, key, fmt.Appendf(nil, "writer %d", i), store.IfMatch(v0))
+			v, err := s.Put(ctx, key, fmt.Appendf(nil, "writer %d", i), c)
 			return putResult{v, err}
 		})
 		errs := make([]error, n)
