@@ -12,22 +12,31 @@
 // visible to readers. A writer that loses the CAS has been superseded: its
 // generation is deleted and Commit returns an error matching ErrSuperseded.
 // It never retries blindly: the caller decides whether to begin again from
-// the newer state.
+// the newer state. A writer deletes its own generation only when no
+// pointer write of its may have applied; after an unknown outcome it
+// leaves the generation to GC, since a reader may hold it.
 //
 // A Snapshot reads the pointer once and then exactly the objects its
 // manifest names, so a reader sees one generation whole however many
 // commits happen meanwhile (snapshot isolation), for as long as garbage
 // collection leaves that generation alone.
 //
-// GC deletes generations the pointer does not name that are older than a
-// grace period: superseded ones and abandoned ones (a writer that died
-// before committing). The age of a generation is the wall-clock time
-// embedded in its id when it began, so the grace period must exceed the
-// longest life of any reader or writer plus the worst clock skew between
-// the hosts involved; the default is one hour.
+// GC deletes generations the pointer does not name once their grace
+// period has passed: superseded ones and abandoned ones (a writer that
+// died before committing). The grace period runs from the later of the
+// wall-clock time embedded in the generation's id when it began and the
+// time its successor committed (recorded in the successor's manifest). So
+// the grace period must exceed the longest life of any reader, and the
+// writers' maximum age (Options.MaxAge, past which Commit refuses with
+// ErrAbandoned), plus the worst clock skew between the hosts involved; the
+// default grace is one hour and the default maximum age half of that.
 //
 // When writers are serialised by a lease (package lease), Options.Token
-// carries the lease's fencing token: the pointer records it, and a commit
-// whose token is older than the pointer's is refused with ErrFenced, so a
-// writer that lost its lease without knowing cannot publish.
+// carries the lease's fencing token: the pointer records it (and keeps
+// the largest token it has seen), and Begin refuses with ErrFenced a
+// writer whose token is older than the pointer's. A commit is also a CAS
+// on the pointer version read at Begin, so once a newer holder has
+// committed, no writer that began earlier can publish. What fencing cannot
+// stop is a writer that lost its lease publishing before the new holder
+// has committed anything: the store cannot see the lease.
 package publish

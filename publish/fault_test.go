@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/publish"
 	"github.com/latchkey/latchkey/store"
@@ -80,5 +81,185 @@ func TestCommitPersistentFailureCleansUp(t *testing.T) {
 	}
 	for it, err := range store.All(ctx, fs, "pf/") {
 		t.Fatalf("left behind: %v %v", it.Key, err)
+	}
+}
+
+// TestCommitContextEndedAfterPointerApplied: the pointer write applies but
+// the writer's context ends before it hears so (a lease lost at that
+// moment). Commit reads the pointer back instead of deleting a generation
+// that is already the current one.
+func TestCommitContextEndedAfterPointerApplied(t *testing.T) {
+	ctx := context.Background()
+	fs := faultstore.New(memstore.New(), 1)
+	w, _ := publish.Begin(ctx, fs, "ce", nil)
+	if err := w.Put(ctx, "f", strings.NewReader("body")); err != nil {
+		t.Fatal(err)
+	}
+	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "ce/pointer", Fault: faultstore.ApplyThenFail, Err: context.Canceled, Count: 1})
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatalf("Commit whose pointer write applied before the context ended: %v", err)
+	}
+	snap, err := publish.Open(ctx, fs, "ce")
+	if err != nil || snap.Generation() != w.ID() {
+		t.Fatalf("current = %v, %v; want %s", snap, err, w.ID())
+	}
+	if b, err := snap.ReadFile(ctx, "f"); err != nil || string(b) != "body" {
+		t.Fatalf("current generation's f = %q, %v: deleted by its own writer", b, err)
+	}
+}
+
+// TestCommitContextEndedBeforePointerApplied: the context ends and the
+// pointer is as the writer began. The write may still be in flight, so the
+// generation is left for GC rather than deleted under a pointer that may
+// yet name it; nothing is visible.
+func TestCommitContextEndedBeforePointerApplied(t *testing.T) {
+	ctx := context.Background()
+	fs := faultstore.New(memstore.New(), 1)
+	w, _ := publish.Begin(ctx, fs, "cb", nil)
+	w.Put(ctx, "f", strings.NewReader("body"))
+	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "cb/pointer", Fault: faultstore.FailBefore, Err: context.Canceled, Count: 1})
+	_, err := w.Commit(ctx)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "left for GC") {
+		t.Fatalf("Commit = %v, want context.Canceled, generation left for GC", err)
+	}
+	if _, err := publish.Open(ctx, fs, "cb"); !errors.Is(err, publish.ErrNothingPublished) {
+		t.Fatalf("Open = %v, want nothing published", err)
+	}
+	if n := len(keysUnder(t, ctx, fs, "cb/gen/"+w.ID()+"/")); n != 2 {
+		t.Fatalf("%d objects left, want the object and the manifest for GC", n)
+	}
+}
+
+// lateLanding holds back the first write of one key, reports its outcome
+// as unknown, and lets it land just before the second write of that key,
+// after calling before: a request that timed out at the client and was
+// applied late by the service.
+type lateLanding struct {
+	store.Store
+	key    string
+	before func()
+	held   func()
+	puts   int
+}
+
+func (l *lateLanding) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
+	if key != l.key {
+		return l.Store.Put(ctx, key, value, cond)
+	}
+	l.puts++
+	switch l.puts {
+	case 1:
+		l.held = func() { l.Store.Put(ctx, key, value, cond) }
+		return "", store.Errorf("test", "put", key, store.ErrUnknownOutcome, nil)
+	case 2:
+		l.held()
+		l.before()
+	}
+	return l.Store.Put(ctx, key, value, cond)
+}
+
+// TestCommitLateLandingThenSuperseded: the first pointer write times out
+// and the pointer reads back unchanged, so the writer retries; but the
+// first write lands late, a reader opens the generation, and another
+// writer commits on top before the retry, which is refused. The writer is
+// superseded, and it must not delete a generation a reader holds.
+func TestCommitLateLandingThenSuperseded(t *testing.T) {
+	ctx := context.Background()
+	inner := memstore.New()
+	ll := &lateLanding{Store: inner, key: "ll/pointer"}
+	w, err := publish.Begin(ctx, ll, "ll", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Put(ctx, "f", strings.NewReader("late"))
+	var reader *publish.Snapshot
+	ll.before = func() {
+		var err error
+		if reader, err = publish.Open(ctx, inner, "ll"); err != nil || reader.Generation() != w.ID() {
+			t.Errorf("the late write did not land: %v, %v", reader, err)
+			return
+		}
+		other, _ := publish.Begin(ctx, inner, "ll", nil)
+		other.Put(ctx, "f", strings.NewReader("other"))
+		if _, err := other.Commit(ctx); err != nil {
+			t.Errorf("other commit: %v", err)
+		}
+	}
+	_, err = w.Commit(ctx)
+	if !errors.Is(err, publish.ErrSuperseded) {
+		t.Fatalf("Commit = %v, want ErrSuperseded", err)
+	}
+	if reader == nil {
+		t.Fatal("no reader")
+	}
+	if b, err := reader.ReadFile(ctx, "f"); err != nil || string(b) != "late" {
+		t.Fatalf("reader of the briefly visible generation: %q, %v; its writer deleted it", b, err)
+	}
+}
+
+// TestCommitPastMaxAge: a writer that lived longer than its MaxAge may
+// have had objects removed by GC as abandoned; Commit refuses it and
+// deletes what is left.
+func TestCommitPastMaxAge(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	w, _ := publish.Begin(ctx, s, "ma", &publish.Options{Now: clk.now, MaxAge: 10 * time.Minute})
+	w.Put(ctx, "f", strings.NewReader("x"))
+	clk.t = clk.t.Add(10*time.Minute + time.Second)
+	if _, err := w.Commit(ctx); !errors.Is(err, publish.ErrAbandoned) {
+		t.Fatalf("Commit past MaxAge = %v, want ErrAbandoned", err)
+	}
+	if keys := keysUnder(t, ctx, s, "ma/"); len(keys) != 0 {
+		t.Fatalf("left %v", keys)
+	}
+}
+
+// TestCommitAfterGCRemovedObjects: a GC run with a grace shorter than a
+// writer's life removes its uncommitted generation as abandoned; the
+// writer's Commit notices and publishes nothing, instead of a pointer to
+// missing objects.
+func TestCommitAfterGCRemovedObjects(t *testing.T) {
+	forEach(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		publishFiles(t, ctx, s, "gr", map[string]string{"f": "v1"})
+		w, _ := publish.Begin(ctx, s, "gr", nil)
+		w.Put(ctx, "f", strings.NewReader("v2"))
+		w.Put(ctx, "g", strings.NewReader("v2"))
+		later := func() time.Time { return time.Now().Add(time.Minute) }
+		if res, err := publish.GC(ctx, s, "gr", &publish.GCOptions{Grace: time.Second, Now: later}); err != nil || len(res.Deleted) != 1 {
+			t.Fatalf("GC = %+v, %v", res, err)
+		}
+		if _, err := w.Commit(ctx); !errors.Is(err, publish.ErrAbandoned) {
+			t.Fatalf("Commit of a generation GC removed = %v, want ErrAbandoned", err)
+		}
+		snap, err := publish.Open(ctx, s, "gr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := snap.ReadFile(ctx, "f"); err != nil || string(b) != "v1" {
+			t.Fatalf("f = %q, %v; want the first generation intact", b, err)
+		}
+	})
+}
+
+// TestTokenNeverGoesBackwards: an unfenced writer (token 0) keeps the
+// pointer's token, so a zombie with an old token is still refused.
+func TestTokenNeverGoesBackwards(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	w, _ := publish.Begin(ctx, s, "tk", &publish.Options{Token: 7})
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, _ = publish.Begin(ctx, s, "tk", nil)
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if snap, _ := publish.Open(ctx, s, "tk"); snap.Token() != 7 {
+		t.Fatalf("pointer token after an unfenced commit = %d, want 7", snap.Token())
+	}
+	if _, err := publish.Begin(ctx, s, "tk", &publish.Options{Token: 6}); !errors.Is(err, publish.ErrFenced) {
+		t.Fatalf("Begin with token 6 = %v, want ErrFenced", err)
 	}
 }

@@ -27,6 +27,11 @@ var (
 	ErrNothingPublished = fmt.Errorf("publish: nothing published: %w", store.ErrNotFound)
 	// ErrCorrupt: an object does not match what the manifest says of it.
 	ErrCorrupt = errors.New("publish: object does not match manifest")
+	// ErrAbandoned: the generation counts as abandoned and was not
+	// committed: the writer outlived Options.MaxAge, or some of its
+	// objects were removed (by a GC with a grace shorter than the writer's
+	// life) before the commit. Nothing was published.
+	ErrAbandoned = errors.New("publish: generation abandoned before commit")
 )
 
 const (
@@ -88,9 +93,11 @@ func idTime(id string) (time.Time, bool) {
 	return t, err == nil
 }
 
-// validName checks an object name: a relative, clean, slash-separated
-// path that is a valid key on its own.
-func validName(name string) error {
+// ValidateName checks an object name: a relative, clean, slash-separated
+// path that is a valid key on its own (store.ValidateKey: no empty, "."
+// or ".." segment, no control character). Writer.Put also checks that the
+// whole key the name is stored under fits store.MaxKeyLen.
+func ValidateName(name string) error {
 	if err := store.ValidateKey(name); err != nil {
 		return fmt.Errorf("publish: object name: %w", err)
 	}

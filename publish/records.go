@@ -21,10 +21,14 @@ type File struct {
 
 // manifest is the immutable list of a generation's objects.
 type manifest struct {
-	Generation string    `json:"generation"`
-	Token      uint64    `json:"token,omitempty"`
-	Created    time.Time `json:"created"`
-	Files      []File    `json:"files"`
+	Generation string `json:"generation"`
+	// Base is the generation the pointer named when this one began: the
+	// one it replaces if it commits. GC keeps a superseded generation for
+	// the grace period after its successor's Created.
+	Base    string    `json:"base,omitempty"`
+	Token   uint64    `json:"token,omitempty"`
+	Created time.Time `json:"created"`
+	Files   []File    `json:"files"`
 }
 
 // pointer is the one object whose CAS commits a generation.

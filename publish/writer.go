@@ -28,7 +28,17 @@ type Options struct {
 	// store.ErrTransient or an unknown outcome known not to have applied;
 	// 0 means 5.
 	MaxTransient int
+	// MaxAge bounds a Writer's life: Commit refuses, with ErrAbandoned, a
+	// generation that began longer ago than this, because GC treats an
+	// uncommitted generation older than its grace period as abandoned and
+	// may have begun deleting it. It must be shorter than the GC grace
+	// less the clock skew between hosts. Zero means DefaultMaxAge.
+	MaxAge time.Duration
 }
+
+// DefaultMaxAge is a Writer's longest life when Options.MaxAge is zero:
+// half of DefaultGrace.
+const DefaultMaxAge = DefaultGrace / 2
 
 func (o *Options) orDefault() Options {
 	var d Options
@@ -41,6 +51,9 @@ func (o *Options) orDefault() Options {
 	if d.MaxTransient <= 0 {
 		d.MaxTransient = 5
 	}
+	if d.MaxAge <= 0 {
+		d.MaxAge = DefaultMaxAge
+	}
 	return d
 }
 
@@ -51,8 +64,10 @@ type Writer struct {
 	l      layout
 	opts   Options
 	id     string
+	began  time.Time     // opts.Now() at Begin, the time in id
 	base   store.Version // pointer version at Begin; "" if there was none
 	baseOK bool
+	basePt pointer // the pointer at Begin (zero if there was none)
 	files  map[string]File
 	keys   []string // every key written, for cleanup
 	done   bool
@@ -86,11 +101,12 @@ func Begin(ctx context.Context, s store.Store, prefix string, opts *Options) (*W
 	if ok && o.Token != 0 && p.Token > o.Token {
 		return nil, fmt.Errorf("%w: pointer token %d, ours %d", ErrFenced, p.Token, o.Token)
 	}
-	id, err := newID(o.Now())
+	began := o.Now()
+	id, err := newID(began)
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{s: s, l: l, opts: o, id: id, base: v, baseOK: ok, files: map[string]File{}}, nil
+	return &Writer{s: s, l: l, opts: o, id: id, began: began, base: v, baseOK: ok, basePt: p, files: map[string]File{}}, nil
 }
 
 // ID returns the generation's id.
@@ -102,13 +118,16 @@ func (w *Writer) Put(ctx context.Context, name string, r io.Reader) error {
 	if w.done {
 		return errors.New("publish: writer already committed or aborted")
 	}
-	if err := validName(name); err != nil {
+	if err := ValidateName(name); err != nil {
 		return err
 	}
 	if _, dup := w.files[name]; dup {
 		return fmt.Errorf("publish: object %q written twice", name)
 	}
 	key := w.l.data(w.id, name)
+	if err := store.ValidateKey(key); err != nil {
+		return fmt.Errorf("publish: object name %q is too long for prefix %q: %w", name, w.l.prefix, err)
+	}
 	h := sha256.New()
 	cr := &countingReader{r: io.TeeReader(r, h)}
 	w.keys = append(w.keys, key)
@@ -131,16 +150,24 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Commit writes the manifest and then the pointer. If another writer
-// committed since Begin, it deletes this generation and returns an error
-// matching ErrSuperseded; it never retries that. Transient failures of the
-// pointer write are retried a bounded number of times; an unknown outcome
-// is resolved by reading the pointer back.
+// Commit writes the manifest, checks that every object of the generation
+// is still there, and then swaps the pointer. If another writer committed
+// since Begin, it returns an error matching ErrSuperseded; it never
+// retries that. A generation that began longer ago than Options.MaxAge,
+// or lost objects meanwhile, is refused with ErrAbandoned. On either
+// refusal the generation is deleted, unless an earlier attempt of the
+// pointer write may have applied (then it may have been visible, and GC
+// removes it after the grace period). Transient failures of the pointer
+// write are retried a bounded number of times; an unknown outcome is
+// resolved by reading the pointer back.
 func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if w.done {
 		return Commit{}, errors.New("publish: writer already committed or aborted")
 	}
 	w.done = true
+	if err := w.checkAge(); err != nil {
+		return Commit{}, w.fail(ctx, err)
+	}
 	m := w.manifest()
 	mb, err := json.Marshal(m)
 	if err != nil {
@@ -152,7 +179,11 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if err != nil {
 		return Commit{}, w.fail(ctx, fmt.Errorf("publish: manifest: %w", err))
 	}
-	pb, err := json.Marshal(pointer{Generation: w.id, Manifest: mkey, ManVersion: mv, Token: w.opts.Token, Committed: w.opts.Now().UTC()})
+	if err := w.checkObjects(ctx, mkey, mv); err != nil {
+		return Commit{}, w.fail(ctx, err)
+	}
+	token := max(w.opts.Token, w.basePt.Token) // a token never goes backwards
+	pb, err := json.Marshal(pointer{Generation: w.id, Manifest: mkey, ManVersion: mv, Token: token, Committed: w.opts.Now().UTC()})
 	if err != nil {
 		return Commit{}, err
 	}
@@ -168,7 +199,7 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 }
 
 func (w *Writer) manifest() manifest {
-	m := manifest{Generation: w.id, Token: w.opts.Token, Created: w.opts.Now().UTC()}
+	m := manifest{Generation: w.id, Base: w.basePt.Generation, Token: w.opts.Token, Created: w.opts.Now().UTC(), Files: []File{}}
 	for _, f := range w.files {
 		m.Files = append(m.Files, f)
 	}
@@ -176,47 +207,112 @@ func (w *Writer) manifest() manifest {
 	return m
 }
 
-// swapPointer is the commit: one CAS of the pointer.
+// checkAge refuses a writer older than MaxAge: GC may be deleting it.
+func (w *Writer) checkAge() error {
+	if age := w.opts.Now().Sub(w.began); age > w.opts.MaxAge {
+		return fmt.Errorf("%w: generation %s began %s ago, longer than the writer's maximum age %s",
+			ErrAbandoned, w.id, age.Round(time.Second), w.opts.MaxAge)
+	}
+	return nil
+}
+
+// checkObjects lists the generation and confirms that every object and
+// the manifest are there at the versions written, so that a generation
+// GC has started to delete (a GC whose grace is shorter than this
+// writer's life) is never committed.
+func (w *Writer) checkObjects(ctx context.Context, mkey string, mv store.Version) error {
+	want := make(map[string]store.Version, len(w.files)+1)
+	for _, f := range w.files {
+		want[f.Key] = f.Ver
+	}
+	want[mkey] = mv
+	for it, err := range store.All(ctx, w.s, w.l.gen(w.id)) {
+		if err != nil {
+			return fmt.Errorf("publish: commit %s: check objects: %w", w.id, err)
+		}
+		if v, ok := want[it.Key]; ok && (v == "" || v == it.Version) {
+			delete(want, it.Key)
+		}
+	}
+	for k := range want {
+		return fmt.Errorf("%w: %q of generation %s is gone or replaced", ErrAbandoned, k, w.id)
+	}
+	return nil
+}
+
+// definite reports whether a failed write certainly did not apply.
+func definite(err error) bool {
+	return errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrTransient) ||
+		errors.Is(err, store.ErrInvalidKey) || errors.Is(err, store.ErrUnsupported)
+}
+
+// swapPointer is the commit: one CAS of the pointer. Once an attempt may
+// have applied (an unknown outcome, a context that ended, an unclassified
+// error), the generation may have been visible to readers, however
+// briefly, so it is never deleted here: only GC may remove it, after the
+// grace period.
 func (w *Writer) swapPointer(ctx context.Context, pb []byte) (store.Version, error) {
 	cond := store.IfAbsent
 	if w.baseOK {
 		cond = store.IfMatch(w.base)
 	}
+	mayHaveLanded := false
 	for attempt := 1; ; attempt++ {
 		v, err := w.s.Put(ctx, w.l.pointer(), pb, cond)
-		switch {
-		case err == nil:
+		if err == nil {
 			return v, nil
-		case errors.Is(err, store.ErrConflict):
-			// A retried write can be refused although an earlier attempt
-			// won: check before discarding.
-			if p, pv, ok, rerr := readPointer(ctx, w.s, w.l); rerr == nil && ok && p.Generation == w.id {
-				return pv, nil
-			}
-			return "", w.fail(ctx, fmt.Errorf("%w: generation %s lost the pointer race", ErrSuperseded, w.id))
-		case errors.Is(err, store.ErrUnknownOutcome):
-			p, pv, ok, rerr := readPointer(ctx, w.s, w.l)
+		}
+		mayHaveLanded = mayHaveLanded || !definite(err)
+		if !errors.Is(err, store.ErrTransient) {
+			// Read back: an earlier or this attempt may have won, even if
+			// this one was refused.
+			p, pv, ok, rerr := w.readBack(ctx)
 			switch {
 			case rerr != nil:
-				return "", fmt.Errorf("publish: commit %s: %w (and re-read failed: %v)", w.id, err, rerr)
+				return "", w.giveUp(ctx, mayHaveLanded, fmt.Errorf("publish: commit %s: %w (and the pointer re-read failed: %v)", w.id, err, rerr))
 			case ok && p.Generation == w.id:
-				return pv, nil // our write landed
+				return pv, nil
 			case ok != w.baseOK || pv != w.base:
-				// Someone else's write is there now. Ours may have landed
-				// first and been read; leave the generation to GC.
-				return "", fmt.Errorf("publish: commit %s: %w; the pointer has moved on since", w.id, err)
+				return "", w.giveUp(ctx, mayHaveLanded, fmt.Errorf("%w: generation %s lost the pointer race: %v", ErrSuperseded, w.id, err))
+			case !errors.Is(err, store.ErrUnknownOutcome):
+				// The pointer is as we began, and the write failed for
+				// good (or our context ended).
+				return "", w.giveUp(ctx, mayHaveLanded, fmt.Errorf("publish: commit %s: %w", w.id, err))
 			}
-			// The pointer is as we began: our write did not land.
-		case !errors.Is(err, store.ErrTransient):
-			return "", w.fail(ctx, fmt.Errorf("publish: commit %s: %w", w.id, err))
+			// An unknown outcome with the pointer as we began: not
+			// applied (yet). A retry is safe: it is the same CAS, and
+			// only one of the two can apply.
 		}
 		if attempt >= w.opts.MaxTransient {
-			return "", w.fail(ctx, fmt.Errorf("publish: commit %s: gave up after %d attempts: %w", w.id, attempt, err))
+			return "", w.giveUp(ctx, mayHaveLanded, fmt.Errorf("publish: commit %s: gave up after %d attempts: %w", w.id, attempt, err))
 		}
 		if err := sleep(ctx, attempt); err != nil {
-			return "", w.fail(ctx, err)
+			return "", w.giveUp(ctx, mayHaveLanded, fmt.Errorf("publish: commit %s: %w", w.id, err))
+		}
+		if err := w.checkAge(); err != nil {
+			return "", w.giveUp(ctx, mayHaveLanded, err)
 		}
 	}
+}
+
+// readBack reads the pointer after a failed write, even when ctx has
+// ended (the write may have applied all the same), for a bounded time.
+func (w *Writer) readBack(ctx context.Context) (pointer, store.Version, bool, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	return readPointer(rctx, w.s, w.l)
+}
+
+// readBackTimeout bounds readBack.
+const readBackTimeout = 10 * time.Second
+
+// giveUp fails the commit: it deletes the generation only when no pointer
+// write may have applied.
+func (w *Writer) giveUp(ctx context.Context, mayHaveLanded bool, err error) error {
+	if mayHaveLanded {
+		return fmt.Errorf("%w (a pointer write may have applied: generation %s is left for GC)", err, w.id)
+	}
+	return w.fail(ctx, err)
 }
 
 // sleep waits a full-jitter exponential backoff for the attempt.
