@@ -2,6 +2,7 @@ package publish
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,9 +17,11 @@ const DefaultGrace = time.Hour
 
 // GCOptions configure GC. The zero value (or nil) is valid.
 type GCOptions struct {
-	// Grace: only generations that began longer ago than this are
-	// deleted. It must exceed the longest life of any reader or writer plus
-	// the clock skew between hosts. Zero means DefaultGrace.
+	// Grace: a generation is deleted only once it began longer ago than
+	// this and, if it was ever replaced, its successor was committed longer
+	// ago than this. It must exceed both the longest life of a reader and
+	// the writers' Options.MaxAge, plus the clock skew between hosts. Zero
+	// means DefaultGrace.
 	Grace time.Duration
 	// DryRun lists what would be deleted and deletes nothing.
 	DryRun bool
@@ -30,15 +33,21 @@ type GCOptions struct {
 type GCResult struct {
 	Current string   // the generation the pointer names ("" if none)
 	Deleted []string // generations deleted (or, with DryRun, to delete)
-	Kept    []string // other generations, kept as younger than the grace
+	Kept    []string // other generations, kept as within their grace
 	Objects int      // objects deleted (or to delete)
 }
 
 // GC deletes the generations under prefix that the pointer does not name
-// and that began longer ago than the grace period: superseded generations
-// and abandoned, never-committed ones. It never deletes the current
-// generation, nor one within the grace period, nor a key whose generation
-// id it does not recognise.
+// and whose grace period has passed: superseded generations and abandoned,
+// never-committed ones. It never deletes the current generation, nor a key
+// whose generation id it does not recognise.
+//
+// The grace period of a generation runs from the later of the time it
+// began (the time in its id) and the time its successor was committed (the
+// Created time in the manifest of the generation that replaced it), so a
+// reader that opened a generation just before it was superseded has the
+// whole grace period to finish, however old the generation was. GC reads
+// the manifest of every generation to learn this.
 func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCResult, error) {
 	var o GCOptions
 	if opts != nil {
@@ -55,7 +64,8 @@ func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCR
 		return GCResult{}, err
 	}
 	// The pointer is read before and after listing, and both generations
-	// are kept: a commit racing with GC names a generation that is young.
+	// are kept: a commit racing with GC names a generation that is young,
+	// and the generation it replaced has a successor committed just now.
 	live := map[string]bool{}
 	var res GCResult
 	if p, _, ok, err := readPointer(ctx, s, l); err != nil {
@@ -80,6 +90,10 @@ func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCR
 		live[p.Generation] = true
 		res.Current = p.Generation
 	}
+	superseded, err := supersessions(ctx, s, l, gens)
+	if err != nil {
+		return res, err
+	}
 	now := o.Now()
 	ids := make([]string, 0, len(gens))
 	for id := range gens {
@@ -92,7 +106,7 @@ func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCR
 		if live[id] || !ours {
 			continue
 		}
-		if now.Sub(began) <= o.Grace {
+		if now.Sub(began) <= o.Grace || now.Sub(superseded[id]) <= o.Grace {
 			res.Kept = append(res.Kept, id)
 			continue
 		}
@@ -102,7 +116,8 @@ func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCR
 			continue
 		}
 		// Data first, manifest last, so a partial GC leaves a generation
-		// that is still recognisably abandoned and is finished next time.
+		// that is still recognisably abandoned and is finished next time,
+		// and its successor link stays readable until the end.
 		mkey := l.manifest(id)
 		keys := append(slices.DeleteFunc(gens[id], func(k string) bool { return k == mkey }), mkey)
 		for _, k := range keys {
@@ -112,4 +127,36 @@ func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCR
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// supersessions reads the manifest of every listed generation and returns,
+// for each generation some manifest names as its Base, the latest Created
+// of those manifests: no later than that (up to the commit's own latency),
+// the generation stopped being current. A generation replaced by a
+// successor that GC has since removed stopped being current even earlier.
+// A manifest that cannot be read or parsed stops GC: without it, GC cannot
+// tell which generation it replaced.
+func supersessions(ctx context.Context, s store.Store, l layout, gens map[string][]string) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	for id, keys := range gens {
+		mkey := l.manifest(id)
+		if !slices.Contains(keys, mkey) {
+			continue // never committed: no successor link
+		}
+		e, err := s.Get(ctx, mkey)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted since the listing (another GC)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("publish: gc: manifest %q: %w", mkey, err)
+		}
+		var m manifest
+		if err := json.Unmarshal(e.Value, &m); err != nil {
+			return nil, fmt.Errorf("publish: gc: manifest %q: %w", mkey, err)
+		}
+		if m.Base != "" && m.Created.After(out[m.Base]) {
+			out[m.Base] = m.Created
+		}
+	}
+	return out, nil
 }

@@ -2,9 +2,11 @@ package publish_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,64 +73,146 @@ func TestAbandonedGeneration(t *testing.T) {
 	})
 }
 
-// TestGCModel drives random commits, abandoned writers, clock steps and GC
-// runs, and checks GC against a model: never the current generation, never
-// a young one, always an old non-current one.
+// TestGCKeepsRecentlySuperseded: a generation that was current for longer
+// than the grace period and then superseded is kept for a whole grace
+// period after its successor's commit, so a reader that opened it just
+// before is safe; afterwards GC removes it and the reader gets
+// ErrNotFound, never other bytes.
+func TestGCKeepsRecentlySuperseded(t *testing.T) {
+	forEach(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		grace := time.Hour
+		old := publishAt(t, ctx, s, "rs", clk, "old")
+		clk.t = clk.t.Add(3 * grace)
+		snap, err := publish.Open(ctx, s, "rs")
+		if err != nil || snap.Generation() != old {
+			t.Fatalf("Open = %v, %v", snap, err)
+		}
+		publishAt(t, ctx, s, "rs", clk, "new")
+		clk.t = clk.t.Add(grace)
+		res, err := publish.GC(ctx, s, "rs", &publish.GCOptions{Grace: grace, Now: clk.now})
+		if err != nil || len(res.Deleted) != 0 || len(res.Kept) != 1 || res.Kept[0] != old {
+			t.Fatalf("GC one grace after the supersession = %+v, %v; want %s kept", res, err, old)
+		}
+		if b, err := snap.ReadFile(ctx, "x"); err != nil || string(b) != "old" {
+			t.Fatalf("reader of the superseded generation: %q, %v", b, err)
+		}
+		clk.t = clk.t.Add(time.Second)
+		res, err = publish.GC(ctx, s, "rs", &publish.GCOptions{Grace: grace, Now: clk.now})
+		if err != nil || len(res.Deleted) != 1 || res.Deleted[0] != old {
+			t.Fatalf("GC past the grace = %+v, %v; want %s deleted", res, err, old)
+		}
+		if b, err := snap.ReadFile(ctx, "x"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("reader past the grace: %q, %v; want ErrNotFound", b, err)
+		}
+	})
+}
+
+// publishAt commits one object x with body at the clock's time and
+// returns the generation.
+func publishAt(t *testing.T, ctx context.Context, s store.Store, prefix string, clk *clock, body string) string {
+	t.Helper()
+	w, err := publish.Begin(ctx, s, prefix, &publish.Options{Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Put(ctx, "x", strings.NewReader(body)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return w.ID()
+}
+
+// modelGen is what the GC model knows of one generation.
+type modelGen struct {
+	began      time.Time
+	committed  bool
+	superseded time.Time // when its successor committed; zero while current or never committed
+}
+
+// pendingWriter is a writer of the model that has begun and not finished.
+type pendingWriter struct {
+	w     *publish.Writer
+	base  string    // the generation current when it began
+	began time.Time // the clock when it began
+}
+
+// TestGCModel drives random writers (begun, then committed, superseded,
+// too old, or killed), clock steps and GC runs, and checks every GC
+// against a model: it deletes exactly the generations that are neither
+// current nor within the grace period of their beginning or of their
+// supersession, and Commit's outcome is the model's.
 func TestGCModel(t *testing.T) {
 	seed := *gcSeed
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
 	t.Logf("seed %d (rerun with -publish.seed=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, seed))
 	forEach(t, func(t *testing.T, s store.Store) {
+		rng := rand.New(rand.NewPCG(seed, seed))
 		ctx := context.Background()
 		clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-		grace := time.Hour
-		began := map[string]time.Time{} // every generation still expected
+		const grace, maxAge = time.Hour, 30 * time.Minute
+		gens := map[string]*modelGen{} // every generation still stored
+		var pending []pendingWriter
 		current := ""
-		for step := 0; step < 300; step++ {
-			switch op := rng.IntN(10); {
-			case op < 3: // commit
-				w, err := publish.Begin(ctx, s, "m", &publish.Options{Now: clk.now})
+		fail := func(step int, format string, args ...any) {
+			t.Helper()
+			t.Fatalf("seed %d step %d: %s", seed, step, fmt.Sprintf(format, args...))
+		}
+		for step := 0; step < 400; step++ {
+			switch op := rng.IntN(12); {
+			case op < 3: // begin a writer
+				w, err := publish.Begin(ctx, s, "m", &publish.Options{Now: clk.now, MaxAge: maxAge})
 				if err != nil {
-					t.Fatal(err)
+					fail(step, "begin: %v", err)
 				}
-				w.Put(ctx, "x", strings.NewReader(w.ID()))
-				if _, err := w.Commit(ctx); err != nil {
-					t.Fatalf("step %d: %v", step, err)
+				n := rng.IntN(3)
+				for i := range n {
+					if err := w.Put(ctx, fmt.Sprint(i), strings.NewReader(w.ID())); err != nil {
+						fail(step, "put: %v", err)
+					}
 				}
-				began[w.ID()] = clk.t
-				current = w.ID()
-			case op < 5: // abandoned writer
-				w, _ := publish.Begin(ctx, s, "m", &publish.Options{Now: clk.now})
-				for i := rng.IntN(3); i >= 0; i-- {
-					w.Put(ctx, fmt.Sprint(i), strings.NewReader("a"))
+				if n > 0 { // a generation with no objects stores nothing until its manifest
+					gens[w.ID()] = &modelGen{began: clk.t}
 				}
-				began[w.ID()] = clk.t
-			case op < 8:
+				pending = append(pending, pendingWriter{w: w, base: current, began: clk.t})
+			case op < 6 && len(pending) > 0: // commit one
+				i := rng.IntN(len(pending))
+				pw := pending[i]
+				pending = slices.Delete(pending, i, i+1)
+				id := pw.w.ID()
+				_, err := pw.w.Commit(ctx)
+				switch {
+				case clk.t.Sub(pw.began) > maxAge:
+					if !errors.Is(err, publish.ErrAbandoned) {
+						fail(step, "commit of a writer older than MaxAge = %v, want ErrAbandoned", err)
+					}
+					delete(gens, id)
+				case pw.base != current:
+					if !errors.Is(err, publish.ErrSuperseded) {
+						fail(step, "commit after another commit = %v, want ErrSuperseded", err)
+					}
+					delete(gens, id)
+				case err != nil:
+					fail(step, "commit: %v", err)
+				default:
+					if current != "" {
+						gens[current].superseded = clk.t
+					}
+					gens[id] = &modelGen{began: pw.began, committed: true}
+					current = id
+				}
+			case op < 7 && len(pending) > 0: // a writer is killed
+				i := rng.IntN(len(pending))
+				pending = slices.Delete(pending, i, i+1)
+			case op < 10:
 				clk.t = clk.t.Add(time.Duration(rng.IntN(40)) * time.Minute)
 			default:
-				res, err := publish.GC(ctx, s, "m", &publish.GCOptions{Grace: grace, Now: clk.now})
-				if err != nil {
-					t.Fatalf("step %d: gc: %v", step, err)
-				}
-				deleted := map[string]bool{}
-				for _, id := range res.Deleted {
-					deleted[id] = true
-					if id == current {
-						t.Fatalf("seed %d step %d: GC deleted the current generation %s", seed, step, id)
-					}
-					if clk.t.Sub(began[id]) <= grace {
-						t.Fatalf("seed %d step %d: GC deleted young generation %s", seed, step, id)
-					}
-					delete(began, id)
-				}
-				for id, b := range began {
-					if id != current && clk.t.Sub(b) > grace && !deleted[id] {
-						t.Fatalf("seed %d step %d: GC kept old generation %s", seed, step, id)
-					}
-				}
+				gcModelStep(t, ctx, s, clk, grace, gens, current, func(format string, args ...any) { fail(step, format, args...) })
 			}
 		}
 		if current == "" {
@@ -138,8 +222,56 @@ func TestGCModel(t *testing.T) {
 		if err != nil || snap.Generation() != current {
 			t.Fatalf("current = %v, %v; want %s", snap, err, current)
 		}
-		if b, err := snap.ReadFile(ctx, "x"); err != nil || string(b) != current {
-			t.Fatalf("current x = %q, %v", b, err)
+		for _, f := range snap.Files() {
+			if b, err := snap.ReadFile(ctx, f.Name); err != nil || string(b) != current {
+				t.Fatalf("current %s = %q, %v", f.Name, b, err)
+			}
 		}
 	})
+}
+
+// gcModelStep runs GC and checks it against the model, then removes what
+// it deleted from the model and checks that the store holds exactly the
+// model's generations.
+func gcModelStep(t *testing.T, ctx context.Context, s store.Store, clk *clock, grace time.Duration, gens map[string]*modelGen, current string, fail func(string, ...any)) {
+	t.Helper()
+	res, err := publish.GC(ctx, s, "m", &publish.GCOptions{Grace: grace, Now: clk.now})
+	if err != nil {
+		fail("gc: %v", err)
+	}
+	if res.Current != current {
+		fail("gc saw current %q, want %q", res.Current, current)
+	}
+	deleted := map[string]bool{}
+	for _, id := range res.Deleted {
+		deleted[id] = true
+	}
+	for id, g := range gens {
+		due := id != current && clk.t.Sub(g.began) > grace &&
+			(!g.committed || clk.t.Sub(g.superseded) > grace)
+		switch {
+		case deleted[id] && id == current:
+			fail("GC deleted the current generation %s", id)
+		case deleted[id] && !due:
+			fail("GC deleted generation %s within its grace (began %s, superseded %s, now %s)", id, g.began, g.superseded, clk.t)
+		case !deleted[id] && due:
+			fail("GC kept generation %s past its grace", id)
+		}
+		if deleted[id] {
+			delete(gens, id)
+		}
+	}
+	stored := map[string]bool{}
+	for _, k := range keysUnder(t, ctx, s, "m/gen/") {
+		stored[strings.Split(k, "/")[2]] = true
+	}
+	for id := range gens {
+		if !stored[id] {
+			fail("generation %s is missing from the store", id)
+		}
+		delete(stored, id)
+	}
+	for id := range stored {
+		fail("store holds generation %s the model does not (a loser left objects behind?)", id)
+	}
 }
