@@ -34,6 +34,16 @@ func isWriteVerb(verb string) bool {
 	return false
 }
 
+// isKeyVerb reports whether verb names one key (not a prefix).
+func isKeyVerb(verb string) bool {
+	switch verb {
+	case verbSet, verbCAS, verbLock, verbUnlock, verbGet, verbGetOrEmpty, verbCheckIndex,
+		verbCheckSession, verbCheckNotExists, verbDelete, verbDeleteCAS:
+		return true
+	}
+	return false
+}
+
 // kvOp is one KV operation, from a /v1/kv request or a txn op.
 type kvOp struct {
 	Verb    string
@@ -101,8 +111,8 @@ func (h *Handler) applyOp(tx kvTx, op kvOp) ([]*dirEntry, error) {
 		}
 		return []*dirEntry{toDir(cur)}, nil
 	case verbGetOrEmpty:
-		if !exists {
-			return []*dirEntry{{Key: op.Key}}, nil
+		if !exists { // Consul echoes the op's entry, without its value
+			return []*dirEntry{{Key: op.Key, Flags: op.Flags, Session: op.Session, ModifyIndex: op.Index}}, nil
 		}
 		return []*dirEntry{toDir(cur)}, nil
 	case verbGetTree:
@@ -175,11 +185,13 @@ func (h *Handler) writeSet(tx kvTx, cur engine.KV, exists bool, op kvOp) []*dirE
 // lock is acquire: lock-delay and session checks, then LockIndex 1 for a
 // new key, +1 when taking an unlocked key, unchanged on re-acquire.
 func (h *Handler) lock(tx kvTx, cur engine.KV, exists bool, op kvOp) ([]*dirEntry, error) {
-	if op.Session == "" {
-		return nil, errMissingSession
-	}
+	// Consul checks the lock-delay before applying (kvsPreApply), so a
+	// delayed key refuses even an acquire without a session.
 	if h.sess.lockDelayed(op.Key) {
 		return nil, failf("failed to lock key %q due to lock delay", op.Key)
+	}
+	if op.Session == "" {
+		return nil, errMissingSession
 	}
 	if !tx.sessionExists(op.Session) {
 		return nil, serverError("invalid session %q", op.Session)

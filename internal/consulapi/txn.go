@@ -187,7 +187,7 @@ func (h *Handler) decodeTxn(w http.ResponseWriter, r *http.Request) ([]txnOp, er
 	if len(ops) > h.opts.MaxTxnOps {
 		return nil, errorf(http.StatusRequestEntityTooLarge, "Transaction contains too many operations (%d > %d)", len(ops), h.opts.MaxTxnOps)
 	}
-	for _, op := range ops {
+	for i, op := range ops {
 		if op.KV == nil {
 			continue
 		}
@@ -196,6 +196,11 @@ func (h *Handler) decodeTxn(w http.ResponseWriter, r *http.Request) ([]txnOp, er
 		}
 		if len(op.KV.Key) > h.opts.MaxKeyLen {
 			return nil, badRequest(fmt.Sprintf("Key too long (%d bytes > %d bytes)", len(op.KV.Key), h.opts.MaxKeyLen))
+		}
+		// The tree verbs take a prefix, which may be empty (everything);
+		// every other verb names one key, and no key is empty.
+		if op.KV.Key == "" && isKeyVerb(op.KV.Verb) {
+			return nil, badRequest(fmt.Sprintf("Missing key name (operation %d, %s)", i, op.KV.Verb))
 		}
 	}
 	return ops, nil
