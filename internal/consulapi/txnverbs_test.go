@@ -86,8 +86,8 @@ func TestTxnVerbsOnTheWire(t *testing.T) {
 		t.Fatalf("read txn: %d %s", resp.StatusCode, body)
 	}
 	want := []dirEntry{
-		held,           // get
-		held, plain,    // get-tree
+		held,        // get
+		held, plain, // get-tree
 		plainNoValue(plain),
 		plainNoValue(held),
 		plainNoValue(plain),
