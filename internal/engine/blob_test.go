@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeBlob(t *testing.T, e *Engine, body string) string {
+	t.Helper()
+	w, err := e.NewBlob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(w, strings.NewReader(body)); err != nil {
+		t.Fatal(err)
+	}
+	id, size, err := w.Commit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if size != int64(len(body)) {
+		t.Fatalf("size %d, want %d", size, len(body))
+	}
+	return id
+}
+
+func TestBlobLifecycle(t *testing.T) {
+	e := openT(t, t.TempDir())
+	id := writeBlob(t, e, "hello blob")
+	f, err := e.OpenBlob(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(f)
+	f.Close()
+	if string(b) != "hello blob" {
+		t.Fatalf("read %q", b)
+	}
+	if err := e.RemoveBlob(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.OpenBlob(id); err == nil {
+		t.Fatal("removed blob still opens")
+	}
+	if err := e.RemoveBlob(id); err != nil {
+		t.Fatalf("removing a missing blob: %v", err)
+	}
+	for _, bad := range []string{"../LOCK", "tmp", "", strings.Repeat("g", 32)} {
+		if _, err := e.OpenBlob(bad); err == nil {
+			t.Errorf("OpenBlob(%q) accepted", bad)
+		}
+	}
+}
+
+func TestBlobAbortLeavesNothing(t *testing.T) {
+	e := openT(t, t.TempDir())
+	w, err := e.NewBlob()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("partial"))
+	if err := w.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.Commit(); err == nil {
+		t.Fatal("Commit after Abort succeeded")
+	}
+	ents, _ := os.ReadDir(e.tmpDir())
+	if len(ents) != 0 {
+		t.Fatalf("tmp holds %d files after Abort", len(ents))
+	}
+}
+
+// At Open, blobs/tmp is emptied and, with LiveBlobs, every committed blob
+// no record names is removed; named ones stay.
+func TestOrphanBlobsSweptAtOpen(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := writeBlob(t, e, "referenced")
+	orphan := writeBlob(t, e, "never adopted")
+	if _, err := e.Update(t.Context(), func(tx *Tx) error {
+		return tx.Bucket("objects").Put([]byte("obj"), []byte(live))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	half, _ := e.NewBlob() // a crash mid-upload leaves this in tmp
+	half.Write([]byte("half"))
+	t.Cleanup(func() { half.f.Close() })
+	e.Close()
+
+	liveBlobs := func(tx *Tx, yield func(string)) error {
+		if b := tx.Bucket("objects"); b != nil {
+			return b.ForEach(func(_, v []byte) error { yield(string(v)); return nil })
+		}
+		return nil
+	}
+	e, err = Open(dir, &Options{LiveBlobs: liveBlobs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := os.Stat(filepath.Join(dir, "blobs", live)); err != nil {
+		t.Errorf("live blob swept: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "blobs", orphan)); !os.IsNotExist(err) {
+		t.Errorf("orphan blob kept: %v", err)
+	}
+	if ents, _ := os.ReadDir(e.tmpDir()); len(ents) != 0 {
+		t.Errorf("blobs/tmp not emptied: %d files", len(ents))
+	}
+}
