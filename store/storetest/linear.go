@@ -126,51 +126,8 @@ func testLinearizable(t *testing.T, h Harness) {
 	for round := range h.scaled(3, 1) {
 		sd := base + int64(round)
 		ctx, s := h.open(t)
-		caps := s.Capabilities()
 		const clients = 4
-		perClient := h.scaled(60, 20)
-		keys := []string{"lin/0", "lin/1", "lin/2"}
-		var (
-			mu      sync.Mutex
-			history []porcupine.Operation
-			errs    []error
-		)
-		start := time.Now()
-		race(clients, func(c int) struct{} {
-			rng := rand.New(rand.NewPCG(uint64(sd), uint64(c)))
-			seen := map[string]store.Version{}
-			for i := range perClient {
-				key := keys[rng.IntN(len(keys))]
-				in := linInput{key: key}
-				switch x := rng.IntN(20); {
-				case x < 7:
-					in.kind = linGet
-				case x < 17:
-					in.kind, in.value = linPut, fmt.Sprintf("c%d.%d", c, i)
-					in.cond = linCond(rng, caps.CreateIfAbsent, caps.CompareAndSwap, seen[key])
-				default:
-					in.kind = linDelete
-					in.cond = linCond(rng, false, caps.CompareAndDelete, seen[key])
-				}
-				call := time.Since(start).Nanoseconds()
-				out, err := linDo(ctx, s, in)
-				ret := time.Since(start).Nanoseconds()
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, fmt.Errorf("client %d op %d %+v: %w", c, i, in, err))
-				} else {
-					history = append(history, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
-				}
-				mu.Unlock()
-				if err != nil {
-					return struct{}{}
-				}
-				if out.version != "" {
-					seen[key] = out.version
-				}
-			}
-			return struct{}{}
-		})
+		history, errs := linRecord(ctx, s, sd, clients, h.scaled(60, 20))
 		if len(errs) > 0 {
 			for _, err := range errs {
 				t.Errorf("round %d (seed %d): unexpected error: %v", round, sd, err)
@@ -193,6 +150,63 @@ func testLinearizable(t *testing.T, h Harness) {
 			t.Logf("round %d (seed %d): %d ops by %d clients are linearizable", round, sd, len(history), clients)
 		}
 	}
+}
+
+// linKeys are the keys the linearizability clients operate on.
+var linKeys = []string{"lin/0", "lin/1", "lin/2"}
+
+// linRecord runs clients concurrent clients of perClient random operations
+// each on s, drawn from seed sd, and returns the history of the operations
+// that returned, with their call and return times. A client stops at its
+// first error, which is returned in errs.
+func linRecord(ctx context.Context, s store.Store, sd int64, clients, perClient int) (history []porcupine.Operation, errs []error) {
+	caps := s.Capabilities()
+	var mu sync.Mutex
+	start := time.Now()
+	race(clients, func(c int) struct{} {
+		rng := rand.New(rand.NewPCG(uint64(sd), uint64(c)))
+		seen := map[string]store.Version{}
+		for i := range perClient {
+			in := linRandomInput(rng, caps, seen, fmt.Sprintf("c%d.%d", c, i))
+			call := time.Since(start).Nanoseconds()
+			out, err := linDo(ctx, s, in)
+			ret := time.Since(start).Nanoseconds()
+			mu.Lock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("client %d op %d %+v: %w", c, i, in, err))
+			} else {
+				history = append(history, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
+			}
+			mu.Unlock()
+			if err != nil {
+				return struct{}{}
+			}
+			if out.version != "" {
+				seen[in.key] = out.version
+			}
+		}
+		return struct{}{}
+	})
+	return history, errs
+}
+
+// linRandomInput draws one operation: 35% get, 50% put of value, 15%
+// delete, on a random key, with a condition the backend declares (seen
+// holds the version this client last saw of each key).
+func linRandomInput(rng *rand.Rand, caps store.Capabilities, seen map[string]store.Version, value string) linInput {
+	key := linKeys[rng.IntN(len(linKeys))]
+	in := linInput{key: key}
+	switch x := rng.IntN(20); {
+	case x < 7:
+		in.kind = linGet
+	case x < 17:
+		in.kind, in.value = linPut, value
+		in.cond = linCond(rng, caps.CreateIfAbsent, caps.CompareAndSwap, seen[key])
+	default:
+		in.kind = linDelete
+		in.cond = linCond(rng, false, caps.CompareAndDelete, seen[key])
+	}
+	return in
 }
 
 // linCond picks a condition: if-match on the version this client last saw

@@ -257,7 +257,29 @@ func testListChurn(t *testing.T, h Harness) {
 		}
 	}
 	writeKeys(t, ctx, s, all)
-	stop := make(chan struct{})
+	stop, err := startChurn(ctx, s, stable)
+	if err != nil {
+		t.Fatalf("churning writer: %v", err)
+	}
+	var rounds [][]store.Item
+	for range h.scaled(5, 2) {
+		rounds = append(rounds, listDeletingResumeKeys(t, ctx, s, "s/", 7, stable))
+	}
+	writes, err := stop()
+	if err != nil {
+		t.Fatalf("churning writer: %v", err)
+	}
+	t.Logf("%d writes between the stable keys while listing", writes)
+	for r, items := range rounds {
+		checkChurnedListing(t, r, items, stable)
+	}
+}
+
+// startChurn starts a writer that creates and deletes random keys s/000 to
+// s/299 other than the stable ones, and returns once it has written 20
+// times. stop ends it and returns its count of writes and its error.
+func startChurn(ctx context.Context, s store.Store, stable map[string]bool) (stop func() (int, error), err error) {
+	done := make(chan struct{})
 	churned := make(chan error, 1)
 	writes := 0 // read after churned
 	warm := make(chan struct{})
@@ -265,7 +287,7 @@ func testListChurn(t *testing.T, h Harness) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		for {
 			select {
-			case <-stop:
+			case <-done:
 				churned <- nil
 				return
 			default:
@@ -290,37 +312,37 @@ func testListChurn(t *testing.T, h Harness) {
 			}
 		}
 	}()
-	select { // start listing once the writer is running
+	select { // let the caller list once the writer is running
 	case <-warm:
 	case err := <-churned:
-		t.Fatalf("churning writer: %v", err)
+		return nil, err
 	}
-	var rounds [][]store.Item
-	for range h.scaled(5, 2) {
-		rounds = append(rounds, listDeletingResumeKeys(t, ctx, s, "s/", 7, stable))
+	return func() (int, error) {
+		close(done)
+		err := <-churned
+		return writes, err
+	}, nil
+}
+
+// checkChurnedListing checks one listing made during churn: ascending
+// order, every stable key exactly once, no key twice.
+func checkChurnedListing(t *testing.T, round int, items []store.Item, stable map[string]bool) {
+	t.Helper()
+	if !slices.IsSortedFunc(items, func(a, b store.Item) int { return strings.Compare(a.Key, b.Key) }) {
+		t.Errorf("round %d: listing not in ascending order: %q", round, keysOf(items))
 	}
-	close(stop)
-	if err := <-churned; err != nil {
-		t.Fatalf("churning writer: %v", err)
+	count := map[string]int{}
+	for _, it := range items {
+		count[it.Key]++
 	}
-	t.Logf("%d writes between the stable keys while listing", writes)
-	for r, items := range rounds {
-		if !slices.IsSortedFunc(items, func(a, b store.Item) int { return strings.Compare(a.Key, b.Key) }) {
-			t.Errorf("round %d: listing not in ascending order: %q", r, keysOf(items))
+	for k := range stable {
+		if count[k] != 1 {
+			t.Errorf("round %d: stable key %s listed %d times", round, k, count[k])
 		}
-		count := map[string]int{}
-		for _, it := range items {
-			count[it.Key]++
-		}
-		for k := range stable {
-			if count[k] != 1 {
-				t.Errorf("round %d: stable key %s listed %d times", r, k, count[k])
-			}
-		}
-		for k, n := range count {
-			if n > 1 {
-				t.Errorf("round %d: %s listed %d times", r, k, n)
-			}
+	}
+	for k, n := range count {
+		if n > 1 {
+			t.Errorf("round %d: %s listed %d times", round, k, n)
 		}
 	}
 }
