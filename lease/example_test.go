@@ -87,3 +87,26 @@ func ExampleFencedPut() {
 	// true
 	// from the new holder (token 8)
 }
+
+// Hold waits for the lease and keeps it renewed in the background. Work
+// that must stop when the lease is lost watches Done or Context.
+func ExampleLocker_Hold() {
+	ctx := context.Background()
+	lk, _ := lease.NewLocker(memstore.New(), "locks/leader", &lease.Options{Holder: "node-a", TTL: 10 * time.Second})
+	l, err := lk.Hold(ctx)
+	if err != nil {
+		panic(err)
+	}
+	select {
+	case <-l.Done():
+		fmt.Println("lost:", l.Err())
+	default:
+		fmt.Println("leading with token", l.Token())
+	}
+	l.Release(ctx)
+	<-l.Done()
+	fmt.Println(l.Err())
+	// Output:
+	// leading with token 1
+	// lease released
+}

@@ -80,6 +80,7 @@ func Run(t *testing.T, h Harness) {
 		{"Acquire/gives up when ctx ends and says who holds it", testAcquireTimeout},
 		{"Acquire/waiters sharing a Locker share one poller", testSharedPoller},
 		{"Run/contenders with skewed wall clocks are never two holders", testContention},
+		{"Run/fn's context is cancelled when the lease is lost", testRunLost},
 		{"Ambiguous/acquire applied but reported unknown is ours", testAmbiguousAcquireApplied},
 		{"Ambiguous/acquire not applied is not ours", testAmbiguousAcquireNotApplied},
 		{"Ambiguous/acquire that lands after the read-back is adopted or released", testAmbiguousAcquireLandsLate},

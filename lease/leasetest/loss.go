@@ -105,3 +105,20 @@ func testZombie(t *testing.T, e *env) {
 		t.Errorf("a second FencedPut with the same token: %v", err)
 	}
 }
+
+// testRunLost: when renewals fail for a TTL, Run cancels fn's context with
+// ErrLost as the cause and reports ErrLost although fn returned nil.
+func testRunLost(t *testing.T, e *env) {
+	cut := faultstore.New(e.s, 1)
+	lk := e.locker(t, cut, e.opts("holder"))
+	var cause error
+	err := lk.Run(t.Context(), func(ctx context.Context, l *lease.Lease) error {
+		cut.Inject(faultstore.Rule{Ops: faultstore.Writes, Fault: faultstore.FailBefore})
+		<-ctx.Done()
+		cause = context.Cause(ctx)
+		return nil
+	})
+	if !errors.Is(err, lease.ErrLost) || !errors.Is(cause, lease.ErrLost) {
+		t.Fatalf("Run = %v, fn's context cause = %v; want ErrLost for both", err, cause)
+	}
+}
