@@ -1,7 +1,7 @@
 package cas
 
 import (
-	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 )
@@ -54,16 +54,23 @@ type Options struct {
 	UniqueValues bool
 }
 
-var errNegative = errors.New("cas: negative option")
-
-// withDefaults returns a copy of o with zero fields set to the defaults.
+// withDefaults returns a copy of o with zero fields set to the defaults,
+// or an error naming the first negative field.
 func (o *Options) withDefaults() (Options, error) {
 	var r Options
 	if o != nil {
 		r = *o
 	}
-	if r.MaxAttempts < 0 || r.MaxTransient < 0 || r.BaseDelay < 0 || r.MaxDelay < 0 || r.Timeout < 0 {
-		return r, errNegative
+	for _, f := range []struct {
+		name  string
+		value int64
+	}{
+		{"MaxAttempts", int64(r.MaxAttempts)}, {"MaxTransient", int64(r.MaxTransient)},
+		{"BaseDelay", int64(r.BaseDelay)}, {"MaxDelay", int64(r.MaxDelay)}, {"Timeout", int64(r.Timeout)},
+	} {
+		if f.value < 0 {
+			return r, fmt.Errorf("negative Options.%s (zero means the default)", f.name)
+		}
 	}
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = DefaultMaxAttempts

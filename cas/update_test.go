@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -125,9 +126,15 @@ func TestUpdateZeroDecisionIsAnError(t *testing.T) {
 }
 
 func TestUpdateRejectsNegativeOptions(t *testing.T) {
-	for _, o := range []cas.Options{{MaxAttempts: -1}, {MaxTransient: -1}, {BaseDelay: -1}, {MaxDelay: -1}, {Timeout: -1}} {
-		if _, err := cas.Update(context.Background(), memstore.New(), "k", increment, &o); err == nil {
+	for field, o := range map[string]cas.Options{
+		"MaxAttempts": {MaxAttempts: -1}, "MaxTransient": {MaxTransient: -1}, "BaseDelay": {BaseDelay: -1},
+		"MaxDelay": {MaxDelay: -1}, "Timeout": {Timeout: -1},
+	} {
+		_, err := cas.Update(context.Background(), memstore.New(), "k", increment, &o)
+		if err == nil {
 			t.Errorf("options %+v accepted", o)
+		} else if want := `cas: update "k": negative Options.` + field; !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("options %+v: error %q, want it to start %q", o, err, want)
 		}
 	}
 }

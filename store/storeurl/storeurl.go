@@ -24,6 +24,7 @@ package storeurl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -58,8 +59,13 @@ func Schemes() []string {
 // parameter, or the backend's own failure to open.
 func Open(ctx context.Context, rawURL string) (store.Store, error) {
 	u, err := url.Parse(rawURL)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// ue.Error() quotes the raw URL, password and all.
+		return nil, fmt.Errorf("storeurl: malformed URL: %w", ue.Err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("storeurl: %w", err)
+		return nil, fmt.Errorf("storeurl: malformed URL: %w", err)
 	}
 	if u.Scheme == "" {
 		return nil, fmt.Errorf("storeurl: %q has no scheme; want one of %s (e.g. file:///var/lib/latchkey)",

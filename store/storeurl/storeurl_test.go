@@ -78,7 +78,8 @@ func TestOpenRejects(t *testing.T) {
 		{"file://" + dir + "?poll=soon", "poll"},
 		{"file://" + dir + "?color=red", `unknown parameter "color"`},
 		{"file://" + dir + "?stripes=2&stripes=3", "given 2 times"},
-		{"%zz", "storeurl"},
+		{"%zz", "malformed URL"},
+		{"s3://user:hunter2@host/%zz", "malformed URL"},
 	} {
 		s, err := storeurl.Open(context.Background(), tc.url)
 		if err == nil {
