@@ -55,7 +55,7 @@ func (h *Handler) deleteObjects(q *request) error {
 	outs := make([]deleteOutcome, len(items))
 	errs := make([]*Error, len(items))
 	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		s := store{tx}
+		s := h.store(tx)
 		if _, err := s.mustBucket(q.bucket); err != nil {
 			return err
 		}

@@ -83,7 +83,7 @@ func (h *Handler) createBucket(q *request) error {
 	}
 	now := time.Now()
 	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		s := store{tx}
+		s := store{tx: tx}
 		if _, ok, err := s.bucket(q.bucket); err != nil {
 			return err
 		} else if ok {
@@ -112,7 +112,7 @@ func (h *Handler) createBucket(q *request) error {
 
 func (h *Handler) headBucket(q *request) error {
 	err := h.e.View(func(tx *engine.Tx) error {
-		_, err := store{tx}.mustBucket(q.bucket)
+		_, err := store{tx: tx}.mustBucket(q.bucket)
 		return err
 	})
 	if err != nil {
@@ -125,7 +125,7 @@ func (h *Handler) headBucket(q *request) error {
 
 func (h *Handler) getBucketLocation(q *request) error {
 	err := h.e.View(func(tx *engine.Tx) error {
-		_, err := store{tx}.mustBucket(q.bucket)
+		_, err := store{tx: tx}.mustBucket(q.bucket)
 		return err
 	})
 	if err != nil {
@@ -144,7 +144,7 @@ func (h *Handler) deleteBucket(q *request) error {
 	var blobs []string
 	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
 		blobs = blobs[:0]
-		s := store{tx}
+		s := store{tx: tx}
 		if _, err := s.mustBucket(q.bucket); err != nil {
 			return err
 		}
@@ -189,7 +189,7 @@ func (h *Handler) putBucketVersioning(q *request) error {
 		return errMalformedXML()
 	}
 	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		rec, err := store{tx}.mustBucket(q.bucket)
+		rec, err := store{tx: tx}.mustBucket(q.bucket)
 		if err != nil {
 			return err
 		}
@@ -211,7 +211,7 @@ func (h *Handler) getBucketVersioning(q *request) error {
 	var rec bucketRec
 	err := h.e.View(func(tx *engine.Tx) error {
 		var err error
-		rec, err = store{tx}.mustBucket(q.bucket)
+		rec, err = store{tx: tx}.mustBucket(q.bucket)
 		return err
 	})
 	if err != nil {

@@ -107,6 +107,7 @@ func (h *Handler) copyObject(q *request) error {
 	}
 	defer body.Close()
 	// Fast fail on the destination, then the in-place rule.
+	defer h.beginConditional(q, cond)()
 	snap, err := h.precheck(q, cond)
 	if err != nil {
 		return err
@@ -148,7 +149,7 @@ func (h *Handler) uploadPartCopy(q *request) error {
 		return err
 	}
 	if err := h.e.View(func(tx *engine.Tx) error {
-		_, err := store{tx}.mustUpload(q.bucket, q.key, id)
+		_, err := store{tx: tx}.mustUpload(q.bucket, q.key, id)
 		return err
 	}); err != nil {
 		return err

@@ -78,6 +78,10 @@ type Handler struct {
 	reqSeq atomic.Uint64
 	reqPfx string
 
+	// inflight tracks conditional PUT/Copy writes between their start and
+	// their commit (the 409 rule).
+	inflight inflightKeys
+
 	// afterPrecheck, when set (tests only), runs after a write's
 	// request-start snapshot and before its body is read.
 	afterPrecheck atomic.Pointer[func()]

@@ -46,7 +46,7 @@ type listed struct {
 func (h *Handler) listCurrent(bucket, prefix, delim, marker string, max int) (listed, error) {
 	out := listed{recs: map[string]version{}}
 	err := h.e.View(func(tx *engine.Tx) error {
-		s := store{tx}
+		s := store{tx: tx}
 		if _, err := s.mustBucket(bucket); err != nil {
 			return err
 		}
@@ -215,7 +215,7 @@ func (h *Handler) listObjectVersions(q *request) error {
 		KeyMarker: encodeIf(enc, keyMarker), VersionIDMarker: vidMarker, MaxKeys: max, EncodingType: enc,
 	}
 	err = h.e.View(func(tx *engine.Tx) error {
-		s := store{tx}
+		s := store{tx: tx}
 		if _, err := s.mustBucket(q.bucket); err != nil {
 			return err
 		}

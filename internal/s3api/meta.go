@@ -157,6 +157,15 @@ func mustJSON(v any) []byte {
 // store reads and writes the S3 records of one transaction.
 type store struct {
 	tx *engine.Tx
+	// keep, when set, reports whether a conditional write is in flight on
+	// "bucket/key", whose mutation record tidyMod must then keep.
+	keep func(string) bool
+}
+
+// store returns the record layer of tx for writes that may tidy a key's
+// mutation record.
+func (h *Handler) store(tx *engine.Tx) store {
+	return store{tx: tx, keep: h.inflight.holds}
 }
 
 func (s store) rb(name string) *bbolt.Bucket { return s.tx.ReadBucket(name) }
@@ -345,10 +354,14 @@ func (s store) touch(bucket, key string) {
 	}
 }
 
-// tidyMod drops the key's mutation record when no version and no upload
-// remains, so deleted keys leave nothing behind.
+// tidyMod drops the key's mutation record when no version, no upload and
+// no in-flight conditional write needs it, so deleted keys leave nothing
+// behind.
 func (s store) tidyMod(bucket, key string) {
 	if _, ok, _ := s.current(bucket, key); ok || s.hasUploads(bucket, key) {
+		return
+	}
+	if s.keep != nil && s.keep(bucket+"/"+key) {
 		return
 	}
 	if err := s.tx.Bucket(tblMod).Delete(modKey(bucket, key)); err != nil {

@@ -125,7 +125,7 @@ func (h *Handler) createMultipartUpload(q *request) error {
 	}
 	var id string
 	_, err = h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		s := store{tx}
+		s := store{tx: tx}
 		if _, err := s.mustBucket(q.bucket); err != nil {
 			return err
 		}
@@ -173,7 +173,7 @@ func (h *Handler) uploadPart(q *request) error {
 		return errEntityTooLarge()
 	}
 	if err := h.e.View(func(tx *engine.Tx) error {
-		_, err := store{tx}.mustUpload(q.bucket, q.key, id)
+		_, err := store{tx: tx}.mustUpload(q.bucket, q.key, id)
 		return err
 	}); err != nil {
 		return err
@@ -201,7 +201,7 @@ func (h *Handler) putPart(q *request, id string, n int, rec partRec) error {
 	var dropped string
 	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
 		dropped = ""
-		s := store{tx}
+		s := store{tx: tx}
 		if _, err := s.mustUpload(q.bucket, q.key, id); err != nil {
 			return err
 		}
@@ -249,7 +249,7 @@ func (h *Handler) completeMultipartUpload(q *request) error {
 	var res published
 	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
 		res = published{}
-		s := store{tx}
+		s := store{tx: tx}
 		b, err := s.mustBucket(q.bucket)
 		if err != nil {
 			return err
@@ -329,7 +329,7 @@ func (h *Handler) abortMultipartUpload(q *request) error {
 	id := q.query.Get("uploadId")
 	var dropped []string
 	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		s := store{tx}
+		s := h.store(tx)
 		if _, err := s.mustUpload(q.bucket, q.key, id); err != nil {
 			return err
 		}
@@ -365,7 +365,7 @@ func (h *Handler) listParts(q *request) error {
 	res := listPartsResult{NS: s3NS, Bucket: q.bucket, Key: q.key, UploadID: id, Initiator: theOwner,
 		Owner: theOwner, StorageClass: "STANDARD", PartNumberMarker: marker, MaxParts: maxParts}
 	err = h.e.View(func(tx *engine.Tx) error {
-		s := store{tx}
+		s := store{tx: tx}
 		if _, err := s.mustUpload(q.bucket, q.key, id); err != nil {
 			return err
 		}
@@ -407,7 +407,7 @@ func (h *Handler) listMultipartUploads(q *request) error {
 	res := listMultipartUploadsResult{NS: s3NS, Bucket: q.bucket, KeyMarker: keyMarker, UploadIDMarker: idMarker,
 		Prefix: encodeIf(enc, prefix), Delimiter: encodeIf(enc, delim), MaxUploads: max, EncodingType: enc}
 	err = h.e.View(func(tx *engine.Tx) error {
-		s := store{tx}
+		s := store{tx: tx}
 		if _, err := s.mustBucket(q.bucket); err != nil {
 			return err
 		}

@@ -35,6 +35,7 @@ func (h *Handler) putObject(q *request) error {
 	if size > MaxObjectSize {
 		return errEntityTooLarge()
 	}
+	defer h.beginConditional(q, cond)()
 	snap, err := h.precheck(q, cond)
 	if err != nil {
 		return err
@@ -72,7 +73,7 @@ func (h *Handler) putObject(q *request) error {
 func (h *Handler) precheck(q *request, cond writeCond) (uint64, error) {
 	var snap uint64
 	err := h.e.View(func(tx *engine.Tx) error {
-		s := store{tx}
+		s := store{tx: tx}
 		if _, err := s.mustBucket(q.bucket); err != nil {
 			return err
 		}
@@ -106,7 +107,7 @@ func (h *Handler) publish(q *request, cond writeCond, snapshot *uint64, v versio
 	var res published
 	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
 		res = published{}
-		s := store{tx}
+		s := store{tx: tx}
 		b, err := s.mustBucket(q.bucket)
 		if err != nil {
 			return err
@@ -158,7 +159,7 @@ func (h *Handler) lookup(bucket, key, versionID string, byID bool, method string
 		versioning string
 	)
 	err := h.e.View(func(tx *engine.Tx) error {
-		s := store{tx}
+		s := store{tx: tx}
 		b, err := s.mustBucket(bucket)
 		if err != nil {
 			return err
@@ -295,7 +296,7 @@ func (h *Handler) deleteObject(q *request) error {
 	var res deleteOutcome
 	_, err = h.e.Update(q.ctx, func(tx *engine.Tx) error {
 		var err error
-		res, err = deleteOne(store{tx}, q.bucket, q.key, vid, byID, cond)
+		res, err = deleteOne(h.store(tx), q.bucket, q.key, vid, byID, cond)
 		return err
 	})
 	if err != nil {
