@@ -42,7 +42,7 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("lease: %q held by %q (token %d) until at least %s",
+	return fmt.Sprintf("lease: %q held by %q (token %d), expiring about %s unless renewed",
 		e.Key, e.Holder, e.Token, e.Until.Format(time.RFC3339))
 }
 
