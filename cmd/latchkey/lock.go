@@ -43,7 +43,8 @@ dead before anyone else can hold the lock. --grace must therefore be less
 than 40% of --ttl.
 
 A lock bounds how often two CMDs overlap; it cannot rule it out (a paused
-machine can outlive its lock). Pass LATCHKEY_FENCING_TOKEN to the resource
+machine, or a lock run stopped with SIGSTOP while CMD runs on, can outlive
+its lock). Pass LATCHKEY_FENCING_TOKEN to the resource
 CMD writes, and have it refuse tokens older than the newest it has seen.
 
 lock show prints the record: holder, token, held or released, TTL, and the
