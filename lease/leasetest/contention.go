@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,7 +28,14 @@ func testContention(t *testing.T, e *env) {
 	const contenders = 5
 	const logKey = "resources/log"
 	seed := rand.Uint64()
-	t.Logf("fault seed %d", seed)
+	if v := os.Getenv("LATCHKEY_LEASETEST_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("LATCHKEY_LEASETEST_SEED=%q: %v", v, err)
+		}
+		seed = n
+	}
+	t.Logf("seed %d (rerun with LATCHKEY_LEASETEST_SEED=%d)", seed, seed)
 	var (
 		active  atomic.Uint64
 		rounds  atomic.Int64

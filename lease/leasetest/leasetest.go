@@ -24,7 +24,9 @@
 // log to be perfect, but only logs (does not fail on) a holder that was
 // scheduled too late to stop before its successor started.
 //
-// Ambiguous outcomes are injected with store/faultstore.
+// Ambiguous outcomes are injected with store/faultstore. The contention
+// subtest draws its faults and hold times from a seed it prints; rerun it
+// with LATCHKEY_LEASETEST_SEED=N.
 package leasetest
 
 import (
