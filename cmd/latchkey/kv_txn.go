@@ -101,7 +101,7 @@ func runKVTxn(ctx context.Context, e *env, args []string) error {
 	if name := f.Arg(0); name != "-" {
 		fh, err := os.Open(name)
 		if err != nil {
-			return err
+			return fmt.Errorf("kv txn: %w", err)
 		}
 		defer fh.Close()
 		r = fh
@@ -129,7 +129,7 @@ func runKVTxn(ctx context.Context, e *env, args []string) error {
 		return failf("kv txn: not applied: op %d (%s %q) failed its check; nothing was written", te.Index, ops[te.Index].Kind, te.Key)
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("kv txn: %w", err)
 	}
 	type result struct {
 		Key         string

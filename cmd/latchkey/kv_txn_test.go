@@ -9,7 +9,7 @@ import (
 func TestKVTxn(t *testing.T) {
 	c := newCLI(t)
 	c.ok("kv", "put", "app/version", "1")
-	ver := detailedField(t, c.ok("kv", "get", "-detailed", "app/version"), "ModifyIndex")
+	ver := c.modifyIndex("app/version")
 
 	// The payload and the version marker that describes it change together.
 	body := `[
@@ -48,16 +48,10 @@ func TestKVTxn(t *testing.T) {
 	if o := c.runIn(`{`, "kv", "txn", "-"); o.code != exitUsage {
 		t.Fatalf("bad JSON: exit %d", o.code)
 	}
-}
-
-// detailedField returns the value of one line of kv get -detailed.
-func detailedField(t *testing.T, out, field string) string {
-	t.Helper()
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == field {
-			return f[1]
-		}
+	c.fails(1, "kv txn: open /nonexistent/txn.json", "kv", "txn", "/nonexistent/txn.json")
+	// s3store opens without a request and has no transactions.
+	o := c.runIn(`[{"KV": {"Verb": "set", "Key": "a", "Value": "eA=="}}]`, "kv", "--store", "s3://b/p?endpoint=http://127.0.0.1:1", "txn", "-")
+	if o.code != exitFail || o.stderr != "latchkey: kv txn: this store has no multi-key transactions\n" {
+		t.Fatalf("txn on a store without transactions: exit %d, stderr %q", o.code, o.stderr)
 	}
-	t.Fatalf("no %s line in %q", field, out)
-	return ""
 }
