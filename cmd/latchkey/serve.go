@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/store/storeurl"
 )
 
 // serveFlag is one flag of `latchkey serve` with the environment variable
@@ -92,9 +94,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	if cfg.DataDir == "" {
-		if cfg.DataDir, err = server.DefaultDataDir(e.getenv); err != nil {
-			return err
+		state, err := storeurl.StateDir(e.getenv)
+		if err != nil {
+			return failf("serve: no --data-dir and %v", err)
 		}
+		cfg.DataDir = filepath.Join(state, "server")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {

@@ -2,10 +2,8 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -88,21 +86,4 @@ func (c Config) withDefaults() (Config, error) {
 		c.ShutdownTimeout = 15 * time.Second
 	}
 	return c, nil
-}
-
-// DefaultDataDir is the data directory when none is given:
-// $XDG_STATE_HOME/latchkey/server, else ~/.local/state/latchkey/server.
-// getenv is os.Getenv or a test's substitute.
-func DefaultDataDir(getenv func(string) string) (string, error) {
-	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "latchkey", "server"), nil
-	}
-	home := getenv("HOME")
-	if home == "" {
-		var err error
-		if home, err = os.UserHomeDir(); err != nil {
-			return "", fmt.Errorf("server: no data directory given and no home directory: %w", err)
-		}
-	}
-	return filepath.Join(home, ".local", "state", "latchkey", "server"), nil
 }

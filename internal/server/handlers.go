@@ -15,9 +15,16 @@ import (
 
 // apis are the two API handlers and what to close at shutdown.
 type apis struct {
-	consul  http.Handler
-	s3      http.Handler
-	closers []io.Closer
+	consul      http.Handler
+	consulStats func() consulapi.Stats
+	s3          http.Handler
+	closers     []io.Closer
+}
+
+func (a *apis) close() {
+	for _, c := range a.closers {
+		c.Close()
+	}
 }
 
 // liveBlobs tells the engine which blobs are referenced, for the orphan
@@ -25,14 +32,19 @@ type apis struct {
 var liveBlobs func(tx *engine.Tx, live func(id string)) error = s3api.LiveBlobs
 
 // newAPIs builds the handlers over e from cfg.
-func newAPIs(e *engine.Engine, cfg Config) (*apis, error) {
+func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 	a := &apis{}
+	defer func() {
+		if err != nil {
+			a.close() // e.g. stop the Consul session timers if S3 setup failed
+		}
+	}()
 
 	consul, err := consulapi.New(e, &consulapi.Options{NodeName: cfg.NodeName, ACLToken: cfg.ACLToken, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	a.consul = consul
+	a.consul, a.consulStats = consul, consul.Stats
 	a.closers = append(a.closers, consul)
 
 	// S3: credentials given, or generated once into the data directory.

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/latchkey/latchkey/internal/consulapi"
 	"github.com/latchkey/latchkey/internal/engine"
 )
 
@@ -72,6 +73,24 @@ func (m *metrics) engine(e *engine.Engine) {
 			Name: "latchkey_engine_index",
 			Help: "Latest committed global index (Consul's X-Consul-Index).",
 		}, func() float64 { return float64(e.Index()) }),
+	)
+}
+
+// consul registers the Consul API's in-memory state as gauges.
+func (m *metrics) consul(stats func() consulapi.Stats) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "latchkey_consul_session_timers",
+			Help: "Consul sessions with an armed TTL timer.",
+		}, func() float64 { return float64(stats().SessionTimers) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "latchkey_consul_lock_delays",
+			Help: "Keys under an active Consul lock-delay.",
+		}, func() float64 { return float64(stats().LockDelays) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "latchkey_consul_blocking_queries",
+			Help: "Consul blocking queries waiting now.",
+		}, func() float64 { return float64(stats().BlockingQueries) }),
 	)
 }
 

@@ -57,6 +57,9 @@ func New(cfg Config) (*Server, error) {
 		e.Close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	if a.consulStats != nil {
+		m.consul(a.consulStats)
+	}
 	s := &Server{cfg: cfg, tls: tlsCfg, engine: e, apis: a, metrics: m, log: cfg.Logger}
 	s.handler = &router{
 		consul: m.instrument("consul", a.consul, cfg.Logger),

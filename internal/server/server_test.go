@@ -68,6 +68,8 @@ func TestHealthAndMetrics(t *testing.T) {
 		"latchkey_engine_index 2",
 		"latchkey_engine_commit_batch_size_count 1",
 		`latchkey_http_requests_total{api="ops",code="200"} 1`,
+		"latchkey_consul_blocking_queries 0",
+		"latchkey_consul_session_timers 0",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
