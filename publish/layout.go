@@ -39,7 +39,7 @@ const (
 	genDir       = "gen"
 	manifestName = "manifest"
 	dataDir      = "data"
-	idTimeLayout = "20060102T150405Z"
+	idTimeLayout = "20060102T150405.000Z"
 )
 
 // layout names the keys of one prefix.
@@ -69,8 +69,11 @@ func (l layout) genOf(key string) (string, bool) {
 	return id, ok && id != ""
 }
 
-// newID returns a fresh generation id: the UTC time it began (second
-// resolution, sortable) and 64 random bits, so ids are never reused.
+// newID returns a fresh generation id: the UTC time it began (millisecond
+// resolution, sortable; GC reads it, so it must not be much earlier than
+// the true start) and 64 random bits, so ids are never reused. Every key
+// of a generation is also written create-if-absent, so even a colliding id
+// could not mix two generations.
 func newID(now time.Time) (string, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {

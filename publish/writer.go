@@ -182,6 +182,9 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if err := w.checkObjects(ctx, mkey, mv); err != nil {
 		return Commit{}, w.fail(ctx, err)
 	}
+	if err := w.checkAge(); err != nil { // again, just before the commit
+		return Commit{}, w.fail(ctx, err)
+	}
 	token := max(w.opts.Token, w.basePt.Token) // a token never goes backwards
 	pb, err := json.Marshal(pointer{Generation: w.id, Manifest: mkey, ManVersion: mv, Token: token, Committed: w.opts.Now().UTC()})
 	if err != nil {
