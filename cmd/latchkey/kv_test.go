@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -209,4 +210,24 @@ func TestStoreSelection(t *testing.T) {
 	c.env[storeEnv] = storeurl.FileURL(filepath.Join(home, "env"))
 	c.fails(1, "no key exists", "kv", "get", "k")
 	c.fails(1, "no key exists", "kv", "--store", "mem://", "get", "k")
+}
+
+func TestReportPrintsOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+		want string
+	}{
+		{nil, 0, ""},
+		{errors.New("kv get: boom"), 1, "latchkey: kv get: boom\n"},
+		{errors.New("s3store: get \"k\": transient failure: <Error>\n  <Code>SlowDown</Code>\n</Error>\n"), 1,
+			"latchkey: s3store: get \"k\": transient failure: <Error>; <Code>SlowDown</Code>; </Error>\n"},
+		{usagef("kv: bad\r\nflag"), 2, "latchkey: kv: bad; flag\n"},
+		{&exitError{code: 7}, 7, ""},
+	} {
+		var b bytes.Buffer
+		if code := report(tc.err, &b); code != tc.code || b.String() != tc.want {
+			t.Errorf("report(%q) = %d, %q; want %d, %q", tc.err, code, b.String(), tc.code, tc.want)
+		}
+	}
 }

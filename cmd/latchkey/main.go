@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -69,13 +70,26 @@ func report(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
+	code, msg := exitFail, err.Error()
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.msg != "" {
-			fmt.Fprintln(stderr, "latchkey: "+ee.msg)
-		}
-		return ee.code
+		code, msg = ee.code, ee.msg
 	}
-	fmt.Fprintln(stderr, "latchkey: "+err.Error())
-	return exitFail
+	if msg != "" {
+		// One line, even when a cause (a server's error body, a child's
+		// message) brought line breaks along.
+		fmt.Fprintln(stderr, "latchkey: "+oneLine(msg))
+	}
+	return code
+}
+
+// oneLine joins the non-blank lines of msg with "; ".
+func oneLine(msg string) string {
+	var lines []string
+	for l := range strings.Lines(msg) {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "; ")
 }
