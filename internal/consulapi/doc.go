@@ -21,11 +21,54 @@
 // table live in memory and restart with the server, as on a Consul leader
 // change.
 //
-// Deliberate differences from Consul, each documented where it is made:
-// an identical write is not skipped (every write gets a fresh index); keys
-// longer than Options.MaxKeyLen get 400; with Options.ACLToken set a
-// request without that token gets 403 "Permission denied" (there are no
-// per-key policies); Node, Service and Check txn ops get a 409 error entry;
-// keys are taken as Consul up to 1.21.4 took them (any printable path; the
-// traversal checks of 1.21.6 are not applied).
+// # Limits
+//
+// Every limit is explicit and answered in Consul's format: values up to
+// Options.MaxValueSize (512 KiB; 413 "Request body(N bytes) too large,
+// max size: M bytes. See …#kv_max_value_size.", counted on the bytes
+// read, not Content-Length); txn bodies up to Options.MaxTxnBody
+// (512 KiB, 413 …#txn_max_req_len) with at most Options.MaxTxnOps (128,
+// 413 "Transaction contains too many operations (N > 128)"); keys up to
+// Options.MaxKeyLen bytes (4096, 400 "Key too long (N bytes > M
+// bytes)"); session create bodies up to 64 KiB; at most
+// Options.MaxBlockingQueries (8192) blocking queries waiting at once (429
+// beyond); blocking waits of 5m by default, 10m at most, plus jitter
+// below wait/16.
+//
+// # Deliberate differences from Consul
+//
+//   - Identical writes are not skipped. Consul (since 1.7) answers a set,
+//     cas or acquire that would change nothing with true and leaves
+//     ModifyIndex as it was, so several clients' cas=N with the same
+//     value all succeed at index N. latchkey gives every successful
+//     write a fresh ModifyIndex: one index, one winner, which the store
+//     contract ("every successful Put returns a new version") and the
+//     durable-CAS benchmark count on. What a client can observe is only
+//     an extra wake of a blocking query or a CAS that loses and re-reads,
+//     both of which Consul clients handle anyway. Options.SkipIdenticalWrites
+//     turns Consul's rule on (tests use it to check clients against it).
+//   - Keys are taken as Consul up to 1.21.4 took them: any printable path,
+//     not cleaned. Consul's HTTP mux redirects a//b and a/../b (301) and
+//     1.21.6 rejects traversal-looking keys (CVE-2025-11392); here such
+//     keys are stored as written, since keys are opaque database keys and
+//     never file paths. A path with an unprintable character is 400 with
+//     an empty body, as Consul's cleanhttp filter answers. Consul has no
+//     key-length limit (only its 1 MiB header limit); latchkey's is
+//     Options.MaxKeyLen.
+//   - Access control is one token (Options.ACLToken) for every /v1/ path,
+//     status and agent endpoints included; there are no per-key policies,
+//     so lists are never filtered and txns never fail an op on ACLs. A
+//     request without the token, or with another, gets 403 "Permission
+//     denied" (Consul answers an unknown token with "ACL not found").
+//   - Node, Service and Check txn operations get a 409 error entry
+//     ("latchkey serves KV operations only"); KV is all this server holds.
+//   - Sessions have one check, serfHealth, which never fails: a session
+//     ends only by destroy or TTL. The lock-delay table and TTL timers
+//     live in memory; a restart is a Consul leader change (timers restart
+//     at TTL×2, lock-delays are forgotten).
+//   - An over-limit body sent without Content-Length gets 413 "Request
+//     body too large, max size: M bytes. See …" (its size is not read to
+//     the end to be counted). A session create body is read whether or
+//     not it has a Content-Length (Consul reads it only when
+//     Content-Length > 0).
 package consulapi

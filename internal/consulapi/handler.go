@@ -48,6 +48,13 @@ type Options struct {
 	DefaultQueryTime time.Duration
 	// MaxQueryTime caps ?wait. Default 10m.
 	MaxQueryTime time.Duration
+	// SkipIdenticalWrites makes a set, cas or acquire whose result would
+	// equal the stored entry (Key, Value, Flags, Session, LockIndex)
+	// write nothing, keep ModifyIndex and wake no watcher, and still
+	// answer true, as Consul (since 1.7) does. Default false: every
+	// successful write gets a fresh ModifyIndex (see the package doc for
+	// why). Tests turn it on to check clients against Consul's rule.
+	SkipIdenticalWrites bool
 	// MaxBlockingQueries caps the blocking queries waiting at once (each
 	// holds a connection and a goroutine); one more is answered 429.
 	// Default 8192.

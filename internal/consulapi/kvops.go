@@ -1,6 +1,7 @@
 package consulapi
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -169,11 +170,6 @@ var errMissingSession = serverError("missing session")
 
 // writeSet is set and cas: Value and Flags from the request, LockIndex
 // reset to 0, Session kept (locks are advisory), CreateIndex kept.
-//
-// Consul (newer versions) skips a write identical to the stored entry
-// without bumping ModifyIndex. latchkey always writes: every successful
-// write gets a fresh index, which the store contract (and consulstore)
-// relies on. This is the behaviour of older Consul versions.
 func (h *Handler) writeSet(tx kvTx, cur engine.KV, exists bool, op kvOp) []*dirEntry {
 	next := engine.KV{Key: op.Key, Value: op.Value, Flags: op.Flags}
 	if exists {
@@ -212,8 +208,15 @@ func (h *Handler) lock(tx kvTx, cur engine.KV, exists bool, op kvOp) ([]*dirEntr
 
 // store writes next, keeping the session→keys index in step with the
 // key's holder.
+//
+// Consul (since 1.7) skips a write identical to the stored entry: no new
+// ModifyIndex, no watcher woken, still true. latchkey writes anyway unless
+// Options.SkipIdenticalWrites is set: see the package doc.
 func (h *Handler) store(tx kvTx, cur engine.KV, exists bool, next engine.KV) *dirEntry {
 	next.Value = normValue(next.Value)
+	if h.opts.SkipIdenticalWrites && exists && identical(cur, next) {
+		return toDir(cur)
+	}
 	old := ""
 	if exists {
 		old = cur.Session
@@ -227,6 +230,12 @@ func (h *Handler) store(tx kvTx, cur engine.KV, exists bool, next engine.KV) *di
 		}
 	}
 	return toDir(tx.PutKV(next))
+}
+
+// identical is Consul's DirEntry.Equal: the fields a write sets.
+func identical(a, b engine.KV) bool {
+	return a.Key == b.Key && a.LockIndex == b.LockIndex && a.Flags == b.Flags &&
+		a.Session == b.Session && bytes.Equal(a.Value, b.Value)
 }
 
 // remove deletes kv (a tombstone moves its prefixes' index forward).

@@ -82,3 +82,16 @@ func TestDeleteRecurseRoot(t *testing.T) {
 	s.expect(t, "GET", "/v1/kv/?recurse", "", 404, "")
 	s.expect(t, "GET", "/v1/kv/?keys", "", 200, "[]")
 }
+
+// Keys are stored as written, not cleaned (package doc: Consul's mux
+// would redirect these); a long key is refused with its length.
+func TestKeysNotCleaned(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, k := range []string{"a//b", "a/../b", "a/./b", "sp ace", "ünï"} {
+		s.expect(t, "PUT", "/v1/kv/"+k, k, 200, "true")
+		s.expect(t, "GET", "/v1/kv/"+k+"?raw", "", 200, k)
+	}
+	s.expect(t, "GET", "/v1/kv/?keys", "", 200, `["a/../b","a/./b","a//b","sp ace","ünï"]`)
+	s.expect(t, "PUT", "/v1/kv/"+strings.Repeat("k", 4096), "", 200, "true")
+	s.expect(t, "PUT", "/v1/kv/"+strings.Repeat("k", 4097), "", 400, "Key too long (4097 bytes > 4096 bytes)")
+}
