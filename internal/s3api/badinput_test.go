@@ -135,6 +135,12 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"overwrite with bad Content-MD5", "PUT", "/bad/k", "other", []string{"Content-MD5", badMD5}, 400, "BadDigest"},
 		{"large overwrite with bad Content-MD5", "PUT", "/bad/big", big + "x", []string{"Content-MD5", badMD5}, 400, "BadDigest"},
 		{"invalid Content-MD5", "PUT", "/bad/k", "other", []string{"Content-MD5", "not-base64"}, 400, "InvalidDigest"},
+		{"PUT with a wrong x-amz-checksum-crc32", "PUT", "/bad/k", "other", []string{"x-amz-checksum-crc32", checksumOf("crc32", "nope")}, 400, "BadDigest"},
+		{"large PUT with a wrong x-amz-checksum-crc64nvme", "PUT", "/bad/big", big + "x", []string{"x-amz-checksum-crc64nvme", checksumOf("crc64nvme", "nope")}, 400, "BadDigest"},
+		{"PUT with a malformed checksum", "PUT", "/bad/k", "other", []string{"x-amz-checksum-sha256", "AAAA"}, 400, "InvalidRequest"},
+		{"PUT with two checksums", "PUT", "/bad/k", "other", []string{"x-amz-checksum-crc32", checksumOf("crc32", "other"), "x-amz-checksum-sha1", checksumOf("sha1", "other")}, 400, "InvalidRequest"},
+		{"part with a wrong x-amz-checksum-crc32c", "PUT", partPath("3"), "xyz", []string{"x-amz-checksum-crc32c", checksumOf("crc32c", "xy")}, 400, "BadDigest"},
+		{"delete objects with a wrong x-amz-checksum-sha256", "POST", "/bad?delete", "<Delete><Object><Key>k</Key></Object></Delete>", []string{"x-amz-checksum-sha256", checksumOf("sha256", "<Delete/>")}, 400, "BadDigest"},
 		{"key too long", "PUT", "/bad/" + strings.Repeat("k", MaxKeyLength+1), "x", nil, 400, "KeyTooLongError"},
 		// Preconditions.
 		{"PUT If-None-Match * over an object", "PUT", "/bad/k", "other", []string{"If-None-Match", "*"}, 412, "PreconditionFailed"},
@@ -185,4 +191,41 @@ func TestBadInputChangesNothing(t *testing.T) {
 	if r := m.complete(nil, 2); r.Status != 200 {
 		t.Fatalf("the upload survived the bad requests: %d %s", r.Status, r.Body)
 	}
+}
+
+// checksumOf is the x-amz-checksum-<alg> header value of body.
+func checksumOf(alg, body string) string {
+	h := newChecksumHash(alg)
+	h.Write([]byte(body))
+	return base64.StdEncoding.EncodeToString(h.Sum(nil))
+}
+
+// TestBodyChecksums: correct x-amz-checksum-* values pass, for unsigned
+// PUT and UploadPart bodies and for DeleteObjects (signed or not).
+func TestBodyChecksums(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.bucket("sum")
+	for _, alg := range checksumAlgorithms {
+		s.put("/sum/"+alg, "payload-"+alg, "x-amz-checksum-"+alg, checksumOf(alg, "payload-"+alg))
+	}
+	big := strings.Repeat("q", inlineMax+7)
+	s.put("/sum/big", big, "x-amz-checksum-crc32c", checksumOf("crc32c", big))
+	m := s.createMPU("/sum/mp")
+	s.mustDo(200, "PUT", "/sum/mp?partNumber=1&uploadId="+m.id, []byte("part"), "x-amz-checksum-crc32", checksumOf("crc32", "part"))
+	del := "<Delete><Object><Key>crc32</Key></Object></Delete>"
+	r := s.mustDo(200, "POST", "/sum?delete", []byte(del), "x-amz-checksum-crc32", checksumOf("crc32", del))
+	if !strings.Contains(string(r.Body), "<Deleted><Key>crc32</Key>") {
+		t.Fatalf("delete objects: %s", r.Body)
+	}
+	// Signed: the verifier leaves DeleteObjects' checksum to the handler.
+	a := signedServer(t, false)
+	a.send(testAK, testSK, "PUT", "/sig", nil).mustStatus(t, 200)
+	a.send(testAK, testSK, "PUT", "/sig/k", []byte("v")).mustStatus(t, 200)
+	del = "<Delete><Object><Key>k</Key></Object></Delete>"
+	if r := a.send(testAK, testSK, "POST", "/sig?delete", []byte(del), "x-amz-checksum-crc32", checksumOf("crc32", "other")); r.Status != 400 || r.err().Code != "BadDigest" {
+		t.Fatalf("signed delete objects with a wrong checksum: %d %s", r.Status, r.Body)
+	}
+	a.send(testAK, testSK, "GET", "/sig/k", nil).mustStatus(t, 200)
+	a.send(testAK, testSK, "POST", "/sig?delete", []byte(del), "x-amz-checksum-crc32", checksumOf("crc32", del)).mustStatus(t, 200)
+	a.send(testAK, testSK, "GET", "/sig/k", nil).mustStatus(t, 404)
 }

@@ -14,8 +14,24 @@ const maxDeleteObjects = 1000
 // failures (a false <ETag> precondition, a missing key under <ETag>) are
 // reported inside the 200 <DeleteResult>, never as the request's status.
 func (h *Handler) deleteObjects(q *request) error {
+	// The checksum header of a POST describes its body; the verifier
+	// leaves it to us (it checks PUT bodies only).
+	sum, err := requestChecksum(q.r)
+	if err != nil {
+		return err
+	}
+	data, err := readAllLimited(q, maxXMLBody)
+	if err != nil {
+		return err
+	}
+	if sum != nil {
+		sum.Write(data)
+		if err := sum.verify(); err != nil {
+			return err
+		}
+	}
 	var req deleteRequest
-	if err := readXML(q, &req); err != nil {
+	if err := unmarshalXML(data, &req); err != nil {
 		return err
 	}
 	if len(req.Objects) == 0 || len(req.Objects) > maxDeleteObjects {
@@ -54,7 +70,7 @@ func (h *Handler) deleteObjects(q *request) error {
 	}
 	outs := make([]deleteOutcome, len(items))
 	errs := make([]*Error, len(items))
-	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
+	_, err = h.e.Update(q.ctx, func(tx *engine.Tx) error {
 		s := h.store(tx)
 		if _, err := s.mustBucket(q.bucket); err != nil {
 			return err

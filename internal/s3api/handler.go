@@ -116,6 +116,9 @@ type request struct {
 	query   url.Values
 	body    io.Reader
 	hasBody bool
+	// signed: the SigV4 verifier checked the request and checks its
+	// body's x-amz-checksum-* while it streams.
+	signed bool
 }
 
 // ServeHTTP routes one request and renders its error, if any.
@@ -149,6 +152,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error
 			}
 			return errAccessDenied()
 		}
+		req.signed = true
 		if body != nil {
 			defer body.Close()
 			req.body = body
@@ -344,6 +348,20 @@ func unmarshalXML(data []byte, v any) error {
 		return errMalformedXML()
 	}
 	return nil
+}
+
+// checkedBody returns the request body to ingest, hashing it for its
+// x-amz-checksum-* header when the verifier does not (unsigned requests),
+// and the checksum to verify once the body is read (nil: none).
+func checkedBody(q *request) (io.Reader, *bodyChecksum, error) {
+	if q.signed {
+		return q.body, nil, nil
+	}
+	sum, err := requestChecksum(q.r)
+	if err != nil || sum == nil {
+		return q.body, nil, err
+	}
+	return io.TeeReader(q.body, sum), sum, nil
 }
 
 // bodyError maps a failure reading the request body: the auth seam's coded

@@ -178,13 +178,21 @@ func (h *Handler) uploadPart(q *request) error {
 	}); err != nil {
 		return err
 	}
-	in, err := h.ingest(q.body, size, false)
+	body, sum, err := checkedBody(q)
+	if err != nil {
+		return err
+	}
+	in, err := h.ingest(body, size, false)
 	if err != nil {
 		return err
 	}
 	if wantMD5 != nil && !bytes.Equal(wantMD5, in.md5) {
 		h.discard(in)
 		return errBadDigest()
+	}
+	if err := sum.verify(); err != nil {
+		h.discard(in)
+		return err
 	}
 	etag := etagOfMD5(in.md5)
 	if err := h.putPart(q, id, n, partRec{ETag: etag, Size: in.size, Blob: in.blob}); err != nil {

@@ -35,18 +35,26 @@ func (h *Handler) putObject(q *request) error {
 	if size > MaxObjectSize {
 		return errEntityTooLarge()
 	}
+	body, sum, err := checkedBody(q)
+	if err != nil {
+		return err
+	}
 	defer h.beginConditional(q, cond)()
 	snap, err := h.precheck(q, cond)
 	if err != nil {
 		return err
 	}
-	in, err := h.ingest(q.body, size, true)
+	in, err := h.ingest(body, size, true)
 	if err != nil {
 		return err
 	}
 	if wantMD5 != nil && !bytes.Equal(wantMD5, in.md5) {
 		h.discard(in)
 		return errBadDigest()
+	}
+	if err := sum.verify(); err != nil {
+		h.discard(in)
+		return err
 	}
 	v := version{
 		ETag: etagOfMD5(in.md5), Size: in.size, ContentType: ct, Headers: hdrs, Meta: meta,
