@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/latchkey/latchkey/store"
 )
@@ -41,20 +40,23 @@ func runKVGet(ctx context.Context, e *env, args []string) error {
 	return err
 }
 
-// printDetailed prints ent in the layout of `consul kv get -detailed`.
-// ModifyIndex holds the version, to pass back to -modify-index. The store
-// keeps no creation index, flags, lock index or session: CreateIndex and
-// Session print "-", Flags and LockIndex 0.
+// printDetailed prints ent in the layout of `consul kv get -detailed`: a
+// field name padded to 17 columns (Consul's tabwriter: the longest name,
+// 11, plus 6), then the value. ModifyIndex holds the version, to pass back
+// to -modify-index. The store keeps no creation index, flags, lock index
+// or session: CreateIndex and Session print "-", Flags and LockIndex 0.
+// Unlike Consul's tabwriter, the padding is fixed, so a tab in the key or
+// value is printed as it is rather than realigned.
 func printDetailed(w io.Writer, ent store.Entry) error {
-	tw := tabwriter.NewWriter(w, 0, 2, 6, ' ', 0)
-	fmt.Fprintf(tw, "CreateIndex\t-\n")
-	fmt.Fprintf(tw, "Flags\t0\n")
-	fmt.Fprintf(tw, "Key\t%s\n", ent.Key)
-	fmt.Fprintf(tw, "LockIndex\t0\n")
-	fmt.Fprintf(tw, "ModifyIndex\t%s\n", ent.Version)
-	fmt.Fprintf(tw, "Session\t-\n")
-	fmt.Fprintf(tw, "Value\t%s\n", ent.Value)
-	return tw.Flush()
+	_, err := fmt.Fprintf(w, "%-17s%s\n%-17s%s\n%-17s%s\n%-17s%s\n%-17s%s\n%-17s%s\n%-17s%s\n",
+		"CreateIndex", "-",
+		"Flags", "0",
+		"Key", ent.Key,
+		"LockIndex", "0",
+		"ModifyIndex", ent.Version,
+		"Session", "-",
+		"Value", ent.Value)
+	return err
 }
 
 // casCondition turns -cas and -modify-index into a condition: VERSION

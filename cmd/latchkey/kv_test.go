@@ -117,6 +117,13 @@ func TestKVGetDetailedLayout(t *testing.T) {
 	if got != want {
 		t.Fatalf("get -detailed =\n%s\nwant\n%s", got, want)
 	}
+	// A tab in the value is printed as it is (Consul's tabwriter would
+	// realign it), and the other lines keep their layout.
+	c.ok("kv", "put", "svc/tabbed", "a\tb")
+	got = c.ok("kv", "get", "-detailed", "svc/tabbed")
+	if !strings.HasSuffix(got, "\nValue            a\tb\n") || !strings.Contains(got, "\nKey              svc/tabbed\n") {
+		t.Fatalf("get -detailed of a tabbed value =\n%q", got)
+	}
 }
 
 func TestKVPutCAS(t *testing.T) {
