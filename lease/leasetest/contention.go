@@ -20,7 +20,8 @@ import (
 
 // testContention runs contenders whose wall clocks are off by up to ±2 TTL,
 // each through a store that injects transient failures and ambiguous
-// outcomes, over many holdings. A shared flag catches two live holdings at
+// outcomes (one of them through a very flaky connection, so that it loses
+// leases while holding them), over many holdings. A shared flag catches two live holdings at
 // once; a fenced log in the store records every holding's start and end:
 // each start is followed by its own end (or, for a lost holding, by the
 // next holding's start), and tokens strictly increase.
@@ -37,13 +38,14 @@ func testContention(t *testing.T, e *env) {
 	}
 	t.Logf("seed %d (rerun with LATCHKEY_LEASETEST_SEED=%d)", seed, seed)
 	var (
-		active  atomic.Uint64
-		rounds  atomic.Int64
-		mu      sync.Mutex
-		tokens  []uint64
-		wg      sync.WaitGroup
-		lostRun atomic.Int64
-		late    atomic.Int64 // real clock only: holders scheduled too late to stop in time
+		active    atomic.Uint64
+		rounds    atomic.Int64
+		mu        sync.Mutex
+		tokens    []uint64
+		wg        sync.WaitGroup
+		lostRun   atomic.Int64
+		flakyHeld atomic.Int64
+		late      atomic.Int64 // real clock only: holders scheduled too late to stop in time
 	)
 	appendLog := func(line string, tok uint64) error {
 		v, _, _, err := lease.FencedGet(t.Context(), e.s, logKey)
@@ -56,8 +58,12 @@ func testContention(t *testing.T, e *env) {
 	for i := range contenders {
 		skew := time.Duration(i-contenders/2) * e.ttl // −2 TTL … +2 TTL
 		fs := faultstore.New(e.s, seed+uint64(i))
-		fs.Inject(faultstore.Rule{Ops: faultstore.Writes, Fault: faultstore.ApplyThenFail, Prob: 0.03})
-		fs.Inject(faultstore.Rule{Ops: faultstore.AllOps, Fault: faultstore.FailBefore, Prob: 0.03})
+		baseFaults := func() {
+			fs.Reset()
+			fs.Inject(faultstore.Rule{Ops: faultstore.Writes, Fault: faultstore.ApplyThenFail, Prob: 0.03})
+			fs.Inject(faultstore.Rule{Ops: faultstore.AllOps, Fault: faultstore.FailBefore, Prob: 0.03})
+		}
+		baseFaults()
 		o := e.opts(fmt.Sprintf("c%d", i))
 		o.Now = func() time.Time { return time.Now().Add(skew) }
 		lk := e.locker(t, fs, o)
@@ -79,6 +85,13 @@ func testContention(t *testing.T, e *env) {
 					tokens = append(tokens, l.Token())
 					mu.Unlock()
 					defer active.CompareAndSwap(l.Token(), 0)
+					if i == 0 {
+						// While it holds, contender 0's writes mostly fail,
+						// so that it loses some leases it holds.
+						flakyHeld.Add(1)
+						fs.Inject(faultstore.Rule{Ops: faultstore.Writes, Fault: faultstore.FailBefore, Prob: 0.9})
+						defer baseFaults()
+					}
 					if err := appendLog(fmt.Sprintf("start %d", l.Token()), l.Token()); err != nil {
 						t.Errorf("holder %d: log start: %v", l.Token(), err)
 					}
@@ -107,7 +120,7 @@ func testContention(t *testing.T, e *env) {
 		})
 	}
 	wg.Wait()
-	t.Logf("%d holdings, %d lost to injected faults", len(tokens), lostRun.Load())
+	t.Logf("%d holdings (%d by the flaky contender), %d lost to injected faults", len(tokens), flakyHeld.Load(), lostRun.Load())
 	if n := late.Load(); n > 0 {
 		t.Logf("%d holders were scheduled too late to stop before their successor started; the fenced log must show none of their writes", n)
 	}
