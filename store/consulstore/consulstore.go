@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,6 +147,13 @@ func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error 
 	return nil
 }
 
+// writeNonce is the Flags of every write. Consul skips a write identical
+// to the stored entry (same Value, Flags, Session, LockIndex) and leaves
+// its ModifyIndex as it was; a fresh random Flags makes every Put differ
+// from what it replaces, so every successful Put gets a new version, as
+// the store contract requires. Flags carry nothing else for this store.
+func writeNonce() uint64 { return rand.Uint64() | 1 }
+
 func version(idx uint64) store.Version { return store.Version(strconv.FormatUint(idx, 10)) }
 
 // index parses a Version; ok is false for a version no Consul key can
@@ -184,7 +192,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 		return "", store.Errorf(backend, "put", key, store.ErrUnsupported,
 			fmt.Errorf("value of %d bytes exceeds the limit of %d bytes (Options.MaxValueSize)", len(value), s.opts.MaxValueSize))
 	}
-	op := &api.KVTxnOp{Verb: api.KVSet, Key: s.prefix + key, Value: value}
+	op := &api.KVTxnOp{Verb: api.KVSet, Key: s.prefix + key, Value: value, Flags: writeNonce()}
 	if cond.IsAbsent() {
 		op.Verb = api.KVCAS
 	} else if v, ok := cond.Match(); ok {

@@ -30,8 +30,9 @@
 // sent is ErrUnknownOutcome; a 403 is ErrUnsupported wrapping
 // ErrPermissionDenied. The HTTP status stays in *store.OpError.
 //
-// A caveat for real Consul only: recent Consul versions skip a write
-// identical to the stored entry without bumping ModifyIndex, so an
-// unconditional Put of the same value may return the version the key
-// already had. latchkey's server always writes.
+// Consul skips a write identical to the stored entry and keeps its
+// ModifyIndex, which would let a rewrite of the same value return an old
+// version. Every write therefore carries a random Flags value (a nonce),
+// so no Put is ever identical to what it replaces; Flags mean nothing
+// else to this store, and a key written here has arbitrary Flags.
 package consulstore

@@ -104,13 +104,13 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		case store.OpPut:
 			switch {
 			case op.Cond.IsAbsent():
-				add(i, &api.KVTxnOp{Verb: api.KVCAS, Key: full, Value: op.Value, Index: 0})
+				add(i, &api.KVTxnOp{Verb: api.KVCAS, Key: full, Value: op.Value, Flags: writeNonce(), Index: 0})
 			case match && idx == 0:
 				add(i, &api.KVTxnOp{Verb: api.KVCheckIndex, Key: full, Index: 0})
 			case match:
-				add(i, &api.KVTxnOp{Verb: api.KVCAS, Key: full, Value: op.Value, Index: idx})
+				add(i, &api.KVTxnOp{Verb: api.KVCAS, Key: full, Value: op.Value, Flags: writeNonce(), Index: idx})
 			default:
-				add(i, &api.KVTxnOp{Verb: api.KVSet, Key: full, Value: op.Value})
+				add(i, &api.KVTxnOp{Verb: api.KVSet, Key: full, Value: op.Value, Flags: writeNonce()})
 			}
 		case store.OpDelete:
 			if match {
