@@ -163,6 +163,17 @@ func TestDeleteObjects(t *testing.T) {
 	if codes["b"] != "PreconditionFailed" || codes["missing"] != "NoSuchKey" || codes["c"] != "NotImplemented" {
 		t.Fatalf("errors %v (%s)", codes, r.Body)
 	}
+	for _, e := range res.Error {
+		if e.Key == "b" && e.Message != msgPrecondition {
+			t.Fatalf("per-key 412 message %q", e.Message)
+		}
+	}
+	// An unquoted <ETag> matches too (spec §1.1).
+	etB := s.put("/bat/b2", "B2")
+	r = s.mustDo(200, "POST", "/bat?delete", []byte("<Delete><Object><Key>b2</Key><ETag>"+strings.Trim(etB, `"`)+"</ETag></Object></Delete>"))
+	if !strings.Contains(string(r.Body), "<Deleted><Key>b2</Key>") {
+		t.Fatalf("unquoted per-key ETag: %s", r.Body)
+	}
 	s.mustDo(404, "GET", "/bat/a", nil)
 	s.mustDo(200, "GET", "/bat/b", nil)
 	// Quiet mode reports errors only.

@@ -275,6 +275,7 @@ func TestDeleteConditionMatrixHTTP(t *testing.T) {
 	}{
 		{"IM current", "plain", "present", "", "If-Match", cur, 204, "", "", ""},
 		{"IM *", "plain", "present", "", "If-Match", "*", 204, "", "", ""},
+		{"IM current unquoted", "plain", "present", "", "If-Match", strings.Trim(cur, `"`), 204, "", "", ""},
 		{"IM differs", "plain", "present", "", "If-Match", md5ETag("x"), 412, "PreconditionFailed", "If-Match", ""},
 		{"never written", "plain", "absent", "", "If-Match", cur, 404, "NoSuchKey", "", ""},
 		{"never written versioned *", "vers", "absent", "", "If-Match", "*", 404, "NoSuchKey", "", ""},
