@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -95,16 +94,12 @@ func (h *Handler) discard(in ingested) {
 	}
 }
 
-// declaredSize is the object size the request announces: the decoded
-// length of an aws-chunked body, else Content-Length.
+// declaredSize is the object size the request announces: Content-Length,
+// which the SigV4 verifier has already replaced by the decoded length of an
+// aws-chunked body (AUTH-SEAM.md). x-amz-decoded-content-length on a body
+// nobody de-chunked means nothing and is not trusted: it must not truncate
+// a plain body.
 func declaredSize(r *http.Request) (int64, error) {
-	if v := r.Header.Get("x-amz-decoded-content-length"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return 0, errInvalidArgument("x-amz-decoded-content-length is not a number", "x-amz-decoded-content-length", v)
-		}
-		return n, nil
-	}
 	if r.ContentLength < 0 {
 		return 0, errMissingContentLength()
 	}

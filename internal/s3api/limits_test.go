@@ -59,6 +59,12 @@ func TestRequestLimits(t *testing.T) {
 	if n := countBlobs(t, s); n != 0 {
 		t.Fatalf("failed uploads left %d blobs", n)
 	}
+	// x-amz-decoded-content-length on a plain (not aws-chunked) body does
+	// not truncate what is stored.
+	s.put("/lim/plain", "0123456789", "x-amz-decoded-content-length", "5")
+	if g := s.mustDo(200, "GET", "/lim/plain", nil); string(g.Body) != "0123456789" {
+		t.Fatalf("decoded length header on a plain body: stored %q", g.Body)
+	}
 	// An unsigned aws-chunked body cannot be decoded here: refused.
 	if r := s.do("PUT", "/lim/chunked", []byte("3\r\nabc\r\n0\r\n\r\n"), "x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER", "x-amz-decoded-content-length", "3"); r.Status != 400 {
 		t.Fatalf("unsigned aws-chunked: %d %s", r.Status, r.Body)
