@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -16,9 +17,11 @@ import (
 	"github.com/latchkey/latchkey/store/memstore"
 )
 
-// backends are the stores every publish test runs on.
+// backends are the stores every publish test runs on: memory, a
+// directory, and latchkey's own server in-process through both of its
+// APIs (serverBackends).
 func backends() map[string]func(tb testing.TB) store.Store {
-	return map[string]func(tb testing.TB) store.Store{
+	m := map[string]func(tb testing.TB) store.Store{
 		"memstore": func(tb testing.TB) store.Store {
 			s := memstore.New()
 			tb.Cleanup(func() { s.Close() })
@@ -33,11 +36,16 @@ func backends() map[string]func(tb testing.TB) store.Store {
 			return s
 		},
 	}
+	maps.Copy(m, serverBackends())
+	return m
 }
 
 func forEach(t *testing.T, fn func(t *testing.T, s store.Store)) {
 	for name, open := range backends() {
-		t.Run(name, func(t *testing.T) { fn(t, open(t)) })
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, open(t))
+		})
 	}
 }
 
