@@ -10,6 +10,16 @@
 // precondition is evaluated inside the engine transaction that publishes
 // the write, so of N concurrent create-if-absent PUTs exactly one succeeds.
 //
+// A conditional write whose precondition still holds at commit, but whose
+// key was mutated (written or deleted) after the request began — for
+// multipart uploads, after CreateMultipartUpload — answers 409
+// ConditionalRequestConflict, as S3 does.
+//
+// Every limit is explicit and answered with S3's own error (see the
+// constants: object, part, key, metadata, header and XML body sizes), and a
+// refused request changes nothing. Content-MD5 is checked on every body,
+// x-amz-checksum-* on every body the SigV4 verifier does not check.
+//
 // Bodies above a small inline threshold stream to engine blobs (fsynced
 // before the metadata transaction names them), so memory does not grow with
 // object size. Routing uses the escaped request path: "//" and ".." are
