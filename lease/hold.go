@@ -60,8 +60,10 @@ func (lk *Locker) Run(ctx context.Context, fn func(ctx context.Context, l *Lease
 
 // keepAlive renews l every RenewInterval until Done. A failed renew is
 // retried with backoff while the lease is still valid; each attempt's
-// request is bounded by the time left. After a loss it releases the record
-// if it is still ours, so that contenders need not wait a full TTL.
+// request is bounded by the time left. After a loss it does not release
+// the record: the holder's work may still be stopping (that is what the
+// margin is for), and only the holder knows when it has; Run releases
+// after fn returns, and users of Hold call Release.
 func (l *Lease) keepAlive() {
 	o := l.lk.opts
 	next := time.Now().Add(o.RenewInterval)
@@ -71,7 +73,6 @@ func (l *Lease) keepAlive() {
 		select {
 		case <-l.done:
 			t.Stop()
-			l.releaseAfterLoss()
 			return
 		case <-t.C:
 		}
@@ -91,15 +92,4 @@ func (l *Lease) keepAlive() {
 			next = time.Now().Add(backoff(o.RenewInterval/2, failures))
 		}
 	}
-}
-
-// releaseAfterLoss marks the record released when the lease was lost
-// locally but the record is still ours (its version unchanged).
-func (l *Lease) releaseAfterLoss() {
-	if !errors.Is(l.Err(), ErrLost) {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), l.lk.opts.TTL)
-	defer cancel()
-	l.Release(ctx)
 }
