@@ -1,6 +1,7 @@
 package consulstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -203,6 +204,11 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 		op.Verb, op.Index = api.KVCAS, idx
 	}
 	res, err := s.txn(ctx, "put", key, api.TxnOps{{KV: op}})
+	if errors.Is(err, store.ErrUnknownOutcome) {
+		if v, ok := s.resolvePut(ctx, key, value, op.Flags); ok {
+			return v, nil
+		}
+	}
 	if err != nil {
 		return "", err
 	}
@@ -213,6 +219,23 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 		return "", store.Errorf(backend, "put", key, store.ErrUnknownOutcome, errors.New("txn answered without the written entry"))
 	}
 	return version(res.results[0].KV.ModifyIndex), nil
+}
+
+// resolvePut learns, after a Put whose outcome is unknown, whether it was
+// applied: one consistent read finding the value with this write's Flags
+// nonce proves it was, and gives its version. Anything else (another
+// value, the read failing, ctx done) proves nothing, since the write may
+// still be in flight or may have been overwritten, so the caller keeps
+// ErrUnknownOutcome.
+func (s *Store) resolvePut(ctx context.Context, key string, value []byte, nonce uint64) (store.Version, bool) {
+	if ctx.Err() != nil || s.isClosed() {
+		return "", false
+	}
+	p, _, err := s.kv.Get(s.prefix+key, s.queryOpts(ctx))
+	if err != nil || p == nil || p.Flags != nonce || !bytes.Equal(p.Value, value) {
+		return "", false
+	}
+	return version(p.ModifyIndex), true
 }
 
 // Delete implements store.Store. IfMatch is a txn of check-index and

@@ -21,14 +21,26 @@
 //     (Capabilities.Watch) is a loop of blocking queries on the key.
 //
 // Every key lives under the store's prefix, so several stores can share one
-// Consul. Values are limited to Options.MaxValueSize (default 380 KiB): a
-// Put's base64 value must fit in Consul's 512 KiB txn body limit.
+// Consul. Values are limited to Options.MaxValueSize (default 380 KiB,
+// refused before sending with ErrUnsupported): a Put travels base64-encoded
+// in a txn body, and Consul's txn_max_req_len is 512 KiB. A Txn's whole
+// body must fit the same 512 KiB; Consul refuses a larger one with 413,
+// reported as ErrUnsupported. Keys follow store.ValidateKey.
 //
 // Failures map onto the store error set in one function (see kindOf): a
 // request that never left (dial error) or a rate limit (429) is
-// ErrTransient; a timeout, a broken connection or a 5xx after a write was
-// sent is ErrUnknownOutcome; a 403 is ErrUnsupported wrapping
-// ErrPermissionDenied. The HTTP status stays in *store.OpError.
+// ErrTransient; on a read, so is any 5xx or lost connection; on a write,
+// a timeout, a lost connection or a 5xx is ErrUnknownOutcome; a 403 is
+// ErrUnsupported wrapping ErrPermissionDenied (also when Consul reports an
+// ACL denial inside a txn's 409); other 4xx are ErrUnsupported. The HTTP
+// status stays in *store.OpError. A context that ends mid-request gives
+// an error matching the context's error and, for a write,
+// ErrUnknownOutcome. A Put whose outcome is unknown is
+// resolved by one consistent re-read when it can be: finding its value
+// with its Flags nonce (below) proves it applied, and Put then succeeds
+// with that version; anything else leaves ErrUnknownOutcome, since the
+// write may still be in flight. The official client does not retry, and
+// Go's transport resends only GETs, never a PUT.
 //
 // Consul skips a write identical to the stored entry and keeps its
 // ModifyIndex, which would let a rewrite of the same value return an old

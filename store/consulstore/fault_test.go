@@ -1,0 +1,190 @@
+package consulstore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"testing"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// fault is what faultProxy does to one request: answer status (0: drop
+// the connection without an answer), before forwarding it (not applied)
+// or after (applied, answer lost).
+type fault struct {
+	status int
+	after  bool
+}
+
+// faultProxy stands between consulstore and latchkey's real server and
+// injects the queued faults into the next requests, one each; with none
+// queued it forwards.
+type faultProxy struct {
+	rp *httputil.ReverseProxy
+	mu sync.Mutex
+	q  []fault
+}
+
+func newFaultProxy(t *testing.T, target string) (*faultProxy, string) {
+	t.Helper()
+	u, _ := url.Parse("http://" + target)
+	p := &faultProxy{rp: httputil.NewSingleHostReverseProxy(u)}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return p, srv.Listener.Addr().String()
+}
+
+func (p *faultProxy) inject(fs ...fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.q = append(p.q, fs...)
+}
+
+func (p *faultProxy) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.q = nil
+}
+
+func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.mu.Lock()
+	var f *fault
+	if len(p.q) > 0 {
+		f = &p.q[0]
+		p.q = p.q[1:]
+	}
+	p.mu.Unlock()
+	if f == nil {
+		p.rp.ServeHTTP(w, r)
+		return
+	}
+	if f.after {
+		p.rp.ServeHTTP(httptest.NewRecorder(), r) // applied; the answer is lost
+	}
+	if f.status == 0 {
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+		return
+	}
+	w.WriteHeader(f.status)
+	io.WriteString(w, "injected fault")
+}
+
+// Every failure on the wire maps onto the error set as DESIGN.md §1 says,
+// with the status kept: reads are transient; 429 is transient (refused
+// before applying); a 5xx or a lost connection on a write is an unknown
+// outcome unless a re-read proves the write applied.
+func TestFaultsOnTheWire(t *testing.T) {
+	ctx := context.Background()
+	proxy, addr := newFaultProxy(t, startServer(t, nil))
+	s := openTest(t, addr, "")
+	if _, err := s.Put(ctx, "k", []byte("v0"), store.IfAbsent); err != nil {
+		t.Fatal(err)
+	}
+	cur := func() store.Entry {
+		t.Helper()
+		e, err := s.Get(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	type result struct {
+		kind    error // nil: success
+		status  int
+		applied bool
+	}
+	cases := []struct {
+		name   string
+		faults []fault
+		op     string // get, list, put, delete, cas-delete, txn, watch
+		want   result
+	}{
+		{"get, 500", []fault{{status: 500}}, "get", result{store.ErrTransient, 500, false}},
+		{"get, 503", []fault{{status: 503}}, "get", result{store.ErrTransient, 503, false}},
+		{"get, 429", []fault{{status: 429}}, "get", result{store.ErrTransient, 429, false}},
+		// Go's transport resends a GET once when a reused connection dies
+		// before answering, so it takes two drops to reach the caller.
+		{"get, dropped", []fault{{}, {}}, "get", result{store.ErrTransient, 0, false}},
+		{"list, 503", []fault{{status: 503}}, "list", result{store.ErrTransient, 503, false}},
+		{"watch, 503", []fault{{status: 503}}, "watch", result{store.ErrTransient, 503, false}},
+		{"get, 403", []fault{{status: 403}}, "get", result{store.ErrUnsupported, 403, false}},
+
+		{"put, 429 before applying", []fault{{status: 429}}, "put", result{store.ErrTransient, 429, false}},
+		{"put, 500 before applying", []fault{{status: 500}}, "put", result{store.ErrUnknownOutcome, 500, false}},
+		{"put, 503 before applying", []fault{{status: 503}}, "put", result{store.ErrUnknownOutcome, 503, false}},
+		{"put, 502 before applying", []fault{{status: 502}}, "put", result{store.ErrUnknownOutcome, 502, false}},
+		{"put, dropped before applying", []fault{{}}, "put", result{store.ErrUnknownOutcome, 0, false}},
+		{"put, 413", []fault{{status: 413}}, "put", result{store.ErrUnsupported, 413, false}},
+		// Applied, answer lost: the re-read finds this write's nonce.
+		{"put, 500 after applying (resolved)", []fault{{status: 500, after: true}}, "put", result{nil, 0, true}},
+		{"put, dropped after applying (resolved)", []fault{{after: true}}, "put", result{nil, 0, true}},
+		// Applied, answer lost, and the re-read fails too.
+		{"put, dropped after applying, re-read fails", []fault{{after: true}, {status: 503}}, "put", result{store.ErrUnknownOutcome, 0, true}},
+
+		{"cas delete, 500 before applying", []fault{{status: 500}}, "cas-delete", result{store.ErrUnknownOutcome, 500, false}},
+		{"cas delete, dropped after applying", []fault{{after: true}}, "cas-delete", result{store.ErrUnknownOutcome, 0, true}},
+		{"delete, 503 after applying", []fault{{status: 503, after: true}}, "delete", result{store.ErrUnknownOutcome, 503, true}},
+		{"delete, 429", []fault{{status: 429}}, "delete", result{store.ErrTransient, 429, false}},
+		{"txn, 500 after applying", []fault{{status: 500, after: true}}, "txn", result{store.ErrUnknownOutcome, 500, true}},
+		{"txn, dropped before applying", []fault{{}}, "txn", result{store.ErrUnknownOutcome, 0, false}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := cur()
+			proxy.inject(c.faults...)
+			var err error
+			switch c.op {
+			case "get":
+				_, err = s.Get(ctx, "k")
+			case "list":
+				_, err = s.List(ctx, "", nil)
+			case "watch":
+				err = s.WaitChange(ctx, "k", before.Version)
+			case "put":
+				var v store.Version
+				v, err = s.Put(ctx, "k", []byte("new"), store.IfMatch(before.Version))
+				if err == nil && v != cur().Version {
+					t.Errorf("resolved put returned %s, key is at %s", v, cur().Version)
+				}
+			case "delete":
+				err = s.Delete(ctx, "k", store.Unconditional)
+			case "cas-delete":
+				err = s.Delete(ctx, "k", store.IfMatch(before.Version))
+			case "txn":
+				_, err = s.Txn(ctx, []store.TxnOp{{Kind: store.OpPut, Key: "k", Value: []byte("new"), Cond: store.IfMatch(before.Version)}})
+			}
+			proxy.clear() // a fault the op did not reach must not hit the checks
+			var oe *store.OpError
+			switch {
+			case c.want.kind == nil && err != nil:
+				t.Fatalf("err = %v, want success", err)
+			case c.want.kind != nil && !errors.Is(err, c.want.kind):
+				t.Fatalf("err = %v, want %v", err, c.want.kind)
+			case c.want.kind != nil && (!errors.As(err, &oe) || oe.Status != c.want.status):
+				t.Fatalf("err = %v (%#v), want status %d kept", err, oe, c.want.status)
+			}
+			after, gerr := s.Get(ctx, "k")
+			applied := errors.Is(gerr, store.ErrNotFound) || (gerr == nil && after.Version != before.Version)
+			if gerr != nil && !errors.Is(gerr, store.ErrNotFound) {
+				t.Fatal(gerr)
+			}
+			if applied != c.want.applied {
+				t.Fatalf("applied = %v, want %v (before %+v, after %+v)", applied, c.want.applied, before, after)
+			}
+			if errors.Is(gerr, store.ErrNotFound) { // put the key back for the next case
+				if _, err := s.Put(ctx, "k", []byte("again"), store.IfAbsent); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
