@@ -54,10 +54,19 @@ var errNothing = errors.New("engine: nothing to commit")
 // If ctx ends before fn starts, Update returns ctx's error and fn never
 // runs. Once fn has started, Update waits for the commit.
 //
+// If bbolt fails to commit (an I/O error, a full disk), every Update of
+// that commit fails with an error matching ErrFailed, none of their writes
+// or indexes is acknowledged, and the engine refuses all later Updates and
+// Views (fail-stop) until reopened, so no index handed out by the failed
+// commit is ever handed out again by this engine.
+//
 // fn runs on the engine's single writer goroutine: it must not call Update
 // (that deadlocks) nor block on anything slow.
 func (e *Engine) Update(ctx context.Context, fn func(tx *Tx) error) (uint64, error) {
 	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := e.Err(); err != nil {
 		return 0, err
 	}
 	r := &request{ctx: ctx, fn: fn, done: make(chan struct{})}
@@ -133,7 +142,18 @@ func (e *Engine) commit(batch []*request) []*request {
 	}
 	var done []applied
 	var failed *request
-	solo := len(batch) == 1 && batch[0].solo
+	// A lone request is its own batch: if it fails after writing there is
+	// nobody to re-run, and fn must not run twice for nothing.
+	solo := len(batch) == 1
+	if err := e.Err(); err != nil {
+		for _, r := range batch {
+			if r.state.Load() == reqRunning || r.state.CompareAndSwap(reqPending, reqRunning) {
+				r.err = err
+				close(r.done)
+			}
+		}
+		return nil
+	}
 	err := e.db.Update(func(btx *bbolt.Tx) error {
 		done, failed = done[:0], nil
 		now := e.now().UnixNano()
@@ -182,9 +202,11 @@ func (e *Engine) commit(batch []*request) []*request {
 	case errors.Is(err, errNothing):
 		// read-only or failed Updates only: nothing committed, nothing lost
 	case err != nil:
-		// bbolt itself failed (I/O error, disk full): nothing committed.
+		// bbolt itself failed (I/O error, disk full): nothing is
+		// acknowledged, and the engine stops (see ErrFailed).
+		ferr := e.fail(err)
 		for _, a := range done {
-			a.r.err = fmt.Errorf("engine: commit: %w", err)
+			a.r.err = ferr
 		}
 		done = nil
 	default:

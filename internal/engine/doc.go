@@ -5,6 +5,8 @@
 //
 //   - Durability: Update returns only after its transaction is on disk
 //     (bbolt commit, which fsyncs). A crash loses no acknowledged write.
+//     If a commit fails (I/O error, full disk), its Updates fail and the
+//     engine stops serving (ErrFailed) until reopened.
 //   - Group commit: Updates that arrive while a commit is in flight are
 //     applied together in the next bbolt transaction and share its fsync.
 //     There is no artificial delay: a lone writer commits at once.

@@ -19,6 +19,12 @@ var (
 	ErrLocked = errors.New("engine: data directory is locked by another latchkey server")
 	// ErrClosed: the engine was closed.
 	ErrClosed = errors.New("engine: closed")
+	// ErrFailed: a commit failed in bbolt (an I/O error, a full disk).
+	// The engine then refuses every further Update and View until it is
+	// reopened: after a failed fsync bbolt's in-memory view of the file may
+	// name pages it has just freed, and writing on would corrupt it.
+	// Reopening reads the file's last valid meta page.
+	ErrFailed = errors.New("engine: a commit failed; reopen the data directory")
 )
 
 // Options tune an Engine. A nil *Options means all defaults.
@@ -50,6 +56,10 @@ type Options struct {
 
 	// NoSync disables fsync. Tests only: it voids the durability promise.
 	NoSync bool
+
+	// maxSize caps the database file (bbolt's MaxSize); tests use it to
+	// make a commit fail for real.
+	maxSize int
 }
 
 func (o *Options) tombstoneTTL() time.Duration {
@@ -86,6 +96,8 @@ type Engine struct {
 
 	updates atomic.Uint64
 	commits atomic.Uint64
+
+	failure atomic.Pointer[error] // set once by the first failed commit
 }
 
 // Internal bucket names. Raw buckets of other layers get rawPrefix.
@@ -136,6 +148,7 @@ func (e *Engine) open() error {
 		// As etcd: the freelist is rebuilt at open instead of written by
 		// every commit, so a commit writes (and fsyncs) fewer pages.
 		NoFreelistSync: true,
+		MaxSize:        e.opts.maxSize,
 	})
 	if err != nil {
 		return fmt.Errorf("engine: open %s: %w", e.dir, err)
@@ -168,6 +181,23 @@ func (e *Engine) Dir() string { return e.dir }
 
 // Index is the latest committed index; at least 1.
 func (e *Engine) Index() uint64 { return e.index.Load() }
+
+// Err is nil while the engine works, else the error of the commit that
+// failed (matching ErrFailed); see ErrFailed. It does not report Close.
+func (e *Engine) Err() error {
+	if p := e.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail records the first commit failure and returns the error every
+// Update of that commit and after it gets.
+func (e *Engine) fail(cause error) error {
+	err := fmt.Errorf("%w: %w", ErrFailed, cause)
+	e.failure.CompareAndSwap(nil, &err)
+	return *e.failure.Load()
+}
 
 // Stats are counters since Open.
 type Stats struct {
@@ -209,6 +239,9 @@ func (e *Engine) Close() error {
 func (e *Engine) View(fn func(tx *Tx) error) error {
 	if e.isClosed() {
 		return ErrClosed
+	}
+	if err := e.Err(); err != nil {
+		return err
 	}
 	return e.db.View(func(btx *bbolt.Tx) error {
 		tx := &Tx{btx: btx, index: getU64(btx.Bucket(bucketMeta).Get(keyIndex))}

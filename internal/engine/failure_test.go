@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// heldEngine opens an engine whose first commit blocks in OnCommit until
+// release is called, so that the Updates sent meanwhile queue up and form
+// the next batch. first() starts that first commit and waits for it to be
+// held; queued(n) waits until n requests are queued behind it.
+type heldEngine struct {
+	*Engine
+	hold  chan struct{}
+	first atomic.Bool
+}
+
+func openHeld(t *testing.T) *heldEngine {
+	t.Helper()
+	h := &heldEngine{hold: make(chan struct{})}
+	e, err := Open(t.TempDir(), &Options{NoSync: true, OnCommit: func(int, time.Duration) {
+		if h.first.CompareAndSwap(false, true) {
+			<-h.hold
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	h.Engine = e
+	return h
+}
+
+func (h *heldEngine) startFirst(t *testing.T, wg *sync.WaitGroup) {
+	wg.Go(func() {
+		if _, err := h.Update(context.Background(), func(tx *Tx) error {
+			tx.PutKV(KV{Key: "first"})
+			return nil
+		}); err != nil {
+			t.Error(err)
+		}
+	})
+	for !h.first.Load() {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func (h *heldEngine) release(n int) {
+	for len(h.reqs) < n {
+		time.Sleep(time.Millisecond)
+	}
+	close(h.hold)
+}
+
+// A panic in one Update's fn fails that Update only: the others of its
+// batch commit, the writer goroutine survives, and the engine keeps
+// serving.
+func TestPanickingUpdateFailsAloneAndWriterSurvives(t *testing.T) {
+	e := openHeld(t)
+	var wg sync.WaitGroup
+	e.startFirst(t, &wg)
+	results := make([]error, 5)
+	for i := range 5 {
+		wg.Go(func() {
+			_, results[i] = e.Update(context.Background(), func(tx *Tx) error {
+				tx.PutKV(KV{Key: fmt.Sprintf("k%d", i), Value: []byte("v")})
+				if i == 2 {
+					var m map[string]int
+					m["boom"]++ // nil map write: a real runtime panic
+				}
+				return nil
+			})
+		})
+	}
+	e.release(5)
+	wg.Wait()
+	for i, err := range results {
+		if i == 2 {
+			if err == nil || !strings.Contains(err.Error(), "panicked") {
+				t.Errorf("panicking update returned %v, want a 'panicked' error", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("update %d failed beside a panicking one: %v", i, err)
+		}
+	}
+	e.View(func(tx *Tx) error {
+		for i := range 5 {
+			if _, ok := tx.GetKV(fmt.Sprintf("k%d", i)); ok != (i != 2) {
+				t.Errorf("k%d present=%v", i, ok)
+			}
+		}
+		return nil
+	})
+	// The writer is alive: a lone panic fails alone, then writes go on.
+	if _, err := e.Update(t.Context(), func(tx *Tx) error { panic("alone") }); err == nil {
+		t.Fatal("lone panicking update succeeded")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	idx, err := e.Update(ctx, func(tx *Tx) error { tx.PutKV(KV{Key: "after"}); return nil })
+	if err != nil {
+		t.Fatalf("update after panics: %v", err)
+	}
+	if want := uint64(1 + 1 + 4 + 1); idx != want {
+		t.Fatalf("index %d after first, 4 batch members and one more, want %d", idx, want)
+	}
+}
+
+// A lone Update that fails after writing has nothing to re-run: its fn
+// runs exactly once.
+func TestLoneFailingUpdateRunsOnce(t *testing.T) {
+	e, err := Open(t.TempDir(), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var calls atomic.Int32
+	_, err = e.Update(t.Context(), func(tx *Tx) error {
+		calls.Add(1)
+		tx.PutKV(KV{Key: "k"})
+		return errors.New("no")
+	})
+	if err == nil || calls.Load() != 1 {
+		t.Fatalf("err %v after %d calls, want an error after 1", err, calls.Load())
+	}
+}
+
+// When bbolt cannot commit (here: the file may not grow, as on a full
+// disk), every Update of that commit fails with ErrFailed, and the engine
+// refuses all later Updates and Views rather than hand out the failed
+// commit's indexes again or write over pages bbolt may still reference.
+// Reopened, the directory holds exactly the acknowledged writes and the
+// index goes on from the last acknowledged one.
+func TestFailedCommitStopsEngine(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(dir, &Options{NoSync: true, maxSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := put(t, e, "small", "v")
+	idx, err := e.Update(t.Context(), func(tx *Tx) error {
+		tx.PutKV(KV{Key: "big", Value: make([]byte, 2<<20)})
+		return nil
+	})
+	if !errors.Is(err, ErrFailed) {
+		t.Fatalf("oversized commit: index %d, err %v, want ErrFailed", idx, err)
+	}
+	if !errors.Is(e.Err(), ErrFailed) {
+		t.Fatalf("Err() = %v after a failed commit", e.Err())
+	}
+	if e.Index() != acked {
+		t.Fatalf("Index() = %d after a failed commit, want the last acknowledged %d", e.Index(), acked)
+	}
+	if _, err := e.Update(t.Context(), func(tx *Tx) error {
+		tx.PutKV(KV{Key: "tiny"})
+		return nil
+	}); !errors.Is(err, ErrFailed) {
+		t.Fatalf("update after a failed commit: %v, want ErrFailed", err)
+	}
+	if err := e.View(func(*Tx) error { return nil }); !errors.Is(err, ErrFailed) {
+		t.Fatalf("view after a failed commit: %v, want ErrFailed", err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatalf("close after a failed commit: %v", err)
+	}
+
+	e = openT(t, dir)
+	e.View(func(tx *Tx) error {
+		if _, ok := tx.GetKV("small"); !ok {
+			t.Error("acknowledged write lost")
+		}
+		for _, k := range []string{"big", "tiny"} {
+			if _, ok := tx.GetKV(k); ok {
+				t.Errorf("failed write %q present after reopen", k)
+			}
+		}
+		return nil
+	})
+	if got := put(t, e, "next", "v"); got != acked+1 {
+		t.Fatalf("first index after reopen %d, want %d", got, acked+1)
+	}
+}
