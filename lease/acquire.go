@@ -21,8 +21,9 @@ const maxQuickRetries = 3
 // record every PollInterval with jitter, or blocks on store.Watcher when
 // the backend has one (falling back to one poll interval when a watch
 // returns early without a change), and it wakes at once when a lease of
-// this Locker is released. When ctx ends first it returns an error matching ctx's error
-// and, if the lease was held, ErrHeld (with the last *HeldError).
+// this Locker is released. When ctx ends first it returns an error
+// matching ctx's error and, if the lease was held, ErrHeld (with the last
+// *HeldError).
 func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 	select {
 	case lk.sem <- struct{}{}:
@@ -38,7 +39,10 @@ func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 	var watchedAt time.Time
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, errors.Join(err, last))
+			if last != nil {
+				return nil, fmt.Errorf("lease: acquire %q: %w; last attempt: %w", lk.key, err, last)
+			}
+			return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, err)
 		}
 		wake := lk.wakeChan()
 		l, err := lk.TryAcquire(ctx)
