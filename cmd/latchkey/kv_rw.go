@@ -60,8 +60,10 @@ func printDetailed(w io.Writer, ent store.Entry) error {
 }
 
 // casCondition turns -cas and -modify-index into a condition: VERSION
-// means IfMatch(VERSION), 0 (or no -modify-index) means IfAbsent, as in
-// Consul; without -cas the write is unconditional.
+// means IfMatch(VERSION), 0 means IfAbsent, as in Consul's API; without
+// -cas the write is unconditional. Each flag needs the other (Consul's
+// CLI refuses -cas alone too), so a forgotten index is never taken to
+// mean "create only".
 func casCondition(f *kvFlags, useCAS bool, index string) (store.Condition, error) {
 	set := false
 	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == "modify-index" })
@@ -70,7 +72,9 @@ func casCondition(f *kvFlags, useCAS bool, index string) (store.Condition, error
 		return store.Unconditional, usagef("kv %s: -modify-index needs -cas", f.name)
 	case !useCAS:
 		return store.Unconditional, nil
-	case index == "" || index == "0":
+	case !set || index == "":
+		return store.Unconditional, usagef("kv %s: -cas needs -modify-index=VERSION (the ModifyIndex of kv get -detailed; 0: only if the key does not exist)", f.name)
+	case index == "0":
 		return store.IfAbsent, nil
 	}
 	return store.IfMatch(store.Version(index)), nil

@@ -159,6 +159,10 @@ func TestKVUsageErrors(t *testing.T) {
 	c := newCLI(t)
 	c.fails(2, "-modify-index needs -cas", "kv", "put", "-modify-index=3", "k", "v")
 	c.fails(2, "-modify-index needs -cas", "kv", "delete", "-modify-index=3", "k")
+	c.fails(2, "kv put: -cas needs -modify-index=VERSION", "kv", "put", "-cas", "k", "v")
+	c.fails(2, "kv put: -cas needs -modify-index=VERSION", "kv", "put", "-cas", "-modify-index=", "k", "v")
+	c.fails(2, "kv delete: -cas needs -modify-index=VERSION", "kv", "delete", "-cas", "k")
+	c.fails(1, "no key exists", "kv", "get", "k") // none of them wrote
 	c.fails(2, "flag provided but not defined: -bogus", "kv", "get", "-bogus", "k")
 	c.fails(2, "usage: latchkey kv get", "kv", "get")
 	c.fails(2, "usage: latchkey kv put", "kv", "put", "k", "v", "extra")
