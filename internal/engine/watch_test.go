@@ -79,3 +79,80 @@ func BenchmarkUpdateWithIdleWaiters(b *testing.B) {
 		})
 	}
 }
+
+// Waiters whose context ends are unregistered: a thousand cancelled
+// blocking reads leave nothing behind in the registry.
+func TestCancelledWaitersDoNotLeak(t *testing.T) {
+	e, err := Open(t.TempDir(), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	errs := make(chan error, 1000)
+	for i := range 1000 {
+		go func() { errs <- e.Wait(ctx, fmt.Sprintf("p/%d", i%7), e.Index()) }()
+	}
+	for {
+		e.watch.mu.Lock()
+		n := 0
+		for _, set := range e.watch.byPfx {
+			n += len(set)
+		}
+		e.watch.mu.Unlock()
+		if n == 1000 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	for range 1000 {
+		if err := <-errs; err != context.Canceled {
+			t.Fatalf("cancelled Wait returned %v", err)
+		}
+	}
+	e.watch.mu.Lock()
+	defer e.watch.mu.Unlock()
+	if len(e.watch.byPfx) != 0 || len(e.watch.lengths) != 0 {
+		t.Fatalf("registry after cancelling every waiter: %d prefixes, %d lengths", len(e.watch.byPfx), len(e.watch.lengths))
+	}
+}
+
+// No lost wake-ups: a reader that reads, then Waits from what it read,
+// always sees the next commit, however the commits interleave with its read
+// and its registration. Each round's Wait must return once the writer has
+// committed; a lost wake-up of the last commit blocks it until the deadline.
+func TestWaitLosesNoWakeups(t *testing.T) {
+	e, err := Open(t.TempDir(), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	const rounds = 500
+	go func() {
+		for i := range rounds {
+			e.Update(t.Context(), func(tx *Tx) error {
+				tx.PutKV(KV{Key: "w/k", Value: fmt.Appendf(nil, "%d", i)})
+				return nil
+			})
+		}
+	}()
+	for {
+		var seen, mod uint64
+		e.View(func(tx *Tx) error {
+			seen = tx.Index()
+			kv, _ := tx.GetKV("w/k")
+			mod = kv.ModifyIndex
+			return nil
+		})
+		if mod >= uint64(rounds)+1 { // index 1 is the initial one
+			break
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		err := e.Wait(ctx, "w/", seen)
+		cancel()
+		if err != nil {
+			t.Fatalf("Wait after reading index %d (key at %d): %v: a wake-up was lost", seen, mod, err)
+		}
+	}
+}
