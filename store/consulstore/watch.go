@@ -2,6 +2,8 @@ package consulstore
 
 import (
 	"context"
+	"math/rand/v2"
+	"time"
 
 	"github.com/hashicorp/consul/api"
 	"github.com/latchkey/latchkey/store"
@@ -28,8 +30,10 @@ func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) 
 		}
 	}()
 	var idx uint64
+	idle := 0 // blocking queries in a row that came back at once unchanged
 	for {
 		q := (&api.QueryOptions{WaitIndex: idx, WaitTime: s.opts.WaitTime}).WithContext(wctx)
+		start := time.Now()
 		p, meta, err := s.kv.Get(s.prefix+key, q)
 		switch {
 		case ctx.Err() != nil:
@@ -52,5 +56,53 @@ func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) 
 		} else {
 			idx = meta.LastIndex
 		}
+		// Consul's other rule: rate-limit the loop. A server that answers
+		// blocking queries at once without a change (one that does not
+		// block, or writes to neighbouring keys waking a missing key's
+		// query) would otherwise be asked as fast as it answers.
+		if q.WaitIndex == 0 || time.Since(start) >= watchQuick {
+			idle = 0
+			continue
+		}
+		idle++
+		if idle > watchFreeQuick {
+			if err := sleepCtx(wctx, watchBackoff(idle-watchFreeQuick)); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return store.Errorf(backend, "watch", key, store.ErrClosed, nil)
+			}
+		}
+	}
+}
+
+// The watch loop's rate limit: after watchFreeQuick blocking queries in a
+// row that returned within watchQuick without a change, each next one
+// waits watchBackoff first.
+const (
+	watchQuick     = 50 * time.Millisecond
+	watchFreeQuick = 3
+	watchMaxDelay  = time.Second
+)
+
+// watchBackoff is the pause before the n-th (n ≥ 1) quick repeat: 50ms
+// doubling up to 1s, each with jitter over its upper half.
+func watchBackoff(n int) time.Duration {
+	d := watchMaxDelay
+	if n < 6 {
+		d = min(watchQuick<<(n-1), watchMaxDelay)
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// sleepCtx sleeps d unless ctx ends first (then its error).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
