@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -65,7 +66,7 @@ token is recorded in the pointer: a publisher with an older token is refused.`)
 		return usagef("publish: usage: latchkey publish --prefix P [--lease KEY] FILE...")
 	}
 	for _, name := range f.Args() {
-		if err := publishable(name); err != nil {
+		if _, err := objectName(name); err != nil {
 			return usagef("publish: %v", err)
 		}
 	}
@@ -86,17 +87,23 @@ token is recorded in the pointer: a publisher with an older token is refused.`)
 	})
 }
 
-// publishable refuses absolute paths and paths with '..'.
-func publishable(name string) error {
-	if filepath.IsAbs(name) || strings.HasPrefix(name, "/") {
-		return fmt.Errorf("%q: absolute paths are refused; give paths relative to the current directory", name)
+// objectName is the name a FILE argument is published under: its
+// relative path, cleaned, with '/' separators. Absolute paths, paths with
+// '..' and names that are not valid object names are refused.
+func objectName(file string) (string, error) {
+	if filepath.IsAbs(file) || strings.HasPrefix(file, "/") {
+		return "", fmt.Errorf("%q: absolute paths are refused; give paths relative to the current directory", file)
 	}
-	for _, seg := range strings.Split(filepath.ToSlash(name), "/") {
+	for _, seg := range strings.Split(filepath.ToSlash(file), "/") {
 		if seg == ".." {
-			return fmt.Errorf("%q: '..' is refused", name)
+			return "", fmt.Errorf("%q: '..' is refused", file)
 		}
 	}
-	return nil
+	name := path.Clean(filepath.ToSlash(file))
+	if err := publish.ValidateName(name); err != nil {
+		return "", fmt.Errorf("%q: %w", file, err)
+	}
+	return name, nil
 }
 
 func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, token uint64, files []string) error {
@@ -123,13 +130,17 @@ func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, tok
 	return nil
 }
 
-func putFile(ctx context.Context, w *publish.Writer, name string) error {
-	fh, err := os.Open(name)
+func putFile(ctx context.Context, w *publish.Writer, file string) error {
+	name, err := objectName(file)
+	if err != nil {
+		return err
+	}
+	fh, err := os.Open(file)
 	if err != nil {
 		return err
 	}
 	defer fh.Close()
-	return w.Put(ctx, path.Clean(filepath.ToSlash(name)), fh)
+	return w.Put(ctx, name, fh)
 }
 
 func runSnapshot(ctx context.Context, e *env, args []string) error {
@@ -137,15 +148,22 @@ func runSnapshot(ctx context.Context, e *env, args []string) error {
 		return usagef("snapshot: usage: latchkey snapshot get --prefix P --out DIR")
 	}
 	f := newCmdFlags(e, "snapshot get", "--prefix P --out DIR",
-		"Write the files of the generation currently published under P into DIR.")
+		`Write the files of the generation currently published under P into DIR,
+which must not exist or be empty. The files are written into a new
+directory beside DIR, which is renamed to DIR once all are written and
+checked: DIR holds one whole generation or nothing. Prints the generation.`)
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "publication `prefix` (required)")
-	out := f.String("out", "", "output `directory` (required; created if missing)")
+	out := f.String("out", "", "output `directory` (required; must not exist or be empty)")
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
 	if *prefix == "" || *out == "" || f.NArg() != 0 {
 		return usagef("snapshot get: usage: latchkey snapshot get --prefix P --out DIR")
+	}
+	dir := filepath.Clean(*out)
+	if err := emptyOrAbsent(dir); err != nil {
+		return failf("snapshot get: %v", err)
 	}
 	s, err := openStore(ctx, e, *storeFlag)
 	if err != nil {
@@ -159,10 +177,42 @@ func runSnapshot(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if err := writeSnapshot(ctx, snap, dir); err != nil {
+		return fmt.Errorf("snapshot get: %w", err)
+	}
+	fmt.Fprintln(e.stdout, snap.Generation())
+	return nil
+}
+
+// emptyOrAbsent refuses an output directory that already holds files: a
+// generation written over another one's files would be a mix of both.
+func emptyOrAbsent(dir string) error {
+	ents, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--out %q: %w", dir, err)
+	case len(ents) > 0:
+		return fmt.Errorf("--out %q is not empty; give a new or empty directory", dir)
+	}
+	return nil
+}
+
+// writeSnapshot writes every file of snap into a fresh staging directory
+// beside dir, through an os.Root (which refuses any name escaping it), and
+// renames it to dir when all are written, checked and synced.
+func writeSnapshot(ctx context.Context, snap *publish.Snapshot, dir string) (err error) {
+	staging, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".latchkey-")
+	if err != nil {
 		return err
 	}
-	root, err := os.OpenRoot(*out)
+	defer func() {
+		if err != nil {
+			os.RemoveAll(staging)
+		}
+	}()
+	root, err := os.OpenRoot(staging)
 	if err != nil {
 		return err
 	}
@@ -172,16 +222,21 @@ func runSnapshot(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	fmt.Fprintln(e.stdout, snap.Generation())
-	return nil
+	if err := os.Chmod(staging, 0o755); err != nil {
+		return err
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("--out %q: %w", dir, err) // not empty any more
+	}
+	return os.Rename(staging, dir)
 }
 
-// writeSnapshotFile writes one object inside root (which refuses any path
-// escaping it) via a temporary file renamed into place.
+// writeSnapshotFile writes one object inside root. The object's bytes are
+// checked against the manifest as they are read.
 func writeSnapshotFile(ctx context.Context, snap *publish.Snapshot, root *os.Root, name string) error {
 	if dir := path.Dir(name); dir != "." {
 		if err := root.MkdirAll(dir, 0o755); err != nil {
-			return err
+			return fmt.Errorf("%q: %w", name, err)
 		}
 	}
 	rc, err := snap.Open(ctx, name)
@@ -189,27 +244,32 @@ func writeSnapshotFile(ctx context.Context, snap *publish.Snapshot, root *os.Roo
 		return err
 	}
 	defer rc.Close()
-	tmp := name + ".latchkey-tmp"
-	fh, err := root.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	fh, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("%q: %w", name, err)
 	}
-	if _, err := io.Copy(fh, rc); err != nil {
-		fh.Close()
-		root.Remove(tmp)
-		return fmt.Errorf("snapshot get %q: %w", name, err)
+	_, err = io.Copy(fh, rc)
+	if err == nil {
+		err = fh.Sync()
 	}
-	if err := fh.Close(); err != nil {
-		return err
+	if cerr := fh.Close(); err == nil {
+		err = cerr
 	}
-	return root.Rename(tmp, name)
+	if err != nil {
+		return fmt.Errorf("%q: %w", name, err)
+	}
+	return nil
 }
 
 func runGC(ctx context.Context, e *env, args []string) error {
 	f := newCmdFlags(e, "gc", "--prefix P [--grace D] [--dry-run]",
-		`Delete generations under P that the pointer does not name and that began
-longer ago than the grace period (superseded and abandoned ones). The grace
-must exceed the longest reader or writer plus clock skew between hosts.`)
+		`Delete generations under P that the pointer does not name once their grace
+period has passed (superseded and abandoned ones). The grace runs both from
+when a generation began and from when it was superseded. It must exceed the
+longest reader and the longest publisher (a publisher refuses to commit
+after 30 minutes) plus the clock skew between hosts: a shorter grace can
+remove a generation while a reader still reads it, or while it is being
+published (that publish then fails and publishes nothing).`)
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "publication `prefix` (required)")
 	grace := f.Duration("grace", publish.DefaultGrace, "keep generations younger than this")

@@ -83,3 +83,50 @@ func TestPublishRefusesBadPaths(t *testing.T) {
 	c.fails(exitUsage, "usage", "publish", "a.txt")
 	c.fails(exitFail, "nothing published", "snapshot", "get", "--prefix", "p", "--out", t.TempDir())
 }
+
+func TestPublishRefusesBadNames(t *testing.T) {
+	c := newCLI(t)
+	src := t.TempDir()
+	inDir(t, src)
+	writeFiles(t, src, map[string]string{"bad\x01name": "x", "ok": "y"})
+	c.fails(exitUsage, "control character", "publish", "--prefix", "p", "ok", "bad\x01name")
+	c.fails(exitUsage, "invalid key", "publish", "--prefix", "p", ".")
+	if keys := c.ok("kv", "list", "p/"); keys != "" {
+		t.Fatalf("a refused publish wrote %q", keys)
+	}
+	if gen := strings.TrimSpace(c.ok("publish", "--prefix", "p", "./ok")); gen == "" {
+		t.Fatal("no generation printed")
+	}
+}
+
+// snapshot get writes one whole generation into a new or empty directory,
+// or nothing: a non-empty --out is refused untouched, and a generation
+// that fails its checks leaves no directory behind.
+func TestSnapshotGetOut(t *testing.T) {
+	c := newCLI(t)
+	src := t.TempDir()
+	inDir(t, src)
+	writeFiles(t, src, map[string]string{"a.txt": "one", "sub/b.txt": "two"})
+	gen := strings.TrimSpace(c.ok("publish", "--prefix", "site", "a.txt", "sub/b.txt"))
+
+	full := t.TempDir()
+	writeFiles(t, full, map[string]string{"old.txt": "stale"})
+	c.fails(exitFail, "not empty", "snapshot", "get", "--prefix", "site", "--out", full)
+	if ents, _ := os.ReadDir(full); len(ents) != 1 {
+		t.Fatalf("a refused snapshot get changed --out: %v", ents)
+	}
+
+	empty := t.TempDir()
+	c.ok("snapshot", "get", "--prefix", "site", "--out", empty)
+	if b, err := os.ReadFile(filepath.Join(empty, "sub", "b.txt")); err != nil || string(b) != "two" {
+		t.Fatalf("sub/b.txt = %q, %v", b, err)
+	}
+
+	c.ok("kv", "put", "site/gen/"+gen+"/data/sub/b.txt", "tampered")
+	parent := t.TempDir()
+	out := filepath.Join(parent, "out")
+	c.fails(exitFail, "does not match manifest", "snapshot", "get", "--prefix", "site", "--out", out)
+	if ents, _ := os.ReadDir(parent); len(ents) != 0 {
+		t.Fatalf("a failed snapshot get left %v", ents)
+	}
+}
