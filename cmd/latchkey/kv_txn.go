@@ -43,25 +43,33 @@ func txnOps(ops []txnRequestOp) ([]store.TxnOp, error) {
 		if err != nil {
 			return nil, fmt.Errorf("op %d: %v", i, err)
 		}
-		cond := store.IfMatch(store.Version(index))
-		if index == "" || index == "0" {
-			cond = store.IfAbsent
+		zero := index == "" || index == "0"
+		match := store.IfMatch(store.Version(index))
+		if zero {
+			match = store.IfMatch("") // no stored key has version 0
 		}
 		var t store.TxnOp
 		switch kv.Verb {
 		case "set":
 			t = store.PutOp(kv.Key, value, store.Unconditional)
 		case "cas":
-			t = store.PutOp(kv.Key, value, cond)
+			t = store.PutOp(kv.Key, value, match)
+			if zero {
+				t = store.PutOp(kv.Key, value, store.IfAbsent)
+			}
 		case "delete":
 			t = store.DeleteOp(kv.Key, store.Unconditional)
 		case "delete-cas":
-			if cond.IsAbsent() {
-				return nil, fmt.Errorf("op %d: delete-cas needs a non-zero Index", i)
+			// Consul's delete-cas with Index 0 succeeds only when the key
+			// is absent, deleting nothing. With another Index, Consul also
+			// succeeds on an absent key; here that fails the check.
+			t = store.DeleteOp(kv.Key, match)
+			if zero {
+				t = store.Check(kv.Key, store.IfAbsent)
 			}
-			t = store.DeleteOp(kv.Key, cond)
 		case "check-index":
-			t = store.Check(kv.Key, cond)
+			// As Consul: an absent key fails, whatever the Index.
+			t = store.Check(kv.Key, match)
 		case "check-not-exists":
 			t = store.Check(kv.Key, store.IfAbsent)
 		default:
