@@ -35,7 +35,7 @@ func TestBlobsSurviveRestart(t *testing.T) {
 	dir := srv.DataDir
 	c := s3Client(srv)
 	body := bytes.Repeat([]byte("0123456789abcdef"), 8<<10) // 128 KiB: a blob, not inline
-	part := bytes.Repeat([]byte("p"), 5<<20)                 // S3's minimum part size
+	part := bytes.Repeat([]byte("p"), 5<<20)                // S3's minimum part size
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("bkt")}); err != nil {
 		t.Fatal(err)
 	}
