@@ -36,70 +36,98 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// childRoles are what a child process of these tests can do with the
+// store in its directory; arg is the role's parameter.
+var childRoles = map[string]func(ctx context.Context, s *Store, dir, arg string) error{
+	"create":    childCreate,
+	"incr":      childIncr,
+	"txn-stop":  childTxnStop,
+	"overwrite": childOverwrite,
+	"transfer":  childTransfer,
+}
+
 func runChild(role, dir, arg string) error {
-	ctx := context.Background()
+	run, ok := childRoles[role]
+	if !ok {
+		return fmt.Errorf("unknown role %q", role)
+	}
 	s, err := Open(dir, nil)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	switch role {
-	case "create": // wait for the start file, then race one create
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			if _, err := os.Stat(filepath.Join(dir, "..", "go")); err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				return errors.New("no start signal")
-			}
+	return run(context.Background(), s, dir, arg)
+}
+
+// childCreate waits for the start file, then races one create of "race"
+// and prints whether it won.
+func childCreate(ctx context.Context, s *Store, dir, arg string) error {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, "..", "go")); err == nil {
+			break
 		}
-		_, err := s.Put(ctx, "race", []byte(arg), store.IfAbsent)
-		switch {
-		case err == nil:
-			fmt.Println("won")
-		case errors.Is(err, store.ErrConflict):
-			fmt.Println("lost")
-		default:
-			return err
+		if time.Now().After(deadline) {
+			return errors.New("no start signal")
 		}
-	case "incr":
-		n, _ := strconv.Atoi(arg)
-		for range n {
-			if err := increment(ctx, s, "counter"); err != nil {
-				return err
-			}
-		}
-	case "txn-stop": // stop forever at point arg of a transaction writing a, b
-		testHook = func(point string) {
-			if point == arg {
-				fmt.Println("stopped")
-				select {}
-			}
-		}
-		_, err := s.Txn(ctx, []store.TxnOp{
-			store.PutOp("a", []byte("new"), store.Unconditional),
-			store.PutOp("x/b", []byte("new"), store.Unconditional),
-			store.DeleteOp("c", store.Unconditional),
-		})
-		return err
-	case "overwrite": // rewrite k with uniform 64 KiB values until killed
-		fmt.Println("started")
-		for i := 0; ; i++ {
-			if _, err := s.Put(ctx, "k", uniform(byte(i)), store.Unconditional); err != nil {
-				return err
-			}
-		}
-	case "transfer": // move units between a and b until killed
-		fmt.Println("started")
-		for {
-			if err := transfer(ctx, s); err != nil && !errors.Is(err, store.ErrConflict) {
-				return err
-			}
-		}
+	}
+	_, err := s.Put(ctx, "race", []byte(arg), store.IfAbsent)
+	switch {
+	case err == nil:
+		fmt.Println("won")
+	case errors.Is(err, store.ErrConflict):
+		fmt.Println("lost")
 	default:
-		return fmt.Errorf("unknown role %q", role)
+		return err
 	}
 	return nil
+}
+
+// childIncr increments "counter" arg times.
+func childIncr(ctx context.Context, s *Store, _, arg string) error {
+	n, _ := strconv.Atoi(arg)
+	for range n {
+		if err := increment(ctx, s, "counter"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// childTxnStop stops forever at point arg of a transaction writing a and
+// x/b and deleting c.
+func childTxnStop(ctx context.Context, s *Store, _, arg string) error {
+	testHook = func(point string) {
+		if point == arg {
+			fmt.Println("stopped")
+			select {}
+		}
+	}
+	_, err := s.Txn(ctx, []store.TxnOp{
+		store.PutOp("a", []byte("new"), store.Unconditional),
+		store.PutOp("x/b", []byte("new"), store.Unconditional),
+		store.DeleteOp("c", store.Unconditional),
+	})
+	return err
+}
+
+// childOverwrite rewrites k with uniform 64 KiB values until killed.
+func childOverwrite(ctx context.Context, s *Store, _, _ string) error {
+	fmt.Println("started")
+	for i := 0; ; i++ {
+		if _, err := s.Put(ctx, "k", uniform(byte(i)), store.Unconditional); err != nil {
+			return err
+		}
+	}
+}
+
+// childTransfer moves units between a and b until killed.
+func childTransfer(ctx context.Context, s *Store, _, _ string) error {
+	fmt.Println("started")
+	for {
+		if err := transfer(ctx, s); err != nil && !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
 }
 
 // transfer moves one unit from a to x/b or back in one transaction.
