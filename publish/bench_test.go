@@ -11,9 +11,13 @@ import (
 )
 
 // BenchmarkPublish100x1MiB publishes 100 objects of 1 MiB per iteration and
-// reports objects/s, MB/s and the commit step's own latency.
+// reports objects/s, MB/s and the commit step's own latency (manifest
+// write, the check that every object is still there, and the pointer CAS).
 func BenchmarkPublish100x1MiB(b *testing.B) {
 	for name, open := range backends() {
+		if name == "server-consul" {
+			continue // Consul KV values stop at 512 KiB
+		}
 		b.Run(name, func(b *testing.B) {
 			s := open(b)
 			ctx := context.Background()
