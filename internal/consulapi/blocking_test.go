@@ -128,3 +128,32 @@ func TestSyncBlockingWakeScope(t *testing.T) {
 		}
 	})
 }
+
+// The jitter is really there: concurrent queries with the same wait do
+// not all answer at the same instant, and none before the wait or at or
+// after wait×17/16.
+func TestSyncBlockingJitter(t *testing.T) {
+	inBubble(t, func(t *testing.T, h *Handler) {
+		call(t, h, "PUT", "/v1/kv/k", "v")
+		_, idx, _, _ := get(t, h, "/v1/kv/k")
+		const n, wait = 8, 16 * time.Second
+		took := make(chan time.Duration, n)
+		for range n {
+			go func() {
+				_, _, _, el := get(t, h, "/v1/kv/k?wait=16s&index="+strconv.FormatUint(idx, 10))
+				took <- el
+			}()
+		}
+		distinct := map[time.Duration]bool{}
+		for range n {
+			el := <-took
+			if el < wait || el >= wait+wait/16 {
+				t.Errorf("answered after %v, want [16s, 17s)", el)
+			}
+			distinct[el] = true
+		}
+		if len(distinct) < 2 {
+			t.Errorf("%d queries all answered after the same time: no jitter", n)
+		}
+	})
+}

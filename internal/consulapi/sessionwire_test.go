@@ -152,3 +152,25 @@ func TestACLTokenPrecedence(t *testing.T) {
 }
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// Session reads on a server without sessions: 200 [] (never null) with
+// X-Consul-Index ≥ 1; writes refuse GET with 405 and their Allow header.
+func TestSessionEmptyReadsAndMethods(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, p := range []string{"/v1/session/list", "/v1/session/node/node-test", "/v1/session/info/x"} {
+		resp := s.expect(t, "GET", p, "", 200, "[]")
+		if resp.Header.Get("X-Consul-Index") == "" || resp.Header.Get("X-Consul-Index") == "0" {
+			t.Errorf("%s: X-Consul-Index %q", p, resp.Header.Get("X-Consul-Index"))
+		}
+	}
+	for _, p := range []string{"/v1/session/create", "/v1/session/destroy/x", "/v1/session/renew/x"} {
+		resp := s.expect(t, "GET", p, "", 405, "method GET not allowed")
+		if resp.Header.Get("Allow") != "OPTIONS,PUT" {
+			t.Errorf("%s: Allow %q", p, resp.Header.Get("Allow"))
+		}
+	}
+	resp := s.expect(t, "PUT", "/v1/session/list", "", 405, "method PUT not allowed")
+	if resp.Header.Get("Allow") != "OPTIONS,GET" {
+		t.Errorf("list: Allow %q", resp.Header.Get("Allow"))
+	}
+}
