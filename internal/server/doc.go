@@ -23,8 +23,15 @@
 // Header read timeout 10s, idle keep-alive timeout 120s, 64 KiB of request
 // headers. There is no overall read or write timeout: S3 bodies may be GiBs
 // and Consul blocking queries last up to 10 minutes; each API bounds its own
-// bodies (Consul values 512 KiB, S3 single PUT 5 GiB). Shutdown waits up to
-// 15s for requests in flight after cancelling blocking queries.
+// bodies (Consul values 512 KiB, S3 single PUT 5 GiB).
+//
+// # Shutdown
+//
+// On SIGINT/SIGTERM (the end of Serve's context) the listener closes,
+// Consul blocking queries answer at once with the current state, and every
+// other request in flight may finish for up to 15s (ShutdownTimeout); what
+// is still running then is cancelled and its connection closed. A write is
+// thus either acknowledged after its commit or fails before it.
 //
 // # Tests
 //

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -15,18 +16,39 @@ const (
 // router dispatches on the escaped path; see the package doc.
 type router struct {
 	consul, s3, ops http.Handler
+	// stopping ends when shutdown begins: it ends Consul blocking queries
+	// (which then answer with the current state, as on their own timeout)
+	// while every other request in flight runs to completion.
+	stopping context.Context
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.EscapedPath()
 	switch {
 	case p == "/v1" || strings.HasPrefix(p, "/v1/"):
+		if isBlockingQuery(r) {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			stop := context.AfterFunc(rt.stopping, cancel)
+			defer stop()
+			r = r.WithContext(ctx)
+		}
 		rt.consul.ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/-/"):
 		rt.ops.ServeHTTP(w, r)
 	default:
 		rt.s3.ServeHTTP(w, r)
 	}
+}
+
+// isBlockingQuery reports a Consul read that may wait for a change: a GET
+// with a non-zero ?index=.
+func isBlockingQuery(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	idx := r.URL.Query().Get("index")
+	return idx != "" && idx != "0"
 }
 
 // opsHandler serves /-/health and /-/metrics.

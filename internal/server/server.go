@@ -24,6 +24,9 @@ type Server struct {
 	metrics *metrics
 	handler http.Handler
 	log     *slog.Logger
+
+	stopping     context.Context // ends when shutdown begins
+	stopBlocking context.CancelFunc
 }
 
 // New opens the data directory (failing with an error matching
@@ -61,10 +64,12 @@ func New(cfg Config) (*Server, error) {
 		m.consul(a.consulStats)
 	}
 	s := &Server{cfg: cfg, tls: tlsCfg, engine: e, apis: a, metrics: m, log: cfg.Logger}
+	s.stopping, s.stopBlocking = context.WithCancel(context.Background())
 	s.handler = &router{
-		consul: m.instrument("consul", a.consul, cfg.Logger),
-		s3:     m.instrument("s3", a.s3, cfg.Logger),
-		ops:    m.instrument("ops", s.opsHandler(), cfg.Logger),
+		consul:   m.instrument("consul", a.consul, cfg.Logger),
+		s3:       m.instrument("s3", a.s3, cfg.Logger),
+		ops:      m.instrument("ops", s.opsHandler(), cfg.Logger),
+		stopping: s.stopping,
 	}
 	return s, nil
 }
@@ -88,9 +93,13 @@ func (s *Server) Scheme() string {
 }
 
 // Serve serves on ln until ctx ends, then shuts down gracefully: it stops
-// accepting, cancels blocking queries, waits up to ShutdownTimeout for
-// requests in flight, closes the handlers and the engine. It returns nil
-// after a clean shutdown. The Server cannot be reused.
+// accepting, ends Consul blocking queries (they answer with the current
+// state), lets every other request in flight finish for up to
+// ShutdownTimeout, then cancels and closes whatever is left, and closes the
+// handlers and the engine. A write in flight is therefore either completed
+// and acknowledged or fails before its commit; none is cut off between
+// commit and answer by the shutdown itself. It returns nil after a clean
+// shutdown. The Server cannot be reused.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
@@ -117,9 +126,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 		s.log.Info("shutting down", "listen", ln.Addr().String())
 		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-		cancelBase() // end blocking queries and long waits
+		s.stopBlocking() // blocking queries answer now
 		if err := hs.Shutdown(sctx); err != nil {
-			s.log.Warn("shutdown timed out; closing connections", "err", err)
+			s.log.Warn("requests still running after the shutdown timeout; cancelling them",
+				"timeout", s.cfg.ShutdownTimeout, "err", err)
+			cancelBase()
 			hs.Close()
 		}
 		cancel()
@@ -137,6 +148,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Close closes the handlers and the engine, releasing the data directory.
 // Serve calls it; call it yourself only when not serving.
 func (s *Server) Close() error {
+	s.stopBlocking()
 	var errs []error
 	for _, c := range s.apis.closers {
 		errs = append(errs, c.Close())
