@@ -41,4 +41,3 @@ func TestRoutingOnEscapedPath(t *testing.T) {
 		}
 	}
 }
-
