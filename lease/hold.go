@@ -66,7 +66,9 @@ func (lk *Locker) Run(ctx context.Context, fn func(ctx context.Context, l *Lease
 // after fn returns, and users of Hold call Release.
 func (l *Lease) keepAlive() {
 	o := l.lk.opts
-	next := time.Now().Add(o.RenewInterval)
+	// The first renew is due RenewInterval after the acquiring write was
+	// sent, not after its answer came back.
+	next := l.ValidUntil().Add(-(o.TTL - o.Margin)).Add(o.RenewInterval)
 	failures := 0
 	for {
 		t := time.NewTimer(time.Until(next))

@@ -7,16 +7,44 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/faultstore"
 )
 
+// slowResponses applies each Put at once but answers it only after delay:
+// the holder learns of its renewals late. A holder that counted its
+// validity from the answer instead of from the moment it sent the request
+// would overstay.
+type slowResponses struct {
+	store.Store
+	delay time.Duration
+}
+
+func (s slowResponses) Put(ctx context.Context, key string, v []byte, cond store.Condition) (store.Version, error) {
+	ver, err := s.Store.Put(ctx, key, v, cond)
+	t := time.NewTimer(s.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return "", store.Errorf("slow", "put", key, store.ErrUnknownOutcome, ctx.Err())
+	}
+	return ver, err
+}
+
 // testLostBeforeTakeover cuts a renewing holder off from the store (every
 // write it sends fails) and checks that its Done closes and its context is
-// cancelled at least Margin before a contender's takeover succeeds.
+// cancelled at least Margin before a contender's takeover succeeds. On
+// fake time the holder's writes are also answered 1.5×Margin after they
+// applied.
 func testLostBeforeTakeover(t *testing.T, e *env) {
 	cut := faultstore.New(e.s, 1)
 	o := e.opts("holder")
-	holder := e.locker(t, cut, o)
+	var hs store.Store = cut
+	if e.synct {
+		hs = slowResponses{Store: cut, delay: 3 * o.Margin / 2}
+	}
+	holder := e.locker(t, hs, o)
 	l, err := holder.Hold(t.Context())
 	if err != nil {
 		t.Fatal(err)
