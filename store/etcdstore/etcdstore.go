@@ -1,0 +1,309 @@
+package etcdstore
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// Options say which etcd to talk to. A nil *Options is refused: at least
+// one endpoint is required.
+type Options struct {
+	// Endpoints are the etcd client URLs or HOST:PORTs
+	// ("127.0.0.1:2379", "https://etcd-1:2379"). Required.
+	Endpoints []string
+	// Prefix is prepended to every key ("jobs" stores key "a" at
+	// "jobs/a"). Default: none, the whole keyspace.
+	Prefix string
+	// DialTimeout bounds authentication at Open (when Username is set).
+	// Default 5 seconds.
+	DialTimeout time.Duration
+	// RequestTimeout bounds each request that has no earlier deadline of
+	// its own: the official client waits for a connection rather than
+	// failing fast, so without it a dead endpoint would block forever.
+	// It does not bound WaitChange. Default 30 seconds; negative means
+	// none.
+	RequestTimeout time.Duration
+	// Username and Password authenticate with etcd's auth (both or
+	// neither). Default: no authentication.
+	Username, Password string
+	// TLS, when set, is used for every endpoint (an https:// endpoint
+	// without it uses the system roots).
+	TLS *tls.Config
+	// MaxValueSize is the largest value Put accepts, and the largest sum
+	// of keys and values one Txn accepts, in bytes. Default
+	// DefaultMaxValueSize, which fits etcd's default --max-request-bytes
+	// (1.5 MiB); raise it only for a server configured larger.
+	MaxValueSize int
+}
+
+// DefaultMaxValueSize is the default Options.MaxValueSize: etcd's default
+// request limit of 1.5 MiB less 8 KiB for the key, the prefix and framing.
+const DefaultMaxValueSize = 3<<19 - 8<<10
+
+// listPageSize is the page size when ListOptions.Limit is 0.
+const listPageSize = 1000
+
+// Store is a store.Store over etcd v3. It implements store.Transactor and
+// store.Watcher.
+type Store struct {
+	c      *clientv3.Client
+	prefix string
+	opts   Options
+
+	closeCtx context.Context // ended by Close: ends watches
+	closeFn  context.CancelFunc
+	mu       sync.Mutex
+	closed   bool
+}
+
+var (
+	_ store.Store      = (*Store)(nil)
+	_ store.Transactor = (*Store)(nil)
+	_ store.Watcher    = (*Store)(nil)
+)
+
+// Open returns a store over the etcd cluster that opts names. It contacts
+// etcd only to authenticate (when Username is set, within DialTimeout);
+// otherwise the first operation connects.
+func Open(ctx context.Context, opts *Options) (*Store, error) {
+	if opts == nil || len(opts.Endpoints) == 0 {
+		return nil, errors.New("etcdstore: no endpoints (Options.Endpoints)")
+	}
+	o := *opts
+	prefix := strings.TrimPrefix(o.Prefix, "/")
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	if err := store.ValidatePrefix(prefix); err != nil {
+		return nil, fmt.Errorf("etcdstore: %w", err)
+	}
+	if (o.Username == "") != (o.Password == "") {
+		return nil, errors.New("etcdstore: Username and Password go together")
+	}
+	if o.MaxValueSize <= 0 {
+		o.MaxValueSize = DefaultMaxValueSize
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 30 * time.Second
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("etcdstore: open: %w", err)
+	}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:   o.Endpoints,
+		DialTimeout: o.DialTimeout,
+		Username:    o.Username,
+		Password:    o.Password,
+		TLS:         o.TLS,
+		// Room for the largest request we send, and more than the
+		// client's default 2 MiB when MaxValueSize is raised.
+		MaxCallSendMsgSize: max(2<<20, o.MaxValueSize+1<<20),
+		Logger:             zap.NewNop(), // every failure is returned instead
+	})
+	if err != nil {
+		return nil, store.Errorf(backend, "open", strings.Join(o.Endpoints, ","), kindOf(false, err), err)
+	}
+	s := &Store{c: c, prefix: prefix, opts: o}
+	s.closeCtx, s.closeFn = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Capabilities: everything the contract names except streaming.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true, Transactions: true, Watch: true}
+}
+
+// Close ends watches in flight, closes the client and makes later calls
+// fail with ErrClosed. It is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.closeFn()
+	if err := s.c.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("etcdstore: close: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// check runs before every operation: closed store, done ctx, key rules.
+func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
+	if s.isClosed() {
+		return store.Errorf(backend, op, key, store.ErrClosed, nil)
+	}
+	if err := ctx.Err(); err != nil {
+		return store.Errorf(backend, op, key, store.ErrTransient, err)
+	}
+	validate := store.ValidateKey
+	if isPrefix {
+		validate = store.ValidatePrefix
+	}
+	if err := validate(key); err != nil {
+		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
+	}
+	return nil
+}
+
+// reqCtx bounds one request by Options.RequestTimeout.
+func (s *Store) reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.opts.RequestTimeout < 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, s.opts.RequestTimeout, errRequestTimeout)
+}
+
+func version(rev int64) store.Version { return store.Version(strconv.FormatInt(rev, 10)) }
+
+// revision parses a Version; ok is false for a version no etcd key can
+// have ("", "0", negative, garbage), which no condition can match.
+func revision(v store.Version) (int64, bool) {
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	return n, err == nil && n > 0
+}
+
+// Get implements store.Store with a linearizable read.
+func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
+	if err := s.check(ctx, "get", key, false); err != nil {
+		return store.Entry{}, err
+	}
+	rctx, cancel := s.reqCtx(ctx)
+	defer cancel()
+	resp, err := s.c.Get(rctx, s.prefix+key)
+	if err != nil {
+		return store.Entry{}, s.opError(ctx, rctx, "get", key, false, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return store.Entry{}, store.Errorf(backend, "get", key, store.ErrNotFound, nil)
+	}
+	kv := resp.Kvs[0]
+	return store.Entry{Key: key, Value: kv.Value, Version: version(kv.ModRevision)}, nil
+}
+
+// Put implements store.Store. An unconditional Put is a plain put; a
+// conditional one is a Txn comparing the key's CreateRevision with 0
+// (IfAbsent) or its ModRevision with the version (IfMatch). The new
+// version is the revision in the response header, which is the key's new
+// ModRevision.
+func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
+	if err := s.check(ctx, "put", key, false); err != nil {
+		return "", err
+	}
+	if len(value) > s.opts.MaxValueSize {
+		return "", store.Errorf(backend, "put", key, store.ErrUnsupported, s.tooLarge(len(value)))
+	}
+	full := s.prefix + key
+	if cond.IsUnconditional() {
+		rctx, cancel := s.reqCtx(ctx)
+		defer cancel()
+		resp, err := s.c.Put(rctx, full, string(value))
+		if err != nil {
+			return "", s.opError(ctx, rctx, "put", key, true, err)
+		}
+		return version(resp.Header.Revision), nil
+	}
+	cmp, ok := compareFor(full, cond)
+	if !ok {
+		return "", store.Errorf(backend, "put", key, store.ErrConflict, fmt.Errorf("%s: no etcd key has that version", cond))
+	}
+	rev, err := s.condTxn(ctx, "put", key, cmp, clientv3.OpPut(full, string(value)))
+	if err != nil {
+		return "", err
+	}
+	return version(rev), nil
+}
+
+// Delete implements store.Store. IfMatch is a Txn comparing the key's
+// ModRevision, which is 0 for a missing key, so a missing key is a
+// conflict.
+func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
+	if err := s.check(ctx, "delete", key, false); err != nil {
+		return err
+	}
+	if cond.IsAbsent() {
+		return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
+	}
+	full := s.prefix + key
+	if cond.IsUnconditional() {
+		rctx, cancel := s.reqCtx(ctx)
+		defer cancel()
+		if _, err := s.c.Delete(rctx, full); err != nil {
+			return s.opError(ctx, rctx, "delete", key, true, err)
+		}
+		return nil
+	}
+	cmp, ok := compareFor(full, cond)
+	if !ok {
+		return store.Errorf(backend, "delete", key, store.ErrConflict, fmt.Errorf("%s: no etcd key has that version", cond))
+	}
+	_, err := s.condTxn(ctx, "delete", key, cmp, clientv3.OpDelete(full))
+	return err
+}
+
+// compareFor returns the etcd compare that holds exactly when cond holds
+// for key; ok is false for an IfMatch of a version no key can have.
+func compareFor(full string, cond store.Condition) (clientv3.Cmp, bool) {
+	if cond.IsAbsent() {
+		return clientv3.Compare(clientv3.CreateRevision(full), "=", 0), true
+	}
+	v, _ := cond.Match()
+	rev, ok := revision(v)
+	return clientv3.Compare(clientv3.ModRevision(full), "=", rev), ok
+}
+
+// condTxn runs If(cmp).Then(op).Else(get key) and returns the revision of
+// the write. When cmp fails it returns ErrConflict naming the key's
+// current version, read in the same transaction.
+func (s *Store) condTxn(ctx context.Context, op, key string, cmp clientv3.Cmp, then clientv3.Op) (int64, error) {
+	rctx, cancel := s.reqCtx(ctx)
+	defer cancel()
+	full := s.prefix + key
+	resp, err := s.c.Txn(rctx).If(cmp).Then(then).Else(clientv3.OpGet(full, clientv3.WithKeysOnly())).Commit()
+	if err != nil {
+		return 0, s.opError(ctx, rctx, op, key, true, err)
+	}
+	if !resp.Succeeded {
+		return 0, store.Errorf(backend, op, key, store.ErrConflict, errors.New(currentState(resp, 0)))
+	}
+	return resp.Header.Revision, nil
+}
+
+// currentState describes the key read by the i-th Else op of a failed
+// txn, for an error message.
+func currentState(resp *clientv3.TxnResponse, i int) string {
+	if i >= len(resp.Responses) {
+		return "condition failed"
+	}
+	r := resp.Responses[i].GetResponseRange()
+	if r == nil || len(r.Kvs) == 0 {
+		return "the key does not exist"
+	}
+	return "the key's version is " + string(version(r.Kvs[0].ModRevision))
+}
+
+func (s *Store) tooLarge(n int) error {
+	return fmt.Errorf("%d bytes exceed the limit of %d bytes (Options.MaxValueSize; etcd's --max-request-bytes defaults to 1.5 MiB)",
+		n, s.opts.MaxValueSize)
+}
