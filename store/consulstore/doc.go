@@ -39,7 +39,9 @@
 // resolved by one consistent re-read when it can be: finding its value
 // with its Flags nonce (below) proves it applied, and Put then succeeds
 // with that version; anything else leaves ErrUnknownOutcome, since the
-// write may still be in flight. The official client does not retry, and
+// write may still be in flight. A Txn with a put is resolved the same way
+// through its first put (a txn applies whole, at one index); deletes
+// cannot be resolved (a missing key proves nothing). The official client does not retry, and
 // Go's transport resends only GETs, never a PUT.
 //
 // Consul skips a write identical to the stored entry and keeps its

@@ -134,8 +134,10 @@ func TestFaultsOnTheWire(t *testing.T) {
 		{"cas delete, dropped after applying", []fault{{after: true}}, "cas-delete", result{store.ErrUnknownOutcome, 0, true}},
 		{"delete, 503 after applying", []fault{{status: 503, after: true}}, "delete", result{store.ErrUnknownOutcome, 503, true}},
 		{"delete, 429", []fault{{status: 429}}, "delete", result{store.ErrTransient, 429, false}},
-		{"txn, 500 after applying", []fault{{status: 500, after: true}}, "txn", result{store.ErrUnknownOutcome, 500, true}},
+		{"txn, 500 after applying (resolved)", []fault{{status: 500, after: true}}, "txn", result{nil, 0, true}},
+		{"txn, 500 after applying, re-read fails", []fault{{status: 500, after: true}, {status: 500}}, "txn", result{store.ErrUnknownOutcome, 500, true}},
 		{"txn, dropped before applying", []fault{{}}, "txn", result{store.ErrUnknownOutcome, 0, false}},
+		{"txn without puts, 500 after applying", []fault{{status: 500, after: true}}, "txn-delete", result{store.ErrUnknownOutcome, 500, true}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -160,7 +162,19 @@ func TestFaultsOnTheWire(t *testing.T) {
 			case "cas-delete":
 				err = s.Delete(ctx, "k", store.IfMatch(before.Version))
 			case "txn":
-				_, err = s.Txn(ctx, []store.TxnOp{{Kind: store.OpPut, Key: "k", Value: []byte("new"), Cond: store.IfMatch(before.Version)}})
+				var vs []store.Version
+				vs, err = s.Txn(ctx, []store.TxnOp{
+					{Kind: store.OpCheck, Key: "absent", Cond: store.IfAbsent},
+					{Kind: store.OpPut, Key: "other", Value: []byte("o")},
+					{Kind: store.OpPut, Key: "k", Value: []byte("new"), Cond: store.IfMatch(before.Version)},
+				})
+				if err == nil {
+					if e, gerr := s.Get(ctx, "other"); gerr != nil || vs[0] != "" || vs[1] != e.Version || vs[2] != cur().Version {
+						t.Errorf("resolved txn versions %q; other is at %+v (%v), k at %s", vs, e, gerr, cur().Version)
+					}
+				}
+			case "txn-delete":
+				_, err = s.Txn(ctx, []store.TxnOp{{Kind: store.OpDelete, Key: "k", Cond: store.IfMatch(before.Version)}})
 			}
 			proxy.clear() // a fault the op did not reach must not hit the checks
 			var oe *store.OpError

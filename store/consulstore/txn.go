@@ -128,6 +128,11 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 			fmt.Errorf("%d operations become %d Consul operations, more than %d", len(ops), len(wire), store.MaxTxnOps))
 	}
 	res, err := s.txn(ctx, "txn", "", wire)
+	if errors.Is(err, store.ErrUnknownOutcome) {
+		if vs, ok := s.resolveTxn(ctx, ops, wire); ok {
+			return vs, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +163,30 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		out[i] = version(idx)
 	}
 	return out, nil
+}
+
+// resolveTxn learns, after a Txn whose outcome is unknown, whether it was
+// applied, as resolvePut does for a Put: a txn is all or nothing at one
+// index, so finding its first put's value with that put's Flags nonce
+// proves the whole txn applied, at that entry's ModifyIndex, which is
+// then every put's version. A txn without puts cannot be resolved.
+func (s *Store) resolveTxn(ctx context.Context, ops []store.TxnOp, wire api.TxnOps) ([]store.Version, bool) {
+	for _, w := range wire {
+		if k := w.KV; k.Verb == api.KVSet || k.Verb == api.KVCAS {
+			v, ok := s.resolvePut(ctx, strings.TrimPrefix(k.Key, s.prefix), k.Value, k.Flags)
+			if !ok {
+				return nil, false
+			}
+			out := make([]store.Version, len(ops))
+			for i, op := range ops {
+				if op.Kind == store.OpPut {
+					out[i] = v
+				}
+			}
+			return out, true
+		}
+	}
+	return nil, false
 }
 
 // txnShapeError wraps a ValidateTxn error, keeping its *TxnError.
