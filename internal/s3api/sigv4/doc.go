@@ -29,6 +29,11 @@
 // so a handler must not publish what it read until Read returned io.EOF:
 // every failure is reported before EOF, never after.
 //
+// A server that also serves unsigned requests (latchkey serve --anonymous)
+// reads their bodies through Dechunk, which decodes and verifies an unsigned
+// aws-chunked body (STREAMING-UNSIGNED-PAYLOAD-TRAILER) the same way and
+// passes any other body through.
+//
 // Errors are *Error values carrying the S3 error code and HTTP status
 // (AccessDenied, InvalidAccessKeyId, SignatureDoesNotMatch,
 // RequestTimeTooSkewed, XAmzContentSHA256Mismatch, …), from Verify and from

@@ -291,6 +291,19 @@ func (v *Verifier) payloadReader(r *http.Request, payload string, key []byte, ai
 		}
 		return newHashReader(src, want, sums), nil
 	}
+	cr, err := newChunkedReader(r, src, payload, v.maxChunk)
+	if err != nil {
+		return nil, err
+	}
+	cr.key, cr.time, cr.scope, cr.prevSig = key, ai.time, ai.scope, seed
+	return cr, nil
+}
+
+// newChunkedReader prepares the aws-chunked decoder of r's body in the
+// given streaming mode (signing state is the caller's to fill in) and
+// normalizes r: ContentLength becomes x-amz-decoded-content-length and
+// "aws-chunked" leaves Content-Encoding.
+func newChunkedReader(r *http.Request, src io.ReadCloser, payload string, maxChunk int64) (*chunkedReader, error) {
 	dl := r.Header.Get("X-Amz-Decoded-Content-Length")
 	if dl == "" {
 		return nil, ErrMissingDecodedLength
@@ -302,13 +315,9 @@ func (v *Verifier) payloadReader(r *http.Request, payload string, key []byte, ai
 	cr := &chunkedReader{
 		src:      src,
 		decoded:  n,
-		maxChunk: v.maxChunk,
+		maxChunk: maxChunk,
 		signed:   payload != StreamingUnsignedTrailer,
 		trailer:  payload != StreamingSigned,
-		key:      key,
-		time:     ai.time,
-		scope:    ai.scope,
-		prevSig:  seed,
 	}
 	if cr.trailer {
 		sums, err := trailerChecksums(r.Header.Values("X-Amz-Trailer"))
