@@ -18,8 +18,12 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	w.Put(ctx, "summary.txt", strings.NewReader("3 incidents"))
-	w.Put(ctx, "detail/incidents.csv", strings.NewReader("id,sev\n1,low\n2,low\n3,high\n"))
+	if err := w.Put(ctx, "summary.txt", strings.NewReader("3 incidents")); err != nil {
+		panic(err)
+	}
+	if err := w.Put(ctx, "detail/incidents.csv", strings.NewReader("id,sev\n1,low\n2,low\n3,high\n")); err != nil {
+		panic(err)
+	}
 	c, err := w.Commit(ctx) // the one atomic step: both files appear together
 	if err != nil {
 		panic(err)

@@ -23,7 +23,7 @@ func TestCommitAmbiguousPointerWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Put(ctx, "f", strings.NewReader("body"))
+	put(t, ctx, w, "f", "body")
 	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "amb/pointer", Fault: faultstore.ApplyThenFail, Count: 1})
 	c, err := w.Commit(ctx)
 	if err != nil {
@@ -43,8 +43,8 @@ func TestCommitAmbiguousPointerWrite(t *testing.T) {
 func TestCommitTransientThenRetry(t *testing.T) {
 	ctx := context.Background()
 	fs := faultstore.New(memstore.New(), 1)
-	w, _ := publish.Begin(ctx, fs, "tr", nil)
-	w.Put(ctx, "f", strings.NewReader("x"))
+	w := begin(t, ctx, fs, "tr", nil)
+	put(t, ctx, w, "f", "x")
 	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "tr/pointer", Fault: faultstore.FailBefore, Count: 2})
 	if _, err := w.Commit(ctx); err != nil {
 		t.Fatalf("Commit: %v", err)
@@ -53,7 +53,7 @@ func TestCommitTransientThenRetry(t *testing.T) {
 		t.Fatalf("%d faults injected, want 2", fs.Injected())
 	}
 	// An unknown outcome that did not apply is retried too.
-	w2, _ := publish.Begin(ctx, fs, "tr", nil)
+	w2 := begin(t, ctx, fs, "tr", nil)
 	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "tr/pointer", Fault: faultstore.FailBefore, Err: store.ErrUnknownOutcome, Count: 1})
 	if _, err := w2.Commit(ctx); err != nil {
 		t.Fatalf("Commit after unapplied unknown outcome: %v", err)
@@ -69,8 +69,8 @@ func TestCommitTransientThenRetry(t *testing.T) {
 func TestCommitPersistentFailureCleansUp(t *testing.T) {
 	ctx := context.Background()
 	fs := faultstore.New(memstore.New(), 1)
-	w, _ := publish.Begin(ctx, fs, "pf", &publish.Options{MaxTransient: 3})
-	w.Put(ctx, "f", strings.NewReader("x"))
+	w := begin(t, ctx, fs, "pf", &publish.Options{MaxTransient: 3})
+	put(t, ctx, w, "f", "x")
 	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "pf/pointer", Fault: faultstore.FailBefore})
 	_, err := w.Commit(ctx)
 	if !errors.Is(err, store.ErrTransient) {
@@ -91,7 +91,7 @@ func TestCommitPersistentFailureCleansUp(t *testing.T) {
 func TestCommitContextEndedAfterPointerApplied(t *testing.T) {
 	ctx := context.Background()
 	fs := faultstore.New(memstore.New(), 1)
-	w, _ := publish.Begin(ctx, fs, "ce", nil)
+	w := begin(t, ctx, fs, "ce", nil)
 	if err := w.Put(ctx, "f", strings.NewReader("body")); err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +115,8 @@ func TestCommitContextEndedAfterPointerApplied(t *testing.T) {
 func TestCommitContextEndedBeforePointerApplied(t *testing.T) {
 	ctx := context.Background()
 	fs := faultstore.New(memstore.New(), 1)
-	w, _ := publish.Begin(ctx, fs, "cb", nil)
-	w.Put(ctx, "f", strings.NewReader("body"))
+	w := begin(t, ctx, fs, "cb", nil)
+	put(t, ctx, w, "f", "body")
 	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "cb/pointer", Fault: faultstore.FailBefore, Err: context.Canceled, Count: 1})
 	_, err := w.Commit(ctx)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "left for GC") {
@@ -171,7 +171,7 @@ func TestCommitLateLandingThenSuperseded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Put(ctx, "f", strings.NewReader("late"))
+	put(t, ctx, w, "f", "late")
 	var reader *publish.Snapshot
 	ll.before = func() {
 		var err error
@@ -179,8 +179,8 @@ func TestCommitLateLandingThenSuperseded(t *testing.T) {
 			t.Errorf("the late write did not land: %v, %v", reader, err)
 			return
 		}
-		other, _ := publish.Begin(ctx, inner, "ll", nil)
-		other.Put(ctx, "f", strings.NewReader("other"))
+		other := begin(t, ctx, inner, "ll", nil)
+		put(t, ctx, other, "f", "other")
 		if _, err := other.Commit(ctx); err != nil {
 			t.Errorf("other commit: %v", err)
 		}
@@ -204,8 +204,8 @@ func TestCommitPastMaxAge(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	w, _ := publish.Begin(ctx, s, "ma", &publish.Options{Now: clk.now, MaxAge: 10 * time.Minute})
-	w.Put(ctx, "f", strings.NewReader("x"))
+	w := begin(t, ctx, s, "ma", &publish.Options{Now: clk.now, MaxAge: 10 * time.Minute})
+	put(t, ctx, w, "f", "x")
 	clk.t = clk.t.Add(10*time.Minute + time.Second)
 	if _, err := w.Commit(ctx); !errors.Is(err, publish.ErrAbandoned) {
 		t.Fatalf("Commit past MaxAge = %v, want ErrAbandoned", err)
@@ -223,9 +223,9 @@ func TestCommitAfterGCRemovedObjects(t *testing.T) {
 	forEach(t, func(t *testing.T, s store.Store) {
 		ctx := context.Background()
 		publishFiles(t, ctx, s, "gr", map[string]string{"f": "v1"})
-		w, _ := publish.Begin(ctx, s, "gr", nil)
-		w.Put(ctx, "f", strings.NewReader("v2"))
-		w.Put(ctx, "g", strings.NewReader("v2"))
+		w := begin(t, ctx, s, "gr", nil)
+		put(t, ctx, w, "f", "v2")
+		put(t, ctx, w, "g", "v2")
 		later := func() time.Time { return time.Now().Add(time.Minute) }
 		if res, err := publish.GC(ctx, s, "gr", &publish.GCOptions{Grace: time.Second, Now: later}); err != nil || len(res.Deleted) != 1 {
 			t.Fatalf("GC = %+v, %v", res, err)
@@ -248,11 +248,11 @@ func TestCommitAfterGCRemovedObjects(t *testing.T) {
 func TestTokenNeverGoesBackwards(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
-	w, _ := publish.Begin(ctx, s, "tk", &publish.Options{Token: 7})
+	w := begin(t, ctx, s, "tk", &publish.Options{Token: 7})
 	if _, err := w.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	w, _ = publish.Begin(ctx, s, "tk", nil)
+	w = begin(t, ctx, s, "tk", nil)
 	if _, err := w.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -29,14 +29,14 @@ func TestAbandonedGeneration(t *testing.T) {
 		ctx := context.Background()
 		clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 		opts := &publish.Options{Now: clk.now}
-		w, _ := publish.Begin(ctx, s, "ab", opts)
-		w.Put(ctx, "f", strings.NewReader("committed"))
+		w := begin(t, ctx, s, "ab", opts)
+		put(t, ctx, w, "f", "committed")
 		if _, err := w.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
-		dead, _ := publish.Begin(ctx, s, "ab", opts)
-		dead.Put(ctx, "f", strings.NewReader("half"))
-		dead.Put(ctx, "g", strings.NewReader("written"))
+		dead := begin(t, ctx, s, "ab", opts)
+		put(t, ctx, dead, "f", "half")
+		put(t, ctx, dead, "g", "written")
 		// dead never commits nor aborts: it was killed.
 
 		snap, err := publish.Open(ctx, s, "ab")

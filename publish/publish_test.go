@@ -233,8 +233,12 @@ func TestSnapshotIsolation(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				w.Put(ctx, "a", strings.NewReader(fmt.Sprintf("gen-%d a", i)))
-				w.Put(ctx, "b", strings.NewReader(fmt.Sprintf("gen-%d b", i)))
+				errA := w.Put(ctx, "a", strings.NewReader(fmt.Sprintf("gen-%d a", i)))
+				errB := w.Put(ctx, "b", strings.NewReader(fmt.Sprintf("gen-%d b", i)))
+				if err := errors.Join(errA, errB); err != nil {
+					t.Error(err) // not Fatal: this is not the test's goroutine
+					return
+				}
 				if _, err := w.Commit(ctx); err != nil {
 					t.Error(err)
 					return
@@ -287,8 +291,8 @@ func TestFencing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	zombie.Put(ctx, "x", strings.NewReader("stale"))
-	w2, _ := publish.Begin(ctx, s, "f", &publish.Options{Token: 8})
+	put(t, ctx, zombie, "x", "stale")
+	w2 := begin(t, ctx, s, "f", &publish.Options{Token: 8})
 	if _, err := w2.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -318,12 +322,30 @@ func TestCorruptionDetected(t *testing.T) {
 func TestAbortLeavesNothing(t *testing.T) {
 	s := memstore.New()
 	ctx := context.Background()
-	w, _ := publish.Begin(ctx, s, "ab", nil)
+	w := begin(t, ctx, s, "ab", nil)
 	w.Put(ctx, "big", bytes.NewReader(make([]byte, 1<<16)))
 	if err := w.Abort(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if keys := keysUnder(t, ctx, s, "ab/"); len(keys) != 0 {
 		t.Fatalf("abort left %v", keys)
+	}
+}
+
+// begin starts a writer or fails the test.
+func begin(t testing.TB, ctx context.Context, s store.Store, prefix string, opts *publish.Options) *publish.Writer {
+	t.Helper()
+	w, err := publish.Begin(ctx, s, prefix, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// put writes body as the object name or fails the test.
+func put(t testing.TB, ctx context.Context, w *publish.Writer, name, body string) {
+	t.Helper()
+	if err := w.Put(ctx, name, strings.NewReader(body)); err != nil {
+		t.Fatal(err)
 	}
 }
