@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -23,15 +24,23 @@ type modelEntry struct {
 // delete-cas, session destroy) over raw HTTP and checks after each one
 // that every key matches a tiny reference model of spec §1.4–1.5 and
 // §3.3, and that ModifyIndex moved exactly when the model says a write
-// happened. Rerun a failure with LATCHKEY_CONSULAPI_SEED=<seed>.
+// happened. It runs twice: by default (every write bumps ModifyIndex)
+// and with Options.SkipIdenticalWrites, where values and flags repeat so
+// that identical writes occur and must leave ModifyIndex alone. Rerun a
+// failure with LATCHKEY_CONSULAPI_SEED=<seed>.
 func TestKVRandomAgainstModel(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("LATCHKEY_CONSULAPI_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (rerun with LATCHKEY_CONSULAPI_SEED=%d)", seed, seed)
+	t.Run("always write", func(t *testing.T) { runKVModel(t, seed, false) })
+	t.Run("skip identical writes", func(t *testing.T) { runKVModel(t, seed, true) })
+}
+
+func runKVModel(t *testing.T, seed uint64, skip bool) {
 	rng := rand.New(rand.NewPCG(seed, seed))
-	s := newTestServer(t, nil)
+	s := newTestServer(t, &Options{MinSessionTTL: 100 * time.Millisecond, SkipIdenticalWrites: skip})
 	newSession := func() string {
 		_, body := s.do(t, "PUT", "/v1/session/create", `{"LockDelay":"0s"}`)
 		var out struct{ ID string }
@@ -56,10 +65,14 @@ func TestKVRandomAgainstModel(t *testing.T) {
 		}
 		return &es[0], true
 	}
+	identicals := 0
 	for step := range 300 {
 		key := keys[rng.IntN(len(keys))]
 		cur := model[key]
 		val := fmt.Sprintf("v%d", step)
+		if skip {
+			val = fmt.Sprintf("v%d", rng.IntN(2))
+		}
 		flags := uint64(rng.IntN(3))
 		sid := sessions[rng.IntN(2)]
 		var (
@@ -159,6 +172,10 @@ func TestKVRandomAgainstModel(t *testing.T) {
 		if !wantOK {
 			touched = nil
 		}
+		if skip && method == "PUT" && cur != nil && next != nil && *next == *cur && !strings.HasPrefix(desc, "destroy") {
+			touched = nil // an identical write: skipped
+			identicals++
+		}
 		resp, body := s.do(t, method, path, val)
 		if resp.StatusCode != 200 || body != strconv.FormatBool(wantOK) {
 			t.Fatalf("step %d %s on %s: got %d %s, want %v", step, desc, key, resp.StatusCode, body, wantOK)
@@ -190,5 +207,11 @@ func TestKVRandomAgainstModel(t *testing.T) {
 			}
 			indexes[k] = got.ModifyIndex
 		}
+	}
+	if skip && identicals == 0 {
+		t.Fatal("no identical write happened: the skip mode was not exercised")
+	}
+	if skip {
+		t.Logf("%d identical writes skipped", identicals)
 	}
 }
