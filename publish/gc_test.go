@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -274,4 +275,47 @@ func gcModelStep(t *testing.T, ctx context.Context, s store.Store, clk *clock, g
 	for id := range stored {
 		fail("store holds generation %s the model does not (a loser left objects behind?)", id)
 	}
+}
+
+// listHook calls after once, after the first List call has its page: a
+// commit that lands while GC is listing.
+type listHook struct {
+	store.Store
+	after func()
+	once  sync.Once
+}
+
+func (l *listHook) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
+	p, err := l.Store.List(ctx, prefix, opts)
+	l.once.Do(l.after)
+	return p, err
+}
+
+// TestGCRacingCommit: a commit lands while GC lists. The generation it
+// replaced was current when GC began (and is long past its own grace by
+// age), and its successor's manifest is not in GC's listing; GC must keep
+// it because it read the pointer before listing too.
+func TestGCRacingCommit(t *testing.T) {
+	forEach(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		old := publishAt(t, ctx, s, "rc", clk, "old")
+		clk.t = clk.t.Add(5 * time.Hour)
+		reader, err := publish.Open(ctx, s, "rc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var next string
+		hooked := &listHook{Store: s, after: func() { next = publishAt(t, ctx, s, "rc", clk, "new") }}
+		res, err := publish.GC(ctx, hooked, "rc", &publish.GCOptions{Grace: time.Hour, Now: clk.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Current != next || len(res.Deleted) != 0 {
+			t.Fatalf("GC racing a commit = %+v; want current %s and %s kept", res, next, old)
+		}
+		if b, err := reader.ReadFile(ctx, "x"); err != nil || string(b) != "old" {
+			t.Fatalf("reader of the generation replaced during GC: %q, %v", b, err)
+		}
+	})
 }
