@@ -57,9 +57,9 @@
 //     Options.MaxKeyLen.
 //   - Access control is one token (Options.ACLToken) for every /v1/ path,
 //     status and agent endpoints included; there are no per-key policies,
-//     so lists are never filtered and txns never fail an op on ACLs. A
-//     request without the token, or with another, gets 403 "Permission
-//     denied" (Consul answers an unknown token with "ACL not found").
+//     so lists are never filtered and txns never fail an op on ACLs. As
+//     in Consul, a request without a token gets 403 "Permission denied"
+//     and one with an unknown token 403 "ACL not found".
 //   - Node, Service and Check txn operations get a 409 error entry
 //     ("latchkey serves KV operations only"); KV is all this server holds.
 //   - Sessions have one check, serfHealth, which never fails: a session

@@ -21,8 +21,9 @@ type Options struct {
 	// Datacenter is the one datacenter this server is. Default "dc1".
 	Datacenter string
 	// ACLToken, when set, is required on every /v1/ request (?token=,
-	// X-Consul-Token or Authorization: Bearer); otherwise 403 "Permission
-	// denied". Default: no access control.
+	// X-Consul-Token or Authorization: Bearer); without a token the answer
+	// is 403 "Permission denied", with another token 403 "ACL not found",
+	// Consul's texts. Default: no access control.
 	ACLToken string
 	// Logger receives errors and session expiries. Default: slog.Default().
 	Logger *slog.Logger
@@ -152,8 +153,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusBadRequest)
 		return nil
 	}
-	if !h.authorized(r) {
-		return errPermissionDenied
+	if err := h.authorize(r); err != nil {
+		return err
 	}
 	switch {
 	case strings.HasPrefix(path, "/v1/kv/") || path == "/v1/kv":
@@ -166,11 +167,14 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	return h.serveAgent(w, r, path)
 }
 
-// authorized checks the ACL token, taken as Consul does from ?token=, then
-// X-Consul-Token, then Authorization: Bearer.
-func (h *Handler) authorized(r *http.Request) bool {
+// authorize checks the ACL token, taken as Consul does from ?token=, then
+// X-Consul-Token, then Authorization: Bearer (the first one present
+// decides). As in Consul, no token is the anonymous token, which may do
+// nothing here (403 "Permission denied"), and a token that is not ours is
+// unknown (403 "ACL not found").
+func (h *Handler) authorize(r *http.Request) error {
 	if h.opts.ACLToken == "" {
-		return true
+		return nil
 	}
 	tok := r.URL.Query().Get("token")
 	if tok == "" {
@@ -181,7 +185,13 @@ func (h *Handler) authorized(r *http.Request) bool {
 			tok = strings.TrimSpace(a[7:])
 		}
 	}
-	return subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.ACLToken)) == 1
+	switch {
+	case tok == "":
+		return errPermissionDenied
+	case subtle.ConstantTimeCompare([]byte(tok), []byte(h.opts.ACLToken)) != 1:
+		return errACLNotFound
+	}
+	return nil
 }
 
 // Stats is a snapshot of the handler's in-memory state, for metrics.

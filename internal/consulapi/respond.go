@@ -34,7 +34,12 @@ func serverError(format string, args ...any) error {
 	return errorf(http.StatusInternalServerError, format, args...)
 }
 
-var errPermissionDenied = &httpError{status: http.StatusForbidden, reason: "Permission denied"}
+// The ACL refusals, with Consul's texts: the anonymous token (none given)
+// lacks permission; a token the server does not know is not found.
+var (
+	errPermissionDenied = &httpError{status: http.StatusForbidden, reason: "Permission denied"}
+	errACLNotFound      = &httpError{status: http.StatusForbidden, reason: "ACL not found"}
+)
 
 func methodNotAllowed(method string, allow string) error {
 	return &httpError{status: http.StatusMethodNotAllowed, reason: fmt.Sprintf("method %s not allowed", method), allow: allow}

@@ -130,23 +130,26 @@ func TestLockDelayBlocksOnlyAcquire(t *testing.T) {
 // Authorization: Bearer; the first one present decides.
 func TestACLTokenPrecedence(t *testing.T) {
 	s := newTestServer(t, &Options{ACLToken: "right"})
+	const denied, unknown = "Permission denied", "ACL not found"
 	for _, c := range []struct {
 		query string
 		hdr   []string
 		want  int
+		body  string // of a 403
 	}{
-		{"?token=right", []string{"X-Consul-Token", "wrong"}, 404},
-		{"?token=wrong", []string{"X-Consul-Token", "right"}, 403},
-		{"", []string{"X-Consul-Token", "wrong", "Authorization", "Bearer right"}, 403},
-		{"", []string{"X-Consul-Token", "right", "Authorization", "Bearer wrong"}, 404},
-		{"", []string{"Authorization", "bearer right"}, 404},
-		{"", []string{"Authorization", "Basic right"}, 403},
-		{"", []string{"Authorization", "Bearer"}, 403},
-		{"?token=", []string{"X-Consul-Token", "right"}, 404}, // empty means absent
+		{"?token=right", []string{"X-Consul-Token", "wrong"}, 404, ""},
+		{"?token=wrong", []string{"X-Consul-Token", "right"}, 403, unknown},
+		{"", []string{"X-Consul-Token", "wrong", "Authorization", "Bearer right"}, 403, unknown},
+		{"", []string{"X-Consul-Token", "right", "Authorization", "Bearer wrong"}, 404, ""},
+		{"", []string{"Authorization", "bearer right"}, 404, ""},
+		{"", []string{"Authorization", "Basic right"}, 403, denied},
+		{"", []string{"Authorization", "Bearer"}, 403, denied},
+		{"", nil, 403, denied},
+		{"?token=", []string{"X-Consul-Token", "right"}, 404, ""}, // empty means absent
 	} {
 		resp, body := s.do(t, "GET", "/v1/kv/k"+c.query, "", c.hdr...)
-		if resp.StatusCode != c.want || (c.want == 403 && body != "Permission denied") {
-			t.Errorf("%q %v: %d %q, want %d", c.query, c.hdr, resp.StatusCode, body, c.want)
+		if resp.StatusCode != c.want || (c.want == 403 && body != c.body) {
+			t.Errorf("%q %v: %d %q, want %d %q", c.query, c.hdr, resp.StatusCode, body, c.want, c.body)
 		}
 	}
 }
