@@ -108,6 +108,9 @@ func objectName(file string) (string, error) {
 
 func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, token uint64, files []string) error {
 	w, err := publish.Begin(ctx, s, prefix, &publish.Options{Token: token})
+	if errors.Is(err, publish.ErrFenced) {
+		return failf("publish %s: superseded: a publisher with a newer lease token committed (%v)", prefix, err)
+	}
 	if err != nil {
 		return err
 	}
