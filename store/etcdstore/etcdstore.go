@@ -115,7 +115,7 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 		Logger:             zap.NewNop(), // every failure is returned instead
 	})
 	if err != nil {
-		return nil, store.Errorf(backend, "open", strings.Join(o.Endpoints, ","), kindOf(false, err), err)
+		return nil, store.Errorf(backend, "open", strings.Join(o.Endpoints, ","), kindOf(false, err), cause(err))
 	}
 	s := &Store{c: c, prefix: prefix, opts: o}
 	s.closeCtx, s.closeFn = context.WithCancel(context.Background())
