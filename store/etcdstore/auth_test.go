@@ -76,9 +76,12 @@ func TestAuth(t *testing.T) {
 	outside := openTest(t, &Options{Endpoints: []string{ep}, Prefix: "other", Username: "alice", Password: "pw"})
 	anon := openTest(t, &Options{Endpoints: []string{ep}, Prefix: "app"})
 	for name, op := range map[string]func() error{
-		"Put outside":        func() error { _, err := outside.Put(ctx, "k", nil, store.IfAbsent); return err },
-		"Get outside":        func() error { _, err := outside.Get(ctx, "k"); return err },
-		"Txn outside":        func() error { _, err := outside.Txn(ctx, []store.TxnOp{store.PutOp("k", nil, store.Unconditional)}); return err },
+		"Put outside": func() error { _, err := outside.Put(ctx, "k", nil, store.IfAbsent); return err },
+		"Get outside": func() error { _, err := outside.Get(ctx, "k"); return err },
+		"Txn outside": func() error {
+			_, err := outside.Txn(ctx, []store.TxnOp{store.PutOp("k", nil, store.Unconditional)})
+			return err
+		},
 		"Get anonymous":      func() error { _, err := anon.Get(ctx, "k"); return err },
 		"WaitChange outside": func() error { return outside.WaitChange(ctx, "k", "") },
 	} {
