@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/server"
@@ -26,6 +27,13 @@ type serveFlag struct {
 
 func serveFlags(cfg *server.Config, logLevel *string) []serveFlag {
 	str := func(p *string) func(string) error { return func(v string) error { *p = v; return nil } }
+	boolean := func(p *bool) func(string) error {
+		return func(v string) error {
+			b, err := strconv.ParseBool(v)
+			*p = b
+			return err
+		}
+	}
 	return []serveFlag{
 		{name: "data-dir", env: "LATCHKEY_DATA_DIR", arg: "DIR", set: str(&cfg.DataDir),
 			help: "data directory (default $XDG_STATE_HOME/latchkey/server, else ~/.local/state/latchkey/server)"},
@@ -35,27 +43,34 @@ func serveFlags(cfg *server.Config, logLevel *string) []serveFlag {
 			help: "Consul node name reported by /v1/agent/self and carried by sessions (default: host name)"},
 		{name: "acl-token", env: "LATCHKEY_ACL_TOKEN", arg: "TOKEN", set: str(&cfg.ACLToken),
 			help: "require this token on every /v1/ request (X-Consul-Token, ?token= or Authorization: Bearer)"},
+		{name: "consul-anonymous", env: "LATCHKEY_CONSUL_ANONYMOUS", isBool: true, set: boolean(&cfg.ConsulAnonymous),
+			help: "serve the Consul API without --acl-token on a non-loopback address (refused otherwise)"},
 		{name: "access-key", env: "LATCHKEY_ACCESS_KEY", arg: "KEY", set: str(&cfg.AccessKey),
 			help: "S3 access key id (with --secret-key; default: a pair generated once and kept in the data directory)"},
 		{name: "secret-key", env: "LATCHKEY_SECRET_KEY", arg: "SECRET", set: str(&cfg.SecretKey),
 			help: "S3 secret access key"},
-		{name: "anonymous", env: "LATCHKEY_ANONYMOUS", isBool: true,
-			set: func(v string) error {
-				b, err := strconv.ParseBool(v)
-				cfg.Anonymous = b
-				return err
-			},
+		{name: "anonymous", env: "LATCHKEY_ANONYMOUS", isBool: true, set: boolean(&cfg.Anonymous),
 			help: "serve unsigned S3 requests instead of answering 403 AccessDenied"},
 		{name: "tls-cert", env: "LATCHKEY_TLS_CERT", arg: "FILE", set: str(&cfg.TLSCert),
 			help: "serve HTTPS with this PEM certificate (with --tls-key)"},
 		{name: "tls-key", env: "LATCHKEY_TLS_KEY", arg: "FILE", set: str(&cfg.TLSKey),
 			help: "PEM private key of --tls-cert"},
+		{name: "shutdown-timeout", env: "LATCHKEY_SHUTDOWN_TIMEOUT", arg: "DUR",
+			set: func(v string) error {
+				d, err := time.ParseDuration(v)
+				if err == nil && d <= 0 {
+					err = errors.New("must be positive")
+				}
+				cfg.ShutdownTimeout = d
+				return err
+			},
+			help: "on SIGINT/SIGTERM, how long requests in flight may finish before they are cut off (e.g. 30s; default 15s)"},
 		{name: "log-level", env: "LATCHKEY_LOG_LEVEL", arg: "LEVEL", set: str(logLevel),
 			help: "debug, info, warn or error (default info); logs go to stderr"},
 	}
 }
 
-// boolValue is a flag.Value for a bool flag that routes through set.
+// funcValue is a flag.Value that routes through set.
 type funcValue struct {
 	set    func(string) error
 	isBool bool
@@ -66,7 +81,21 @@ func (f funcValue) Set(v string) error { return f.set(v) }
 func (f funcValue) IsBoolFlag() bool   { return f.isBool }
 
 func runServe(ctx context.Context, e *env, args []string) error {
-	var cfg server.Config
+	cfg, help, err := serveConfig(e, args)
+	if err != nil || help {
+		return err
+	}
+	err = server.Run(ctx, cfg, e.stdout)
+	if errors.Is(err, engine.ErrLocked) {
+		return failf("serve: %s is in use by another latchkey server", cfg.DataDir)
+	}
+	return err
+}
+
+// serveConfig turns flags and environment into the server's Config. It
+// prints the help and reports help=true for --help. It never turns fsync
+// off: no flag or variable reaches Config.NoSync.
+func serveConfig(e *env, args []string) (cfg server.Config, help bool, err error) {
 	logLevel := "info"
 	flags := serveFlags(&cfg, &logLevel)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -74,42 +103,39 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	for _, f := range flags {
 		fs.Var(funcValue{f.set, f.isBool}, f.name, f.help)
 	}
-	err := fs.Parse(args)
+	err = fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		serveUsage(e.stdout, flags)
-		return nil
+		return cfg, true, nil
 	case err != nil:
-		return usagef("serve: %v", err)
+		return cfg, false, usagef("serve: %v (see latchkey serve --help)", err)
 	case fs.NArg() > 0:
-		return usagef("serve: unexpected argument %q (see latchkey serve --help)", fs.Arg(0))
+		return cfg, false, usagef("serve: unexpected argument %q (see latchkey serve --help)", fs.Arg(0))
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	for _, f := range flags {
 		if v := e.getenv(f.env); v != "" && !given[f.name] {
 			if err := f.set(v); err != nil {
-				return usagef("serve: $%s=%q: %v", f.env, v, err)
+				return cfg, false, usagef("serve: $%s=%q: %v", f.env, v, err)
 			}
 		}
 	}
 	if cfg.DataDir == "" {
 		state, err := storeurl.StateDir(e.getenv)
 		if err != nil {
-			return failf("serve: no --data-dir and %v", err)
+			return cfg, false, failf("serve: no --data-dir and %v", err)
 		}
 		cfg.DataDir = filepath.Join(state, "server")
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		return usagef("serve: --log-level %q: want debug, info, warn or error", logLevel)
+		return cfg, false, usagef("serve: --log-level %q: want debug, info, warn or error", logLevel)
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-	err = server.Run(ctx, cfg, e.stdout)
-	if errors.Is(err, engine.ErrLocked) {
-		return failf("serve: %s is in use by another latchkey server", cfg.DataDir)
-	}
-	return err
+	cfg.NoSync = false // tests only; never from the command line
+	return cfg, false, nil
 }
 
 func serveUsage(w io.Writer, flags []serveFlag) {
@@ -122,6 +148,9 @@ on one listener, with its data in one directory. Writes are acknowledged only
 once fsynced. A second server on the same directory is refused.
 
 Every flag may also be given as an environment variable (the flag wins).
+It listens on loopback by default. Beyond loopback it refuses to serve the
+Consul API without --acl-token unless --consul-anonymous says so; S3
+requests must be signed (SigV4) unless --anonymous says otherwise.
 
 Flags:
 `)
@@ -139,7 +168,14 @@ Endpoints:
   /-/metrics   GET: Prometheus metrics
   /BUCKET/KEY  S3 API, path-style (point the S3 endpoint here)
 
-It stops gracefully on SIGINT or SIGTERM.
+Limits: request headers 64 KiB, read within 10s; idle keep-alive
+connections closed after 120s; no overall request timeout (S3 bodies up to
+5 GiB, Consul blocking queries up to 10m); Consul values 512 KiB.
+
+It stops gracefully on SIGINT or SIGTERM: it stops accepting, answers
+Consul blocking queries at once, lets other requests finish for up to
+--shutdown-timeout, then exits. Exit status 0 after a clean shutdown, 1 if
+the data directory is in use or the server fails, 2 for a bad command line.
 `)
 	io.WriteString(w, b.String())
 }

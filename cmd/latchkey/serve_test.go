@@ -6,10 +6,13 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/server"
 )
 
 // lockedBuffer is a bytes.Buffer safe to read while a server writes to it.
@@ -34,6 +37,14 @@ func (l *lockedBuffer) String() string {
 // and returns its base URL once it prints its startup line, and a stop
 // function returning the exit code.
 func startServe(t *testing.T, vars map[string]string, args ...string) (string, func() int) {
+	t.Helper()
+	url, stop, _ := startServeLog(t, vars, args...)
+	return url, stop
+}
+
+// startServeLog is startServe that also returns the server's stderr (its
+// log).
+func startServeLog(t *testing.T, vars map[string]string, args ...string) (string, func() int, *lockedBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	out, errb := &lockedBuffer{}, &lockedBuffer{}
@@ -67,7 +78,7 @@ func startServe(t *testing.T, vars map[string]string, args ...string) (string, f
 		return code
 	}
 	t.Cleanup(func() { stop() })
-	return url, stop
+	return url, stop, errb
 }
 
 func TestServeFromEnvironment(t *testing.T) {
@@ -86,8 +97,11 @@ func TestServeFromEnvironment(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"status":"ok"`) {
 		t.Fatalf("health: %d %s", resp.StatusCode, body)
 	}
-	// A second server on the same directory is refused with a clear message.
+	// A second server on the same directory is refused with a clear message,
+	// also when it asks for the same port (as two default `serve` do).
 	c := &cli{t: t, env: map[string]string{"LATCHKEY_DATA_DIR": dir, "LATCHKEY_LISTEN": "127.0.0.1:0"}}
+	c.fails(exitFail, "in use by another latchkey server", "serve")
+	c.env["LATCHKEY_LISTEN"] = strings.TrimPrefix(url, "http://")
 	c.fails(exitFail, "in use by another latchkey server", "serve")
 	if code := stop(); code != 0 {
 		t.Fatalf("serve exit %d after SIGINT-equivalent", code)
@@ -119,5 +133,79 @@ func TestServeBadCommandLine(t *testing.T) {
 	c.fails(exitUsage, "LATCHKEY_ANONYMOUS", "serve")
 	if out := c.ok("serve", "--help"); !strings.Contains(out, "LATCHKEY_SECRET_KEY") {
 		t.Fatalf("serve --help does not document the environment: %s", out)
+	}
+}
+
+// Every serve flag has a LATCHKEY_* variable, --help documents both, and
+// the variable really sets what the flag sets.
+func TestServeEveryFlagHasDocumentedVariable(t *testing.T) {
+	var probe server.Config
+	lvl := ""
+	flags := serveFlags(&probe, &lvl)
+	help := (&cli{t: t, env: map[string]string{}}).ok("serve", "--help")
+	values := map[string]string{"listen": "127.0.0.1:1", "shutdown-timeout": "3s", "log-level": "debug"}
+	for _, f := range flags {
+		if !strings.HasPrefix(f.env, "LATCHKEY_") || f.env != "LATCHKEY_"+strings.ToUpper(strings.ReplaceAll(f.name, "-", "_")) {
+			t.Errorf("--%s reads $%s, want $LATCHKEY_%s", f.name, f.env, strings.ToUpper(strings.ReplaceAll(f.name, "-", "_")))
+		}
+		if !strings.Contains(help, "--"+f.name+" ") || !strings.Contains(help, "$"+f.env+"\n") {
+			t.Errorf("serve --help does not document --%s and $%s", f.name, f.env)
+		}
+		v, ok := values[f.name]
+		switch {
+		case ok:
+		case f.isBool:
+			v = "true"
+		default:
+			v = "/x/" + f.name
+		}
+		vars := map[string]string{"LATCHKEY_DATA_DIR": "/d", f.env: v}
+		e := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return vars[k] }}
+		fromEnv, _, err := serveConfig(e, nil)
+		if err != nil {
+			t.Fatalf("$%s=%s: %v", f.env, v, err)
+		}
+		vars = map[string]string{"LATCHKEY_DATA_DIR": "/d"}
+		arg := "--" + f.name + "=" + v
+		fromFlag, _, err := serveConfig(e, []string{arg})
+		if err != nil {
+			t.Fatalf("%s: %v", arg, err)
+		}
+		fromEnv.Logger, fromFlag.Logger = nil, nil
+		if !reflect.DeepEqual(fromEnv, fromFlag) {
+			t.Errorf("$%s=%s gives %+v, %s gives %+v", f.env, v, fromEnv, arg, fromFlag)
+		}
+		if f.name != "log-level" && reflect.DeepEqual(fromEnv, server.Config{DataDir: "/d"}) && f.name != "data-dir" {
+			t.Errorf("$%s=%s changed nothing", f.env, v)
+		}
+	}
+}
+
+// serve never runs without fsync, whatever the environment says: the
+// running server logs fsync=true.
+func TestServeAlwaysFsyncs(t *testing.T) {
+	vars := map[string]string{"LATCHKEY_DATA_DIR": t.TempDir(), "LATCHKEY_LISTEN": "127.0.0.1:0",
+		"LATCHKEY_NO_SYNC": "true", "LATCHKEY_NOSYNC": "1", "LATCHKEY_FSYNC": "false"}
+	_, stop, log := startServeLog(t, vars)
+	if !strings.Contains(log.String(), "fsync=true") {
+		t.Fatalf("serve log does not say fsync=true: %s", log)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+// Beyond loopback without --acl-token, serve refuses and says how to
+// proceed; --consul-anonymous is the explicit opt-in.
+func TestServeRefusesOpenConsulBeyondLoopback(t *testing.T) {
+	c := &cli{t: t, env: map[string]string{"LATCHKEY_DATA_DIR": t.TempDir()}}
+	c.fails(exitFail, "--consul-anonymous", "serve", "--listen", "0.0.0.0:0")
+	url, stop := startServe(t, map[string]string{"LATCHKEY_DATA_DIR": t.TempDir(), "LATCHKEY_CONSUL_ANONYMOUS": "1"},
+		"--listen", "0.0.0.0:0")
+	if !strings.Contains(url, "0.0.0.0:") && !strings.Contains(url, "[::]:") {
+		t.Fatalf("served on %s", url)
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d", code)
 	}
 }

@@ -25,6 +25,11 @@ type Config struct {
 	NodeName string
 	// ACLToken, when set, is required on every /v1/ request.
 	ACLToken string
+	// ConsulAnonymous allows serving the Consul API without ACLToken on a
+	// listener that is not loopback. Without it, Serve refuses such a
+	// listener: nothing is served unauthenticated beyond this machine
+	// unless explicitly enabled. On loopback no token is needed.
+	ConsulAnonymous bool
 
 	// AccessKey and SecretKey are the S3 credentials. When both are empty
 	// the S3 layer generates a pair once and keeps it in DataDir.

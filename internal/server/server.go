@@ -100,7 +100,19 @@ func (s *Server) Scheme() string {
 // and acknowledged or fails before its commit; none is cut off between
 // commit and answer by the shutdown itself. It returns nil after a clean
 // shutdown. The Server cannot be reused.
+//
+// Serve refuses (closing ln and the Server) a listener that is not loopback
+// when there is no ACLToken, unless ConsulAnonymous is set.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := checkExposure(s.cfg, ln.Addr()); err != nil {
+		ln.Close()
+		s.Close()
+		return err
+	}
+	if s.cfg.ACLToken == "" && !isLoopback(ln.Addr()) {
+		s.log.Warn("the Consul KV API is open to anyone who can reach this address (--consul-anonymous)",
+			"listen", ln.Addr().String())
+	}
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
 	hs := &http.Server{
@@ -160,6 +172,19 @@ func (s *Server) Close() error {
 // Run listens on cfg.Listen, prints one line saying where to stdout, and
 // serves until ctx ends (see Serve).
 func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	// Refuse an exposed listener before touching the data directory (Serve
+	// checks the bound address again).
+	if addr, err := net.ResolveTCPAddr("tcp", cfg.Listen); err == nil {
+		if err := checkExposure(cfg, addr); err != nil {
+			return err
+		}
+	}
+	// The data directory first: a second server on the same directory and
+	// port is told the directory is in use, the more useful message.
 	s, err := New(cfg)
 	if err != nil {
 		return err
@@ -172,12 +197,18 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "latchkey: serving Consul KV API and S3 API on %s://%s (data in %s)\n",
 		s.Scheme(), ln.Addr(), s.cfg.DataDir)
 	s.log.Info("serving", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
-		"tls", s.cfg.TLSCert != "", "index", s.engine.Index())
-	if s.cfg.ACLToken == "" && !isLoopback(ln.Addr()) {
-		s.log.Warn("the Consul KV API is open to anyone who can reach this address: set --acl-token",
-			"listen", ln.Addr().String())
-	}
+		"tls", s.cfg.TLSCert != "", "fsync", !s.cfg.NoSync, "index", s.engine.Index())
 	return s.Serve(ctx, ln)
+}
+
+// checkExposure refuses to serve the Consul API without a token beyond
+// loopback unless cfg.ConsulAnonymous says so.
+func checkExposure(cfg Config, addr net.Addr) error {
+	if cfg.ACLToken != "" || cfg.ConsulAnonymous || isLoopback(addr) {
+		return nil
+	}
+	return fmt.Errorf("server: refusing to serve the Consul KV API on %s, which is not loopback, without an ACL token: "+
+		"set --acl-token (or LATCHKEY_ACL_TOKEN), or --consul-anonymous to serve it to anyone who can reach the address", addr)
 }
 
 func isLoopback(a net.Addr) bool {

@@ -252,3 +252,37 @@ func (l *lockedBuf) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Beyond loopback, the Consul API is never served without a token unless
+// that is explicitly enabled: Run refuses, says how to fix it, prints no
+// "serving" line and releases the directory; with --acl-token or
+// ConsulAnonymous it serves.
+func TestNonLoopbackNeedsTokenOrExplicitAnonymous(t *testing.T) {
+	dir := t.TempDir()
+	var out strings.Builder
+	err := server.Run(t.Context(), server.Config{DataDir: dir, Listen: "0.0.0.0:0", NoSync: true,
+		Logger: slog.New(slog.DiscardHandler)}, &out)
+	if err == nil || !strings.Contains(err.Error(), "--acl-token") || !strings.Contains(err.Error(), "--consul-anonymous") {
+		t.Fatalf("Run on 0.0.0.0 without a token: %v, want a refusal naming --acl-token and --consul-anonymous", err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("refused server printed %q", out.String())
+	}
+	for _, cfg := range []server.Config{{ACLToken: "secret"}, {ConsulAnonymous: true}} {
+		cfg.DataDir, cfg.Listen, cfg.NoSync, cfg.Logger = dir, "0.0.0.0:0", true, slog.New(slog.DiscardHandler)
+		ctx, cancel := context.WithCancel(t.Context())
+		pr, pw := io.Pipe()
+		done := make(chan error, 1)
+		go func() { done <- server.Run(ctx, cfg, pw); pw.Close() }()
+		line := make([]byte, 512)
+		n, _ := pr.Read(line)
+		if !strings.HasPrefix(string(line[:n]), "latchkey: serving") {
+			t.Errorf("token %q anonymous %v: said %q", cfg.ACLToken, cfg.ConsulAnonymous, line[:n])
+		}
+		cancel()
+		go io.Copy(io.Discard, pr)
+		if err := <-done; err != nil {
+			t.Errorf("token %q anonymous %v: %v", cfg.ACLToken, cfg.ConsulAnonymous, err)
+		}
+	}
+}
