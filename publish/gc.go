@@ -73,14 +73,9 @@ func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCR
 	} else if ok {
 		live[p.Generation] = true
 	}
-	gens := map[string][]string{}
-	for it, err := range store.All(ctx, s, l.gens()) {
-		if err != nil {
-			return res, err
-		}
-		if id, ok := l.genOf(it.Key); ok {
-			gens[id] = append(gens[id], it.Key)
-		}
+	gens, err := listGenerations(ctx, s, l)
+	if err != nil {
+		return res, err
 	}
 	p, _, ok, err := readPointer(ctx, s, l)
 	if err != nil {
@@ -112,21 +107,43 @@ func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCR
 		}
 		res.Deleted = append(res.Deleted, id)
 		res.Objects += len(gens[id])
-		if o.DryRun {
-			continue
-		}
-		// Data first, manifest last, so a partial GC leaves a generation
-		// that is still recognisably abandoned and is finished next time,
-		// and its successor link stays readable until the end.
-		mkey := l.manifest(id)
-		keys := append(slices.DeleteFunc(gens[id], func(k string) bool { return k == mkey }), mkey)
-		for _, k := range keys {
-			if err := s.Delete(ctx, k, store.Unconditional); err != nil {
-				errs = append(errs, fmt.Errorf("publish: gc %q: %w", k, err))
-			}
+		if !o.DryRun {
+			errs = append(errs, deleteGeneration(ctx, s, l, id, gens[id])...)
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// listGenerations lists the keys under prefix/gen/, by generation id.
+func listGenerations(ctx context.Context, s store.Store, l layout) (map[string][]string, error) {
+	gens := map[string][]string{}
+	for it, err := range store.All(ctx, s, l.gens()) {
+		if err != nil {
+			return nil, err
+		}
+		if id, ok := l.genOf(it.Key); ok {
+			gens[id] = append(gens[id], it.Key)
+		}
+	}
+	return gens, nil
+}
+
+// deleteGeneration deletes the listed keys of one generation: data first,
+// manifest last, so a partial GC leaves a generation that is still
+// recognisably abandoned and is finished next time, and its successor
+// link stays readable until the end.
+func deleteGeneration(ctx context.Context, s store.Store, l layout, id string, keys []string) []error {
+	mkey := l.manifest(id)
+	if slices.Contains(keys, mkey) {
+		keys = append(slices.DeleteFunc(keys, func(k string) bool { return k == mkey }), mkey)
+	}
+	var errs []error
+	for _, k := range keys {
+		if err := s.Delete(ctx, k, store.Unconditional); err != nil {
+			errs = append(errs, fmt.Errorf("publish: gc %q: %w", k, err))
+		}
+	}
+	return errs
 }
 
 // supersessions reads the manifest of every listed generation and returns,
