@@ -40,13 +40,13 @@ func (h *Handler) serveKV(w http.ResponseWriter, r *http.Request, key string) er
 // and the meta headers.
 func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, key string) error {
 	q := r.URL.Query()
+	qo, err := h.parseQuery(r) // Consul parses the query before anything else
+	if err != nil {
+		return err
+	}
 	recurse := has(q, "recurse")
 	if !recurse && key == "" {
 		return badRequest("Missing key name")
-	}
-	qo, err := h.parseQuery(r)
-	if err != nil {
-		return err
 	}
 	var out []*dirEntry
 	idx, err := h.block(r.Context(), qo, key, func(tx *engine.Tx) (uint64, error) {
@@ -150,7 +150,9 @@ func parseUintParam(v string) (uint64, error) {
 // answer is true or false, always 200.
 func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, key string) error {
 	q := r.URL.Query()
-	if err := h.parseDC(q); err != nil {
+	// Consul parses the common query options on writes too, so a bad
+	// index, wait or stale+consistent is a 400 here as well.
+	if _, err := h.parseQuery(r); err != nil {
 		return err
 	}
 	if key == "" {
@@ -209,7 +211,7 @@ func (h *Handler) readValue(w http.ResponseWriter, r *http.Request) ([]byte, err
 // kvDelete serves DELETE: a key, ?recurse (a prefix), or ?cas.
 func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, key string) error {
 	q := r.URL.Query()
-	if err := h.parseDC(q); err != nil {
+	if _, err := h.parseQuery(r); err != nil {
 		return err
 	}
 	if err := conflicting(r, "recurse", "cas"); err != nil {

@@ -39,6 +39,16 @@ func TestParamsParsing(t *testing.T) {
 			t.Errorf("GET %s: %d %q, want %d %q…", c.path, resp.StatusCode, body, c.status, c.body)
 		}
 	}
+	// The query is parsed before anything else, on writes too.
+	for _, c := range []struct{ method, path, want string }{
+		{"GET", "/v1/kv/?index=x", "Invalid index"},
+		{"PUT", "/v1/kv/p/a?index=x", "Invalid index"},
+		{"PUT", "/v1/kv/?wait=x", "Invalid wait time"},
+		{"DELETE", "/v1/kv/p/a?stale&consistent", "Cannot specify ?stale with ?consistent, conflicting semantics."},
+		{"DELETE", "/v1/kv/p/a?max_stale=x&cas=1&recurse", `Invalid max_stale value "x"`},
+	} {
+		s.expect(t, c.method, c.path, "", 400, c.want)
+	}
 	// DELETE ?recurse=false deletes the prefix too.
 	s.expect(t, "DELETE", "/v1/kv/p/?recurse=false", "", 200, "true")
 	s.expect(t, "GET", "/v1/kv/p/?keys", "", 404, "")
