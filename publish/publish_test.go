@@ -349,3 +349,23 @@ func put(t testing.TB, ctx context.Context, w *publish.Writer, name, body string
 		t.Fatal(err)
 	}
 }
+
+// TestEmptyGeneration: a generation of no objects commits like any other
+// (its manifest lists none) and replaces a non-empty one whole.
+func TestEmptyGeneration(t *testing.T) {
+	forEach(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		publishFiles(t, ctx, s, "e", map[string]string{"f": "x"})
+		c, err := begin(t, ctx, s, "e", nil).Commit(ctx)
+		if err != nil || c.Files != 0 || c.Bytes != 0 {
+			t.Fatalf("empty commit = %+v, %v", c, err)
+		}
+		snap, err := publish.Open(ctx, s, "e")
+		if err != nil || snap.Generation() != c.Generation || len(snap.Files()) != 0 {
+			t.Fatalf("snapshot of the empty generation = %v, %v", snap, err)
+		}
+		if _, err := snap.Open(ctx, "f"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("f in the empty generation: %v, want ErrNotFound", err)
+		}
+	})
+}
