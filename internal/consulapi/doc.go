@@ -66,9 +66,11 @@
 //     ends only by destroy or TTL. The lock-delay table and TTL timers
 //     live in memory; a restart is a Consul leader change (timers restart
 //     at TTL×2, lock-delays are forgotten).
-//   - An over-limit body sent without Content-Length gets 413 "Request
-//     body too large, max size: M bytes. See …" (its size is not read to
-//     the end to be counted). A session create body is read whether or
+//   - A KV value sent without Content-Length is counted as it is read
+//     (Consul trusted Content-Length before 1.21.6, CVE-2025-11374); past
+//     the limit it gets the 413 text Consul's txn endpoint uses for such
+//     bodies, "Request body too large, max size: M bytes. See …". A
+//     session create body is read whether or
 //     not it has a Content-Length (Consul reads it only when
 //     Content-Length > 0).
 package consulapi

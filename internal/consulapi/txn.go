@@ -66,10 +66,8 @@ func (h *Handler) serveTxn(w http.ResponseWriter, r *http.Request) error {
 		}
 		return methodNotAllowed(r.Method, "OPTIONS,PUT")
 	}
-	qo, err := h.parseQuery(r)
-	if err != nil {
-		return err
-	}
+	// Consul decodes the body first, then parses the query options of a
+	// read-only txn only; a write txn reads just dc (and the token).
 	ops, err := h.decodeTxn(w, r)
 	if err != nil {
 		return err
@@ -89,7 +87,14 @@ func (h *Handler) serveTxn(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if !writes {
+		qo, err := h.parseQuery(r)
+		if err != nil {
+			return err
+		}
 		return h.txnRead(w, r, qo, ops)
+	}
+	if err := h.parseDC(r.URL.Query()); err != nil {
+		return err
 	}
 	// Pre-check, as Consul does before applying: a lock under lock-delay
 	// fails the whole txn.

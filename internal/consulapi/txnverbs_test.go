@@ -149,6 +149,16 @@ func TestTxnLimits(t *testing.T) {
 	s.expect(t, "PUT", "/v1/txn", `[{"KV":{"Verb":"set","Key":"t/1","Value":"eA=="}},{"KV":{"Verb":"delete-tree","Key":""}}]`, 200,
 		`{"Results":[{"KV":{"LockIndex":0,"Key":"t/1","Flags":0,"Value":null,"CreateIndex":`+idxOf(t, s)+`,"ModifyIndex":`+idxOf(t, s)+`}}],"Errors":null}`)
 	s.expect(t, "GET", "/v1/kv/?keys", "", 200, "[]")
+
+	// The body is decoded before the query is parsed, and only a
+	// read-only txn parses the query options (a write txn reads dc).
+	s.expect(t, "PUT", "/v1/txn?index=x", "[", 400, "Failed to parse body: unexpected end of JSON input")
+	s.expect(t, "PUT", "/v1/txn?index=x&stale&consistent", `[{"KV":{"Verb":"get-tree","Key":"t/"}}]`, 400, "Cannot specify ?stale with ?consistent, conflicting semantics.")
+	resp, body := s.do(t, "PUT", "/v1/txn?index=x&stale&consistent", `[{"KV":{"Verb":"set","Key":"t/2"}}]`)
+	if resp.StatusCode != 200 || !strings.Contains(body, `"Key":"t/2"`) {
+		t.Errorf("write txn with query options Consul ignores: %d %s", resp.StatusCode, body)
+	}
+	s.expect(t, "PUT", "/v1/txn?dc=other", `[{"KV":{"Verb":"set","Key":"t/3"}}]`, 500, "No path to datacenter")
 }
 
 // idxOf predicts the index of the next write: one past the current one.
