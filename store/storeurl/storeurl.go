@@ -18,6 +18,9 @@
 //	                       Consul KV or latchkey serve (consulstore).
 //	                       Query parameters: token=ACL token (else
 //	                       CONSUL_HTTP_TOKEN), dc=NAME, scheme=https
+//	etcd://[user:password@]host:port[,host:port]/prefix
+//	                       etcd v3 (etcdstore). Query parameters: tls=1,
+//	                       cacert=FILE (PEM roots; implies TLS)
 //
 // Other backends add their scheme to the table in this file.
 package storeurl
@@ -42,6 +45,7 @@ var openers = map[string]opener{
 	"file":   openFile,
 	"consul": openConsul,
 	"s3":     openS3,
+	"etcd":   openEtcd,
 }
 
 // Schemes returns the supported URL schemes, sorted.

@@ -1,0 +1,63 @@
+package storeurl
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/etcdstore"
+)
+
+// openEtcd opens etcd://[user:password@]host:port[,host:port…]/prefix
+// (etcdstore). User info, when given, authenticates with etcd's auth.
+// tls=1 speaks TLS to every endpoint (system roots); cacert=FILE trusts
+// the PEM certificates in FILE instead, and implies tls=1.
+func openEtcd(ctx context.Context, u *url.URL) (store.Store, error) {
+	if u.Opaque != "" || u.Host == "" {
+		return nil, errors.New("want etcd://host:port[,host:port]/prefix")
+	}
+	q, err := params(u, "tls", "cacert")
+	if err != nil {
+		return nil, err
+	}
+	opts := &etcdstore.Options{Prefix: strings.TrimPrefix(u.Path, "/")}
+	for _, ep := range strings.Split(u.Host, ",") {
+		if _, _, err := net.SplitHostPort(ep); err != nil {
+			return nil, fmt.Errorf("endpoint %q: want host:port", ep)
+		}
+		opts.Endpoints = append(opts.Endpoints, ep)
+	}
+	if u.User != nil {
+		pw, ok := u.User.Password()
+		if u.User.Username() == "" || !ok || pw == "" {
+			return nil, errors.New("etcd auth needs both a user and a password: etcd://user:password@host:port/prefix")
+		}
+		opts.Username, opts.Password = u.User.Username(), pw
+	}
+	switch q.Get("tls") {
+	case "", "0", "false":
+	case "1", "true":
+		opts.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	default:
+		return nil, fmt.Errorf("tls=%q: want 1 or 0", q.Get("tls"))
+	}
+	if f := q.Get("cacert"); f != "" {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("cacert: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("cacert %q: no PEM certificate", f)
+		}
+		opts.TLS = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	}
+	return etcdstore.Open(ctx, opts)
+}
