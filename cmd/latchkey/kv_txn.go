@@ -119,6 +119,9 @@ func runKVTxn(ctx context.Context, e *env, args []string) error {
 		return usagef("kv txn: %s: not a JSON array of operations: %v", f.Arg(0), err)
 	}
 	ops, err := txnOps(req)
+	if err == nil {
+		err = store.ValidateTxn(ops) // a key twice, too many ops, a bad key
+	}
 	if err != nil {
 		return usagef("kv txn: %v", err)
 	}

@@ -49,6 +49,10 @@ func TestKVTxn(t *testing.T) {
 	if o := c.runIn(`[{"KV":{"Verb":"lock","Key":"a"}}]`, "kv", "txn", "-"); o.code != exitUsage {
 		t.Fatalf("unsupported verb: exit %d", o.code)
 	}
+	twice := `[{"KV": {"Verb": "check-index", "Key": "app/version", "Index": 1}}, {"KV": {"Verb": "set", "Key": "app/version", "Value": "eA=="}}]`
+	if o := c.runIn(twice, "kv", "txn", "-"); o.code != exitUsage || !strings.Contains(o.stderr, "appears twice") {
+		t.Fatalf("a key twice: exit %d, stderr %q", o.code, o.stderr)
+	}
 	if o := c.runIn(`{`, "kv", "txn", "-"); o.code != exitUsage {
 		t.Fatalf("bad JSON: exit %d", o.code)
 	}
