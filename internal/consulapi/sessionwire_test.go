@@ -38,7 +38,7 @@ func TestSessionRenewBody(t *testing.T) {
 func TestClientRenewPeriodic(t *testing.T) {
 	s := newTestServer(t, nil) // MinSessionTTL 100ms
 	sess := s.client.Session()
-	id, _, err := sess.Create(&api.SessionEntry{TTL: "150ms", LockDelay: time.Millisecond}, nil)
+	id, _, err := sess.Create(&api.SessionEntry{TTL: "250ms", LockDelay: time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +47,8 @@ func TestClientRenewPeriodic(t *testing.T) {
 	}
 	done := make(chan struct{})
 	renewed := make(chan error, 1)
-	go func() { renewed <- sess.RenewPeriodic("150ms", id, nil, done) }()
-	time.Sleep(900 * time.Millisecond) // 6×TTL, 3× the server's 2×TTL timer
+	go func() { renewed <- sess.RenewPeriodic("250ms", id, nil, done) }()
+	time.Sleep(time.Second) // 4×TTL, twice the server's 2×TTL timer
 	if p := mustGet(t, s.client.KV(), "rp"); p.Session != id {
 		t.Fatalf("lock lost while RenewPeriodic ran: %+v", p)
 	}
