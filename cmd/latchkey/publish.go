@@ -69,6 +69,11 @@ token is recorded in the pointer: a publisher with an older token is refused.`)
 		if _, err := objectName(name); err != nil {
 			return usagef("publish: %v", err)
 		}
+		if fi, err := os.Stat(name); err != nil {
+			return failf("publish: %v", err) // before anything is written
+		} else if fi.IsDir() {
+			return usagef("publish: %q is a directory; name the files in it", name)
+		}
 	}
 	s, err := openStore(ctx, e, *storeFlag)
 	if err != nil {

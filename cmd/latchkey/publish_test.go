@@ -91,6 +91,11 @@ func TestPublishRefusesBadNames(t *testing.T) {
 	writeFiles(t, src, map[string]string{"bad\x01name": "x", "ok": "y"})
 	c.fails(exitUsage, "control character", "publish", "--prefix", "p", "ok", "bad\x01name")
 	c.fails(exitUsage, "invalid key", "publish", "--prefix", "p", ".")
+	if err := os.Mkdir("dir", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c.fails(exitUsage, "is a directory", "publish", "--prefix", "p", "ok", "dir")
+	c.fails(exitFail, "no such file", "publish", "--prefix", "p", "ok", "missing")
 	if keys := c.ok("kv", "list", "p/"); keys != "" {
 		t.Fatalf("a refused publish wrote %q", keys)
 	}
