@@ -88,6 +88,25 @@ func copyCounting(dst io.Writer, src io.Reader, buf []byte) (int64, error) {
 	}
 }
 
+// requireEOF reads a request body past the size ingest took from it. The
+// SigV4 layer reports its verdict on a body (a trailing or header
+// x-amz-checksum-*, x-amz-content-sha256, the last aws-chunked frame)
+// instead of io.EOF (AUTH-SEAM.md), and ingest stops after the declared
+// size, before that read; without this one a wrong trailing checksum would
+// be stored. A body longer than declared is IncompleteBody.
+func requireEOF(body io.Reader) error {
+	var b [1]byte
+	n, err := io.ReadAtLeast(body, b[:], 1)
+	switch {
+	case n > 0:
+		return errIncompleteBody()
+	case errors.Is(err, io.EOF):
+		return nil
+	default:
+		return bodyError(err)
+	}
+}
+
 func (h *Handler) discard(in ingested) {
 	if in.blob != "" {
 		h.removeBlobs([]string{in.blob})
@@ -95,8 +114,9 @@ func (h *Handler) discard(in ingested) {
 }
 
 // declaredSize is the object size the request announces: Content-Length,
-// which the SigV4 verifier has already replaced by the decoded length of an
-// aws-chunked body (AUTH-SEAM.md). x-amz-decoded-content-length on a body
+// which the SigV4 verifier (or sigv4.Dechunk, for unsigned requests) has
+// already replaced by the decoded length of an aws-chunked body
+// (AUTH-SEAM.md). x-amz-decoded-content-length on a body
 // nobody de-chunked means nothing and is not trusted: it must not truncate
 // a plain body.
 func declaredSize(r *http.Request) (int64, error) {

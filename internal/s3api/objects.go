@@ -48,6 +48,10 @@ func (h *Handler) putObject(q *request) error {
 	if err != nil {
 		return err
 	}
+	if err := requireEOF(body); err != nil {
+		h.discard(in)
+		return err
+	}
 	if wantMD5 != nil && !bytes.Equal(wantMD5, in.md5) {
 		h.discard(in)
 		return errBadDigest()
