@@ -160,11 +160,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error
 	case h.opts.Auth == nil && !h.opts.Anonymous:
 		return errAccessDenied()
 	default:
-		// Served unauthenticated: nothing will de-chunk an aws-chunked
-		// body, so refuse it rather than store the framing.
-		if isAWSChunked(r) {
-			return errInvalidRequest("aws-chunked payloads are accepted only on signed requests")
+		// Served unauthenticated: an unsigned aws-chunked body (SDKs with
+		// anonymous credentials over https) is decoded and its trailing
+		// checksum verified as it streams; other bodies pass through.
+		body, err := sigv4.Dechunk(r)
+		if err != nil {
+			return err
 		}
+		defer body.Close()
+		req.body = body
 	}
 	if err := splitPath(r.URL.EscapedPath(), req); err != nil {
 		return err
@@ -374,11 +378,6 @@ func bodyError(err error) error {
 		return err
 	}
 	return errIncompleteBody()
-}
-
-func isAWSChunked(r *http.Request) bool {
-	return strings.HasPrefix(r.Header.Get("X-Amz-Content-Sha256"), "STREAMING-") ||
-		strings.Contains(strings.ToLower(r.Header.Get("Content-Encoding")), "aws-chunked")
 }
 
 // headerBytes is the size of a header section on the wire: "Name: value"

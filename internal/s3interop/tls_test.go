@@ -34,6 +34,14 @@ import (
 // 127.0.0.1 and returns it with an HTTP client that trusts it.
 func tlsServer(t *testing.T) (*servertest.Server, *http.Client) {
 	t.Helper()
+	srv, hc, _ := tlsServerWith(t, server.Config{})
+	return srv, hc
+}
+
+// tlsServerWith is tlsServer with a server configuration (TLSCert and
+// TLSKey are filled in); it also returns the certificate's PEM file.
+func tlsServerWith(t *testing.T, cfg server.Config) (*servertest.Server, *http.Client, string) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +61,8 @@ func tlsServer(t *testing.T) (*servertest.Server, *http.Client) {
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
-	srv := servertest.Start(t, &servertest.Options{Config: server.Config{TLSCert: certFile, TLSKey: keyFile}})
+	cfg.TLSCert, cfg.TLSKey = certFile, keyFile
+	srv := servertest.Start(t, &servertest.Options{Config: cfg})
 	if !strings.HasPrefix(srv.URL, "https://") {
 		t.Fatalf("server URL %s is not https", srv.URL)
 	}
@@ -62,7 +71,7 @@ func tlsServer(t *testing.T) (*servertest.Server, *http.Client) {
 	pool.AddCert(cert)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
-	return srv, &http.Client{Transport: tr}
+	return srv, &http.Client{Transport: tr}, certFile
 }
 
 // TestTLSTrailingChecksums: over https the SDK's default is an unsigned
