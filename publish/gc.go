@@ -160,15 +160,11 @@ func supersessions(ctx context.Context, s store.Store, l layout, gens map[string
 		if !slices.Contains(keys, mkey) {
 			continue // never committed: no successor link
 		}
-		e, err := s.Get(ctx, mkey)
+		m, err := manifestHead(ctx, s, mkey)
 		if errors.Is(err, store.ErrNotFound) {
 			continue // deleted since the listing (another GC)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("publish: gc: manifest %q: %w", mkey, err)
-		}
-		var m manifest
-		if err := json.Unmarshal(e.Value, &m); err != nil {
 			return nil, fmt.Errorf("publish: gc: manifest %q: %w", mkey, err)
 		}
 		if m.Base != "" && m.Created.After(out[m.Base]) {
@@ -176,4 +172,41 @@ func supersessions(ctx context.Context, s store.Store, l layout, gens map[string
 		}
 	}
 	return out, nil
+}
+
+// manifestHead reads a manifest's fields up to its file list, which comes
+// last, and stops there: on a streaming store GC reads a few hundred
+// bytes of each manifest, however many files it lists.
+func manifestHead(ctx context.Context, s store.Store, key string) (manifest, error) {
+	rc, _, err := store.GetStream(ctx, s, key)
+	if err != nil {
+		return manifest{}, err
+	}
+	defer rc.Close()
+	var m manifest
+	dec := json.NewDecoder(rc)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return manifest{}, fmt.Errorf("not a JSON object (%v)", err)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return manifest{}, err
+		}
+		var dst any
+		switch t {
+		case "files":
+			return m, nil
+		case "base":
+			dst = &m.Base
+		case "created":
+			dst = &m.Created
+		default:
+			dst = new(json.RawMessage)
+		}
+		if err := dec.Decode(dst); err != nil {
+			return manifest{}, err
+		}
+	}
+	return m, nil
 }

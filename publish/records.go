@@ -19,7 +19,8 @@ type File struct {
 	Ver    store.Version `json:"version"`
 }
 
-// manifest is the immutable list of a generation's objects.
+// manifest is the immutable list of a generation's objects. Files comes
+// last: GC reads only the fields before it (manifestHead).
 type manifest struct {
 	Generation string `json:"generation"`
 	// Base is the generation the pointer named when this one began: the
