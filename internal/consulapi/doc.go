@@ -45,8 +45,9 @@
 //     contract ("every successful Put returns a new version") and the
 //     durable-CAS benchmark count on. What a client can observe is only
 //     an extra wake of a blocking query or a CAS that loses and re-reads,
-//     both of which Consul clients handle anyway. Options.SkipIdenticalWrites
-//     turns Consul's rule on (tests use it to check clients against it).
+//     both of which Consul clients handle anyway.
+//     Options.SkipIdenticalWrites turns Consul's rule on (tests use it to
+//     check clients against it).
 //   - Keys are taken as Consul up to 1.21.4 took them: any printable path,
 //     not cleaned. Consul's HTTP mux redirects a//b and a/../b (301) and
 //     1.21.6 rejects traversal-looking keys (CVE-2025-11392); here such
@@ -70,7 +71,6 @@
 //     (Consul trusted Content-Length before 1.21.6, CVE-2025-11374); past
 //     the limit it gets the 413 text Consul's txn endpoint uses for such
 //     bodies, "Request body too large, max size: M bytes. See …". A
-//     session create body is read whether or
-//     not it has a Content-Length (Consul reads it only when
-//     Content-Length > 0).
+//     session create body is read whether or not it has a Content-Length
+//     (Consul reads it only when Content-Length > 0).
 package consulapi
