@@ -59,6 +59,16 @@ func TestStoreURL(t *testing.T) {
 	if _, err := env.Get(ctx, "locks/a"); err != nil {
 		t.Fatalf("Get with CONSUL_HTTP_TOKEN: %v", err)
 	}
+	// Without a host, the official client's CONSUL_HTTP_ADDR names it.
+	t.Setenv("CONSUL_HTTP_ADDR", srv.Addr)
+	byEnv, err := storeurl.Open(ctx, "consul:///app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer byEnv.Close()
+	if e, err := byEnv.Get(ctx, "locks/a"); err != nil || e.Version != v {
+		t.Fatalf("Get through CONSUL_HTTP_ADDR = %+v, %v", e, err)
+	}
 	for _, bad := range []string{"consul://h:1/p?bogus=1", "consul://u@h:1/p", "consul://h:1/p?scheme=ftp", "consul://h:1/a//b"} {
 		if s, err := storeurl.Open(ctx, bad); err == nil {
 			s.Close()
