@@ -369,3 +369,45 @@ func TestEmptyGeneration(t *testing.T) {
 		}
 	})
 }
+
+// getHook calls before once, before the first Get of a key ending in
+// suffix.
+type getHook struct {
+	store.Store
+	suffix string
+	before func()
+	once   sync.Once
+}
+
+func (g *getHook) Get(ctx context.Context, key string) (store.Entry, error) {
+	if strings.HasSuffix(key, g.suffix) {
+		g.once.Do(g.before)
+	}
+	return g.Store.Get(ctx, key)
+}
+
+// TestOpenAfterManifestCollected: between Open's read of the pointer and
+// of the manifest, a newer generation commits and GC (with a grace shorter
+// than that gap) removes the older one. Open reads the pointer again and
+// returns the newer generation, not an error.
+func TestOpenAfterManifestCollected(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	old := publishAt(t, ctx, s, "oc", clk, "old")
+	var next string
+	hooked := &getHook{Store: s, suffix: "/manifest", before: func() {
+		next = publishAt(t, ctx, s, "oc", clk, "new")
+		clk.t = clk.t.Add(time.Hour)
+		if res, err := publish.GC(ctx, s, "oc", &publish.GCOptions{Grace: time.Minute, Now: clk.now}); err != nil || len(res.Deleted) != 1 || res.Deleted[0] != old {
+			t.Errorf("GC = %+v, %v; want %s deleted", res, err, old)
+		}
+	}}
+	snap, err := publish.Open(ctx, hooked, "oc")
+	if err != nil || snap.Generation() != next {
+		t.Fatalf("Open = %v, %v; want generation %s", snap, err, next)
+	}
+	if b, err := snap.ReadFile(ctx, "x"); err != nil || string(b) != "new" {
+		t.Fatalf("x = %q, %v", b, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -23,6 +24,9 @@ type Snapshot struct {
 	files map[string]File
 }
 
+// openAttempts bounds Open's re-reads of a pointer whose manifest is gone.
+const openAttempts = 3
+
 // Open reads the current pointer and its manifest. It returns an error
 // matching ErrNothingPublished when nothing was ever committed under
 // prefix.
@@ -31,16 +35,30 @@ func Open(ctx context.Context, s store.Store, prefix string) (*Snapshot, error) 
 	if err != nil {
 		return nil, err
 	}
-	p, v, ok, err := readPointer(ctx, s, l)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w under %q", ErrNothingPublished, l.prefix)
-	}
-	m, err := readManifest(ctx, s, p)
-	if err != nil {
-		return nil, err
+	var (
+		p pointer
+		v store.Version
+		m manifest
+	)
+	// A manifest can vanish between the two reads only if the pointer
+	// moved on and GC removed the generation (a grace shorter than this
+	// gap): then the newer pointer is read, a bounded number of times.
+	for attempt := 1; ; attempt++ {
+		var ok bool
+		p, v, ok, err = readPointer(ctx, s, l)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w under %q", ErrNothingPublished, l.prefix)
+		}
+		m, err = readManifest(ctx, s, p)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, store.ErrNotFound) || attempt == openAttempts {
+			return nil, err
+		}
 	}
 	snap := &Snapshot{s: s, p: p, v: v, files: make(map[string]File, len(m.Files))}
 	for _, f := range m.Files {
