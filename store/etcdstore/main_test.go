@@ -20,14 +20,17 @@ var endpoint string
 
 // TestMain starts one real etcd server in-process, on loopback ports the
 // kernel picks, with a temporary data directory; every test scopes its
-// stores to a fresh random prefix on it.
+// stores to a fresh random prefix on it. It runs without fsync unless
+// LATCHKEY_TEST_ETCD_FSYNC=1 (for benchmarks of durable writes).
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "etcdstore-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	e, err := startEtcd(dir, nil)
+	e, err := startEtcd(dir, func(cfg *embed.Config) {
+		cfg.UnsafeNoFsync = os.Getenv("LATCHKEY_TEST_ETCD_FSYNC") != "1"
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "etcdstore: start embedded etcd:", err)
 		os.RemoveAll(dir)
