@@ -18,6 +18,7 @@ func testAcquireWaits(t *testing.T, e *env) {
 		t.Fatal(err)
 	}
 	got := make(chan *lease.Lease, 1)
+	var gotAt time.Time // written before the send on got
 	waiter := e.locker(t, nil, e.opts("waiter"))
 	poll := waiter.Options().PollInterval
 	go func() {
@@ -25,12 +26,25 @@ func testAcquireWaits(t *testing.T, e *env) {
 		if err != nil {
 			t.Errorf("waiter Acquire: %v", err)
 		}
+		gotAt = time.Now()
 		got <- l
 	}()
 	e.sleep(3 * e.ttl) // the holder renews; the waiter must not take over
 	select {
-	case <-got:
-		t.Fatal("the waiter acquired a lease that was being renewed")
+	case l := <-got:
+		if e.synct || l == nil {
+			t.Fatal("the waiter acquired a lease that was being renewed")
+		}
+		// On the real clock the holder's renews can be starved for its
+		// whole validity; a takeover is then correct, but only after the
+		// holder's validity ended at least Margin before it.
+		e.checkStopped(t, a, gotAt.Add(-e.ttl/5), "waiter took over")
+		if !errors.Is(a.Err(), lease.ErrLost) {
+			t.Fatalf("the waiter acquired while the holder's lease was %v, want lost", a.Err())
+		}
+		t.Logf("the holder was scheduled too late to renew; the waiter took over (token %d)", l.Token())
+		l.Release(t.Context())
+		return
 	default:
 	}
 	released := time.Now()
@@ -50,7 +64,11 @@ func testAcquireWaits(t *testing.T, e *env) {
 }
 
 func testAcquireTimeout(t *testing.T, e *env) {
-	a, err := e.locker(t, nil, e.opts("holder")).Hold(t.Context())
+	// The holder's TTL outlasts the waiter's deadline many times, so no
+	// scheduling delay of its renews can let the waiter take over.
+	ho := e.opts("holder")
+	ho.TTL, ho.Margin = 10*e.ttl, 2*e.ttl
+	a, err := e.locker(t, nil, ho).Hold(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +103,18 @@ func (c *counting) Capabilities() store.Capabilities {
 // testSharedPoller: 1 and 16 goroutines wait through one Locker for the
 // same time (4 TTLs, 2 on the real clock); the reads they cause must not
 // grow with their number.
+//
+// The holder's TTL is ten times the waiters' (whose PollInterval follows
+// their own TTL), so no waiter can take over within the window, however
+// late the machine runs the holder's renews. The absolute budget is
+// strict on either clock: a loaded machine only stretches the waits
+// between polls. That 16 waiters read at most about twice as often as 1
+// is checked on fake time only, since on the real clock load can starve
+// the single waiter's run.
 func testSharedPoller(t *testing.T, e *env) {
-	a, err := e.locker(t, nil, e.opts("holder")).Hold(t.Context())
+	ho := e.opts("holder")
+	ho.TTL, ho.Margin = 10*e.ttl, 2*e.ttl
+	a, err := e.locker(t, nil, ho).Hold(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +132,7 @@ func testSharedPoller(t *testing.T, e *env) {
 		for range waiters {
 			wg.Go(func() {
 				if l, err := lk.Acquire(ctx); err == nil {
-					if e.synct {
-						t.Errorf("a waiter acquired a renewed lease (token %d)", l.Token())
-					} else {
-						t.Logf("the holder was scheduled too late to renew; a waiter took over (token %d)", l.Token())
-					}
+					t.Errorf("a waiter acquired a renewed lease (token %d)", l.Token())
 					l.Release(t.Context())
 				}
 			})
@@ -123,7 +147,7 @@ func testSharedPoller(t *testing.T, e *env) {
 	if one > budget || many > budget {
 		t.Errorf("reads over %v: 1 waiter %d, 16 waiters %d; want each at most %d", window, one, many, budget)
 	}
-	if many > 2*one+4 {
+	if e.synct && many > 2*one+4 {
 		t.Errorf("16 waiters made %d reads, 1 waiter %d: the budget grows with the waiters", many, one)
 	}
 }

@@ -46,7 +46,20 @@ func testContention(t *testing.T, e *env) {
 		lostRun   atomic.Int64
 		flakyHeld atomic.Int64
 		late      atomic.Int64 // real clock only: holders scheduled too late to stop in time
+		// real clock only: holders whose start line the fence refused,
+		// because they were scheduled so late that a successor had
+		// written; the log must then show no line of theirs.
+		fencedStarts atomic.Int64
 	)
+	// fencedLate reports a write the fence refused because its holder ran
+	// late. On fake time no holder runs late, so it is always a failure.
+	fencedLate := func(err error) bool {
+		if !e.synct && errors.Is(err, lease.ErrFenced) {
+			late.Add(1)
+			return true
+		}
+		return false
+	}
 	appendLog := func(line string, tok uint64) error {
 		v, _, _, err := lease.FencedGet(t.Context(), e.s, logKey)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -80,7 +93,15 @@ func testContention(t *testing.T, e *env) {
 					}
 					mu.Lock()
 					if n := len(tokens); n > 0 && tokens[n-1] >= l.Token() {
-						t.Errorf("token %d acquired after token %d", l.Token(), tokens[n-1])
+						// On the real clock a holder can be descheduled
+						// between its acquisition and this line for longer
+						// than its validity, and its successor gets here
+						// first; the fenced log below keeps tokens strict.
+						if e.synct {
+							t.Errorf("token %d acquired after token %d", l.Token(), tokens[n-1])
+						} else {
+							late.Add(1)
+						}
 					}
 					tokens = append(tokens, l.Token())
 					mu.Unlock()
@@ -93,6 +114,10 @@ func testContention(t *testing.T, e *env) {
 						defer baseFaults()
 					}
 					if err := appendLog(fmt.Sprintf("start %d", l.Token()), l.Token()); err != nil {
+						if fencedLate(err) {
+							fencedStarts.Add(1)
+							return nil
+						}
 						t.Errorf("holder %d: log start: %v", l.Token(), err)
 					}
 					maxHold := 3 * e.ttl / 2
@@ -106,7 +131,7 @@ func testContention(t *testing.T, e *env) {
 						return nil // lost (faults can starve renewals): stop at once
 					case <-hold.C:
 					}
-					if err := appendLog(fmt.Sprintf("end %d", l.Token()), l.Token()); err != nil {
+					if err := appendLog(fmt.Sprintf("end %d", l.Token()), l.Token()); err != nil && !fencedLate(err) {
 						t.Errorf("holder %d: log end: %v", l.Token(), err)
 					}
 					return nil
@@ -122,13 +147,13 @@ func testContention(t *testing.T, e *env) {
 	wg.Wait()
 	t.Logf("%d holdings (%d by the flaky contender), %d lost to injected faults", len(tokens), flakyHeld.Load(), lostRun.Load())
 	if n := late.Load(); n > 0 {
-		t.Logf("%d holders were scheduled too late to stop before their successor started; the fenced log must show none of their writes", n)
+		t.Logf("%d times a holder was scheduled too late to stop before its successor started (%d start lines fenced off); the fenced log must show none of their writes", n, fencedStarts.Load())
 	}
 	if len(tokens) < e.h.Rounds/2 {
 		t.Errorf("only %d of %d rounds held the lease", len(tokens), e.h.Rounds)
 	}
 	log, _ := fenced(t, e.s, logKey)
-	checkLog(t, strings.Split(strings.TrimSpace(log), "\n"), len(tokens))
+	checkLog(t, strings.Split(strings.TrimSpace(log), "\n"), len(tokens)-int(fencedStarts.Load()))
 }
 
 // injected reports whether err comes from an injected fault that Run

@@ -31,6 +31,7 @@ package leasetest
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -136,6 +137,88 @@ func (e *env) locker(t *testing.T, s store.Store, o *lease.Options) *lease.Locke
 		t.Fatalf("NewLocker: %v", err)
 	}
 	return lk
+}
+
+// validity is how long a holding lasts without a renew: TTL − Margin.
+func (e *env) validity() time.Duration { return e.ttl - e.ttl/5 }
+
+// late reports, on the real clock only, whether d or more has passed
+// since start. The real-time subtests use it where a liveness premise
+// (the holder renewed before its validity ran out, the contender looked
+// again before a full TTL) may have been broken by a loaded machine
+// scheduling the test late: a lease lost, or taken over, after that much
+// time is correct behaviour, so the subtest logs it and stops checking
+// what depended on the premise. Before that much time the same outcome is
+// a bug and the caller fails. On fake time it is always false: every
+// timing there is exact.
+func (e *env) late(t *testing.T, start time.Time, d time.Duration, what string) bool {
+	t.Helper()
+	if e.synct {
+		return false
+	}
+	took := time.Since(start)
+	if took < d {
+		return false
+	}
+	t.Logf("%s: %v passed where the test assumed less than %v (a loaded machine scheduled us late); not checking what depended on it",
+		what, took.Round(time.Millisecond), d)
+	return true
+}
+
+// expectHeld requires lk.TryAcquire to report ErrHeld. lk first saw the
+// record's current version during a call that began at observed, so it
+// must not take the lease over before a full TTL has passed since then.
+// On the real clock a takeover after a full TTL is correct (the test was
+// scheduled late): expectHeld then logs it, releases the lease and
+// returns false so the caller stops.
+func (e *env) expectHeld(t *testing.T, lk *lease.Locker, observed time.Time, what string) bool {
+	t.Helper()
+	l, err := lk.TryAcquire(t.Context())
+	switch {
+	case errors.Is(err, lease.ErrHeld):
+		return true
+	case err == nil && e.late(t, observed, e.ttl, what):
+		l.Release(t.Context())
+		return false
+	case err == nil:
+		t.Fatalf("%s: took the lease over (token %d) %v after first seeing the record's version; want ErrHeld before a full TTL (%v)",
+			what, l.Token(), time.Since(observed), e.ttl)
+	default:
+		t.Fatalf("%s: TryAcquire = %v, want ErrHeld", what, err)
+	}
+	return false
+}
+
+// checkStopped checks that a holder whose lease was taken over regarded
+// it as lost in time: its validity ended no later than notAfter (the
+// latest instant the renew rule allows, at least Margin before the
+// takeover) and Done is closed. On fake time Done must be closed already.
+// On the real clock the timer that closes Done may run late on a loaded
+// machine, which is the pause fencing exists for; the deadline the holder
+// decided on is still checked strictly, and Done must close soon after.
+func (e *env) checkStopped(t *testing.T, l *lease.Lease, notAfter time.Time, what string) {
+	t.Helper()
+	if d := l.ValidUntil().Sub(notAfter); d > 0 {
+		t.Errorf("%s: the holder's validity ends %v after the latest instant its renew rule allows", what, d)
+	}
+	if e.synct {
+		select {
+		case <-l.Done():
+		default:
+			t.Errorf("%s: the old holder's Done is still open after a takeover", what)
+		}
+		return
+	}
+	t0 := time.Now()
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		t.Errorf("%s: the old holder's Done is still open 10s after a takeover", what)
+		return
+	}
+	if d := time.Since(t0); d > 50*time.Millisecond {
+		t.Logf("%s: the old holder's Done closed %v after the takeover was seen (its timer ran late)", what, d.Round(time.Millisecond))
+	}
 }
 
 // sleep waits d: on the bubble's fake clock, or really.

@@ -57,7 +57,7 @@ func testLostBeforeTakeover(t *testing.T, e *env) {
 		t.Logf("the holder was scheduled too late to renew: %v; nothing left to check", l.Err())
 		return
 	}
-	lastOK := time.Now()
+	cutAt := time.Now()
 	cut.Inject(faultstore.Rule{Ops: faultstore.Writes, Fault: faultstore.FailBefore})
 
 	lostAt := make(chan time.Time, 1)
@@ -70,24 +70,43 @@ func testLostBeforeTakeover(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("contender Acquire: %v", err)
 	}
+	// Every renew that succeeded was sent before the cut, so the holder's
+	// validity ends by cutAt + TTL − Margin, and the contender, which saw
+	// the last of those writes unchanged for a full TTL, took over no
+	// earlier than Margin after that. This is strict on either clock.
+	if d := l.ValidUntil().Sub(cutAt); d > o.TTL-o.Margin {
+		t.Errorf("holder's validity ends %v after its last renew could have started; want at most TTL−Margin = %v", d, o.TTL-o.Margin)
+	}
+	if d := takenAt.Sub(l.ValidUntil()); d < o.Margin {
+		t.Errorf("takeover came %v after the holder's validity ended; want at least Margin %v", d, o.Margin)
+	}
 	var lost time.Time
-	select {
-	case lost = <-lostAt:
-	default:
-		t.Fatal("the contender took over while the cut-off holder's context was still live")
+	if e.synct {
+		// On fake time the holder's timer has run: Done closed exactly at
+		// the end of its validity, Margin or more before the takeover.
+		select {
+		case lost = <-lostAt:
+		default:
+			t.Fatal("the contender took over while the cut-off holder's context was still live")
+		}
+		if gap := takenAt.Sub(lost); gap < o.Margin {
+			t.Errorf("takeover came %v after the holder gave up; want at least Margin %v", gap, o.Margin)
+		}
+	} else {
+		// On the real clock the timer that cancels the context may run
+		// late on a loaded machine (the pause fencing is for); it must
+		// still run.
+		select {
+		case lost = <-lostAt:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the cut-off holder's context is still live 10s after the takeover")
+		}
+		if !lost.Before(takenAt) {
+			t.Logf("the holder's context was cancelled %v after the takeover: its timer ran late", lost.Sub(takenAt))
+		}
 	}
 	if !errors.Is(l.Err(), lease.ErrLost) || !errors.Is(context.Cause(l.Context()), lease.ErrLost) {
 		t.Errorf("Err = %v, context cause = %v; want ErrLost", l.Err(), context.Cause(l.Context()))
-	}
-	// On fake time the gap is exactly Margin or more; on the real clock the
-	// holder's timer may fire late, but never after the takeover.
-	if gap := takenAt.Sub(lost); gap <= 0 || (e.synct && gap < o.Margin) {
-		t.Errorf("takeover came %v after the holder gave up; want at least Margin %v", gap, o.Margin)
-	}
-	if e.synct {
-		if d := lost.Sub(lastOK); d > o.TTL-o.Margin {
-			t.Errorf("holder gave up %v after its last renew could have started; want at most TTL−Margin = %v", d, o.TTL-o.Margin)
-		}
 	}
 	if c.Token() != l.Token()+1 {
 		t.Errorf("takeover token = %d, want %d", c.Token(), l.Token()+1)
@@ -103,6 +122,7 @@ func testZombie(t *testing.T, e *env) {
 		t.Fatalf("FencedPut by the holder: %v", err)
 	}
 	// The zombie is paused: no renews. A contender waits it out.
+	looked := time.Now()
 	c, err := e.locker(t, nil, e.opts("contender")).Acquire(t.Context())
 	if err != nil {
 		t.Fatalf("contender Acquire: %v", err)
@@ -121,11 +141,8 @@ func testZombie(t *testing.T, e *env) {
 	if v, tok := fenced(t, e.s, res); v != "contender" || tok != c.Token() {
 		t.Errorf("resource = %q token %d, want %q token %d", v, tok, "contender", c.Token())
 	}
-	select {
-	case <-zombie.Done():
-	default:
-		t.Error("the zombie's Done is open after the takeover")
-	}
+	// The zombie wrote before the contender's first look.
+	e.checkStopped(t, zombie, looked.Add(e.validity()), "zombie")
 	if err := zombie.Release(t.Context()); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("zombie Release: %v, want ErrLost", err)
 	}
