@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/md5"
+	_ "embed"
 	"encoding/hex"
 	"encoding/xml"
 	"fmt"
@@ -257,4 +258,17 @@ func TestAnonymousRawChunked(t *testing.T) {
 	if st, _ := rawGet(t, bucket+"/len"); st != 404 {
 		t.Fatalf("wrong decoded length: stored (GET %d)", st)
 	}
+}
+
+//go:embed testdata/boto3_anonymous.py
+var boto3AnonymousScript []byte
+
+// TestBoto3Anonymous: boto3 with botocore.UNSIGNED over https sends
+// unsigned aws-chunked bodies (inside HTTP chunked transfer encoding) with a
+// trailing checksum; a --anonymous server de-chunks them
+// (testdata/boto3_anonymous.py).
+func TestBoto3Anonymous(t *testing.T) {
+	py := boto3Python(t)
+	srv, _, cert := tlsServerWith(t, server.Config{Anonymous: true})
+	runPythonChecks(t, py, "boto3_anonymous.py", boto3AnonymousScript, 3, srv.URL, cert)
 }

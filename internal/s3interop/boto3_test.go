@@ -19,6 +19,15 @@ var boto3Script []byte
 // In CI (CI=true) a missing python3 or boto3 fails the test; elsewhere it
 // skips with the reason.
 func TestBoto3(t *testing.T) {
+	py := boto3Python(t)
+	srv := servertest.Start(t, nil)
+	runPythonChecks(t, py, "boto3_interop.py", boto3Script, 7, srv.URL, srv.AccessKey, srv.SecretKey)
+}
+
+// boto3Python returns the python3 that can import boto3, or fails (CI=true)
+// or skips the test.
+func boto3Python(t *testing.T) string {
+	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err == nil {
 		err = exec.Command(py, "-c", "import boto3").Run()
@@ -29,12 +38,19 @@ func TestBoto3(t *testing.T) {
 		}
 		t.Skipf("python3 with boto3 is not available: %v", err)
 	}
-	srv := servertest.Start(t, nil)
-	script := filepath.Join(t.TempDir(), "boto3_interop.py")
-	if err := os.WriteFile(script, boto3Script, 0o600); err != nil {
+	return py
+}
+
+// runPythonChecks runs a check script (one "PASS name" or "FAIL name: why"
+// line per check) and reports each check as a subtest; fewer than
+// minChecks lines fail the test.
+func runPythonChecks(t *testing.T, py, name string, script []byte, minChecks int, args ...string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, script, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(t.Context(), py, script, srv.URL, srv.AccessKey, srv.SecretKey)
+	cmd := exec.CommandContext(t.Context(), py, append([]string{path}, args...)...)
 	cmd.Env = append(os.Environ(), "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "PYTHONDONTWRITEBYTECODE=1")
 	out, runErr := cmd.CombinedOutput()
 	checks := 0
@@ -51,10 +67,10 @@ func TestBoto3(t *testing.T) {
 			t.Log(line)
 		}
 	}
-	if checks < 7 {
-		t.Fatalf("boto3 script ran %d checks, want 7 (exit: %v)\n%s", checks, runErr, out)
+	if checks < minChecks {
+		t.Fatalf("%s ran %d checks, want %d (exit: %v)\n%s", name, checks, minChecks, runErr, out)
 	}
 	if runErr != nil && !t.Failed() {
-		t.Fatalf("boto3 script failed: %v\n%s", runErr, out)
+		t.Fatalf("%s failed: %v\n%s", name, runErr, out)
 	}
 }
