@@ -10,13 +10,13 @@ import (
 // r.Body. A server that serves anonymous requests calls it where it would
 // call Verify for signed ones: an unsigned request never reaches Verify,
 // yet real clients with anonymous credentials still send aws-chunked
-// bodies with a trailing checksum (aws-sdk-go-v2 over https,
-// boto3 with botocore.UNSIGNED over https).
+// bodies with a trailing checksum (aws-sdk-go-v2 over https, boto3 with
+// botocore.UNSIGNED over https, both with STREAMING-UNSIGNED-PAYLOAD-TRAILER).
 //
 // The body is aws-chunked when x-amz-content-sha256 is
 // STREAMING-UNSIGNED-PAYLOAD-TRAILER, or when Content-Encoding lists
-// aws-chunked and x-amz-content-sha256 is absent (botocore's unsigned
-// requests carry no x-amz-content-sha256). Such a body is decoded while it
+// aws-chunked and x-amz-content-sha256 is absent (an unsigned client need
+// not send it). Such a body is decoded while it
 // streams, exactly as Verify decodes it: chunks of at most
 // DefaultMaxChunkSize bytes, a trailer section of at most 16 KiB, the
 // decoded total equal to x-amz-decoded-content-length (411

@@ -63,7 +63,7 @@ func TestDechunk(t *testing.T) {
 		code    string
 	}{
 		{"aws-sdk-go-v2 wire format", good, len(data), nil, ""},
-		{"botocore: no x-amz-content-sha256", good, len(data), []string{"X-Amz-Content-Sha256", ""}, ""},
+		{"no x-amz-content-sha256", good, len(data), []string{"X-Amz-Content-Sha256", ""}, ""},
 		{"mode header without Content-Encoding", good, len(data), []string{"Content-Encoding", ""}, ""},
 		{"aws-chunked among other encodings", good, len(data), []string{"Content-Encoding", "gzip, aws-chunked"}, ""},
 		{"no trailer declared", "b\r\n" + data + "\r\n0\r\n\r\n", len(data), []string{"X-Amz-Trailer", ""}, ""},
