@@ -125,12 +125,16 @@ func code(err error) codes.Code {
 // opError wraps a failed request as an *store.OpError. ctx is the
 // caller's context and rctx the request's (bounded by RequestTimeout). A
 // done caller's context wins: the failure is then reported with its error
-// as the cause. A closed store is ErrClosed.
+// as the cause. A read cut off by Close is ErrClosed; a write, whose
+// outcome is then unknown, ErrUnknownOutcome.
 func (s *Store) opError(ctx, rctx context.Context, op, key string, write bool, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return store.Errorf(backend, op, key, kindOf(write, cerr), cerr)
 	}
 	if s.isClosed() {
+		if write { // it may have been applied before the connection closed
+			return store.Errorf(backend, op, key, store.ErrUnknownOutcome, errors.New("store closed while the write was in flight"))
+		}
 		return store.Errorf(backend, op, key, store.ErrClosed, nil)
 	}
 	if rctx != nil && errors.Is(context.Cause(rctx), errRequestTimeout) {

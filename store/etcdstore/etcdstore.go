@@ -131,11 +131,12 @@ func (s *Store) Capabilities() store.Capabilities {
 // fail with ErrClosed. It is idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	was := s.closed
+	s.closed = true
+	s.mu.Unlock()
+	if was {
 		return nil
 	}
-	s.closed = true
 	s.closeFn()
 	if err := s.c.Close(); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("etcdstore: close: %w", err)
