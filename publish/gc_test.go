@@ -168,7 +168,7 @@ func TestGCModel(t *testing.T) {
 			t.Helper()
 			t.Fatalf("seed %d step %d: %s", seed, step, fmt.Sprintf(format, args...))
 		}
-		for step := 0; step < 400; step++ {
+		for step := 0; step < 300; step++ {
 			switch op := rng.IntN(12); {
 			case op < 3: // begin a writer
 				w, err := publish.Begin(ctx, s, "m", &publish.Options{Now: clk.now, MaxAge: maxAge})

@@ -227,7 +227,7 @@ func TestSnapshotIsolation(t *testing.T) {
 		done := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			for i := 1; i <= 20; i++ {
+			for i := 1; i <= 10; i++ {
 				w, err := publish.Begin(ctx, s, "iso", nil)
 				if err != nil {
 					t.Error(err)
@@ -267,7 +267,7 @@ func TestSnapshotIsolation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b, _ := latest.ReadFile(ctx, "a"); string(b) != "gen-20 a" {
+		if b, _ := latest.ReadFile(ctx, "a"); string(b) != "gen-10 a" {
 			t.Fatalf("latest a = %q", b)
 		}
 	})

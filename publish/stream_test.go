@@ -103,7 +103,7 @@ func TestReadersRacingShortGraceGC(t *testing.T) {
 		var clean, gone, collected atomic.Int64
 		wg.Go(func() {
 			defer stop.Store(true)
-			for i := 1; i <= 25; i++ {
+			for i := 1; i <= 15; i++ {
 				w, err := publish.Begin(ctx, s, "sg", &publish.Options{Now: now})
 				if err != nil {
 					t.Error(err)
