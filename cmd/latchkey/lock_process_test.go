@@ -32,7 +32,11 @@ func TestLockRunProcessesNeverOverlap(t *testing.T) {
 	var wg sync.WaitGroup
 	for range procs {
 		wg.Go(func() {
-			cmd := binary(t, append([]string{"lock", "run", "--store", url, "--ttl", "2s", "jobs/one", "--"}, appendLines(file, "0.05")...)...)
+			// A TTL far above any scheduling delay: a holder starved of
+			// renews for its whole validity would lose the lock and
+			// correctly kill its CMD mid-run, which this test does not
+			// expect. Handoffs go by release, so the TTL costs no time.
+			cmd := binary(t, append([]string{"lock", "run", "--store", url, "--ttl", "10s", "jobs/one", "--"}, appendLines(file, "0.05")...)...)
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Errorf("lock run: %v: %s", err, out)
 			}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,7 +13,7 @@ import (
 func TestLockRunExportsTokenAndReleases(t *testing.T) {
 	c := newCLI(t)
 	for want := 1; want <= 3; want++ {
-		c.ok("lock", "run", "--ttl", "2s", "jobs/nightly", "--", "sh", "-c",
+		c.ok("lock", "run", "--ttl", "10s", "jobs/nightly", "--", "sh", "-c",
 			`test "$LATCHKEY_LOCK_HELD" = 1 && test "$LATCHKEY_FENCING_TOKEN" = `+strconv.Itoa(want))
 		var rec struct {
 			Token    int  `json:"token"`
@@ -40,9 +42,13 @@ func TestLockRunExitCodes(t *testing.T) {
 
 func TestLockRunWaitZeroWhenHeld(t *testing.T) {
 	c := newCLI(t)
+	// The holder's CMD runs until the test creates the file go (at most
+	// 60s), so the checks below cannot outlast it on a slow machine.
+	goFile := filepath.Join(t.TempDir(), "go")
 	done := make(chan outcome)
 	go func() {
-		done <- c.run("lock", "run", "--ttl", "5s", "k", "--", "sh", "-c", "sleep 3")
+		done <- c.run("lock", "run", "--ttl", "5s", "k", "--", "sh", "-c",
+			`i=0; while [ ! -e "$1" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done`, "sh", goFile)
 	}()
 	// Wait until the first run holds the lock.
 	for {
@@ -54,6 +60,9 @@ func TestLockRunWaitZeroWhenHeld(t *testing.T) {
 	}
 	c.fails(1, "held by", "lock", "run", "--wait", "0", "k", "--", "true")
 	c.fails(1, "not acquired within --wait 200ms", "lock", "run", "--wait", "200ms", "k", "--", "true")
+	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if o := <-done; o.code != 0 {
 		t.Fatalf("holder: exit %d, stderr %q", o.code, o.stderr)
 	}
@@ -73,7 +82,7 @@ func TestLockShowAndRelease(t *testing.T) {
 	}
 	// Release a live holder's lock by its name: the holder loses it.
 	done := make(chan outcome)
-	go func() { done <- c.run("lock", "run", "--holder", "cron@b", "--ttl", "2s", "k", "--", "sleep", "30") }()
+	go func() { done <- c.run("lock", "run", "--holder", "cron@b", "--ttl", "6s", "k", "--", "sleep", "30") }()
 	for !strings.Contains(c.run("lock", "show", "k").stdout, "state:     held") {
 		time.Sleep(10 * time.Millisecond)
 	}
