@@ -211,6 +211,9 @@ func emptyOrAbsent(dir string) error {
 // beside dir, through an os.Root (which refuses any name escaping it), and
 // renames it to dir when all are written, checked and synced.
 func writeSnapshot(ctx context.Context, snap *publish.Snapshot, dir string) (err error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
 	staging, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".latchkey-")
 	if err != nil {
 		return err

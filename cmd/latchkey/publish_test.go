@@ -126,6 +126,11 @@ func TestSnapshotGetOut(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(empty, "sub", "b.txt")); err != nil || string(b) != "two" {
 		t.Fatalf("sub/b.txt = %q, %v", b, err)
 	}
+	deep := filepath.Join(t.TempDir(), "x", "y")
+	c.ok("snapshot", "get", "--prefix", "site", "--out", deep)
+	if b, err := os.ReadFile(filepath.Join(deep, "a.txt")); err != nil || string(b) != "one" {
+		t.Fatalf("a.txt under a new parent = %q, %v", b, err)
+	}
 
 	c.ok("kv", "put", "site/gen/"+gen+"/data/sub/b.txt", "tampered")
 	parent := t.TempDir()
