@@ -39,7 +39,8 @@ type chunkedReader struct {
 	time     time.Time
 	scope    scope
 	prevSig  string
-	sums     *checksums
+	sums     *checksums // declared in x-amz-trailer
+	hsums    *checksums // x-amz-checksum-* headers of the request
 
 	remaining int64     // bytes of the current chunk still to read
 	chunkSig  string    // signature of the current chunk
@@ -61,7 +62,11 @@ func (c *chunkedReader) Checksums() http.Header {
 	if !c.ok {
 		return http.Header{}
 	}
-	return c.sums.values()
+	h := c.sums.values()
+	for k, v := range c.hsums.values() {
+		h[k] = v
+	}
+	return h
 }
 
 func (c *chunkedReader) Read(p []byte) (int, error) {
@@ -86,6 +91,9 @@ func (c *chunkedReader) Read(p []byte) (int, error) {
 	c.chunkHash.Write(p[:n])
 	if c.sums != nil {
 		c.sums.Write(p[:n])
+	}
+	if c.hsums != nil {
+		c.hsums.Write(p[:n])
 	}
 	if err != nil {
 		if errors.Is(err, io.EOF) {
@@ -201,6 +209,9 @@ func (c *chunkedReader) finish() error {
 		return err
 	}
 	if err := c.sums.verify(); err != nil {
+		return err
+	}
+	if err := c.hsums.verify(); err != nil {
 		return err
 	}
 	return io.EOF

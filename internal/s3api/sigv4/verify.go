@@ -300,7 +300,9 @@ func (v *Verifier) payloadReader(r *http.Request, payload string, key []byte, ai
 }
 
 // newChunkedReader prepares the aws-chunked decoder of r's body in the
-// given streaming mode (signing state is the caller's to fill in) and
+// given streaming mode (signing state is the caller's to fill in): the
+// trailers x-amz-trailer declares and any x-amz-checksum-* header of a PUT
+// (both describe the decoded body) are verified at its end. It also
 // normalizes r: ContentLength becomes x-amz-decoded-content-length and
 // "aws-chunked" leaves Content-Encoding.
 func newChunkedReader(r *http.Request, src io.ReadCloser, payload string, maxChunk int64) (*chunkedReader, error) {
@@ -312,7 +314,12 @@ func newChunkedReader(r *http.Request, src io.ReadCloser, payload string, maxChu
 	if err != nil || n < 0 {
 		return nil, newErr(ErrMissingDecodedLength, "invalid x-amz-decoded-content-length %q", dl)
 	}
+	hsums, err := headerChecksums(r)
+	if err != nil {
+		return nil, err
+	}
 	cr := &chunkedReader{
+		hsums:    hsums,
 		src:      src,
 		decoded:  n,
 		maxChunk: maxChunk,
