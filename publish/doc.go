@@ -16,6 +16,12 @@
 // pointer write of its may have applied; after an unknown outcome it
 // leaves the generation to GC, since a reader may hold it.
 //
+// Writer.Put takes an io.Reader and Snapshot.Open returns an
+// io.ReadCloser; on a store implementing store.Streamer (the directory
+// store, s3store) memory does not grow with object size. Before the
+// pointer write, Commit lists the generation to check that every object
+// is still there at the version it wrote.
+//
 // A Snapshot reads the pointer once and then exactly the objects its
 // manifest names, so a reader sees one generation whole however many
 // commits happen meanwhile (snapshot isolation), for as long as garbage
