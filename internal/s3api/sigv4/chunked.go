@@ -44,7 +44,7 @@ type chunkedReader struct {
 
 	remaining int64     // bytes of the current chunk still to read
 	chunkSig  string    // signature of the current chunk
-	chunkHash hash.Hash // sha256 of the current chunk
+	chunkHash hash.Hash // sha256 of the current chunk (signed chunks only)
 	total     int64
 	inChunk   bool
 	err       error
@@ -88,7 +88,9 @@ func (c *chunkedReader) Read(p []byte) (int, error) {
 	n, err := c.br.Read(p)
 	c.remaining -= int64(n)
 	c.total += int64(n)
-	c.chunkHash.Write(p[:n])
+	if c.signed {
+		c.chunkHash.Write(p[:n])
+	}
 	if c.sums != nil {
 		c.sums.Write(p[:n])
 	}
