@@ -75,6 +75,8 @@ func Run(t *testing.T, h Harness) {
 		{"TryAcquire/held record is taken over only after a full TTL unchanged", testTakeover},
 		{"TryAcquire/a renew restarts the contender's observation", testRenewRestarts},
 		{"TryAcquire/a holder's wall clock is never compared with ours", testWallClock},
+		{"TryAcquire/a write between our read and our CAS loses the race", testLostRace},
+		{"Renew/writes a fresh nonce by CAS on our own version", testRenewWrites},
 		{"Release/re-acquire increases the token", testReacquire},
 		{"Release/forced release keeps the token going up", testForceRelease},
 		{"Renew/a holder cut off from the store is lost before anyone can take over", testLostBeforeTakeover},
