@@ -154,8 +154,10 @@ func (e *Engine) commit(batch []*request) []*request {
 		}
 		return nil
 	}
+	var txid uint64
 	err := e.db.Update(func(btx *bbolt.Tx) error {
 		done, failed = done[:0], nil
+		txid = uint64(btx.ID())
 		now := e.now().UnixNano()
 		meta := btx.Bucket(bucketMeta)
 		idx := getU64(meta.Get(keyIndex))
@@ -209,7 +211,12 @@ func (e *Engine) commit(batch []*request) []*request {
 			a.r.err = ferr
 		}
 		done = nil
+		e.published(0) // waiting Views wake and see the failure
 	default:
+		if e.afterWrite != nil {
+			e.afterWrite()
+		}
+		e.published(txid)
 		e.commits.Add(1)
 		e.updates.Add(uint64(len(done)))
 		if e.opts.OnCommit != nil {

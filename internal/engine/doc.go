@@ -7,6 +7,10 @@
 //     (bbolt commit, which fsyncs). A crash loses no acknowledged write.
 //     If a commit fails (I/O error, full disk), its Updates fail and the
 //     engine stops serving (ErrFailed) until reopened.
+//   - Reads see only durable commits: bbolt shows a commit to new readers
+//     before its last fsync returns, so View waits out that window rather
+//     than let a reader act on a write (or an index) a power loss could
+//     still undo.
 //   - Group commit: Updates that arrive while a commit is in flight are
 //     applied together in the next bbolt transaction and share its fsync.
 //     There is no artificial delay: a lone writer commits at once.

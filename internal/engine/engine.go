@@ -98,6 +98,15 @@ type Engine struct {
 	commits atomic.Uint64
 
 	failure atomic.Pointer[error] // set once by the first failed commit
+
+	// durableTx is the latest bbolt transaction id known to be on disk.
+	// bbolt makes a commit visible to new readers when it writes the meta
+	// page, before that page's fsync returns; View waits out that window
+	// so no reader sees a write that a power loss could still undo.
+	durableTx  atomic.Uint64
+	syncMu     sync.Mutex
+	synced     chan struct{} // closed (and replaced) after each commit attempt
+	afterWrite func()        // tests: runs after a commit, before it is published as durable
 }
 
 // Internal bucket names. Raw buckets of other layers get rawPrefix.
@@ -173,6 +182,10 @@ func (e *Engine) open() error {
 		return fmt.Errorf("engine: initialise %s: %w", e.dir, err)
 	}
 	e.watch.base = e.index.Load()
+	e.synced = make(chan struct{})
+	if err := db.View(func(btx *bbolt.Tx) error { e.durableTx.Store(uint64(btx.ID())); return nil }); err != nil {
+		return fmt.Errorf("engine: initialise %s: %w", e.dir, err)
+	}
 	return e.sweepBlobs()
 }
 
@@ -235,18 +248,57 @@ func (e *Engine) Close() error {
 }
 
 // View runs fn in a read-only snapshot. tx.Index() is the latest index
-// committed in that snapshot.
+// committed in that snapshot. The snapshot holds only durable commits: a
+// View that starts while a commit is being fsynced waits for that fsync
+// (so a reader never sees, nor acts on, a write that a power loss could
+// still undo, and never sees an index that could go backwards).
 func (e *Engine) View(fn func(tx *Tx) error) error {
-	if e.isClosed() {
-		return ErrClosed
+	for {
+		if e.isClosed() {
+			return ErrClosed
+		}
+		if err := e.Err(); err != nil {
+			return err
+		}
+		synced := e.syncedChan()
+		done, err := e.viewDurable(fn)
+		if done {
+			return err
+		}
+		<-synced // the commit in flight has been fsynced (or failed)
 	}
-	if err := e.Err(); err != nil {
-		return err
+}
+
+// viewDurable runs fn in a snapshot if the snapshot is durable; done is
+// false (and fn not run) when it includes a commit still being fsynced.
+func (e *Engine) viewDurable(fn func(tx *Tx) error) (done bool, err error) {
+	btx, err := e.db.Begin(false)
+	if err != nil {
+		return true, err
 	}
-	return e.db.View(func(btx *bbolt.Tx) error {
-		tx := &Tx{btx: btx, index: getU64(btx.Bucket(bucketMeta).Get(keyIndex))}
-		return fn(tx)
-	})
+	defer btx.Rollback()
+	if uint64(btx.ID()) > e.durableTx.Load() {
+		return false, nil
+	}
+	return true, fn(&Tx{btx: btx, index: getU64(btx.Bucket(bucketMeta).Get(keyIndex))})
+}
+
+func (e *Engine) syncedChan() <-chan struct{} {
+	e.syncMu.Lock()
+	defer e.syncMu.Unlock()
+	return e.synced
+}
+
+// published is called by the writer after every commit attempt: txid is
+// durable (0: nothing new is). It wakes Views waiting for the fsync.
+func (e *Engine) published(txid uint64) {
+	if txid > 0 {
+		e.durableTx.Store(txid)
+	}
+	e.syncMu.Lock()
+	close(e.synced)
+	e.synced = make(chan struct{})
+	e.syncMu.Unlock()
 }
 
 func (e *Engine) isClosed() bool {

@@ -188,3 +188,35 @@ func TestFailedCommitStopsEngine(t *testing.T) {
 		t.Fatalf("first index after reopen %d, want %d", got, acked+1)
 	}
 }
+
+// bbolt shows a commit to new readers once its meta page is written, before
+// that page's fsync returns. A View must not: while a commit is written but
+// not yet known durable, a View waits, and then sees the commit.
+func TestViewWaitsForTheFsyncOfAVisibleCommit(t *testing.T) {
+	e, err := Open(t.TempDir(), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	written, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	defer releaseOnce.Do(func() { close(release) }) // before Close, also on failure
+	e.afterWrite = func() { close(written); <-release }
+	go e.Update(context.Background(), func(tx *Tx) error { tx.PutKV(KV{Key: "k", Value: []byte("v")}); return nil })
+	<-written // bbolt has committed; the engine has not published it as durable
+	saw := make(chan bool, 1)
+	go e.View(func(tx *Tx) error {
+		_, ok := tx.GetKV("k")
+		saw <- ok
+		return nil
+	})
+	select {
+	case ok := <-saw:
+		t.Fatalf("a View ran (saw the write: %v) while its commit was not yet durable", ok)
+	case <-time.After(50 * time.Millisecond):
+	}
+	releaseOnce.Do(func() { close(release) })
+	if !<-saw {
+		t.Fatal("the View after the fsync does not see the write")
+	}
+}
