@@ -154,6 +154,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.Close(); serveErr == nil {
 		serveErr = err
 	}
+	if serveErr == nil {
+		s.log.Info("stopped", "index", s.engine.Index())
+	}
 	return serveErr
 }
 
