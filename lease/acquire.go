@@ -73,6 +73,9 @@ func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 			quick = 0
 			wait = jitter(lk.opts.PollInterval)
 		case retryable(err):
+			if ctx.Err() != nil {
+				continue // cut short by ctx: keep the last real outcome for the error
+			}
 			failures++
 			last = err
 			wait = backoff(lk.opts.PollInterval, failures)
