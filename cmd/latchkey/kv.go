@@ -100,33 +100,15 @@ var errHelp = &exitError{code: exitOK}
 
 // kvFlags is the flag set of one kv subcommand, with --store.
 type kvFlags struct {
-	*flag.FlagSet
-	e     *env
+	*cmdFlags
 	name  string
 	store *string
 }
 
 func newKVFlags(e *env, name string) *kvFlags {
-	fs := flag.NewFlagSet("kv "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return &kvFlags{FlagSet: fs, e: e, name: name, store: addStoreFlag(fs)}
-}
-
-// parse parses args. On -h it prints the subcommand's help to stdout and
-// returns errHelp; a bad flag is a one-line usage error.
-func (f *kvFlags) parse(args []string) error {
-	err := f.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		c := kvCommands()[f.name]
-		fmt.Fprintf(f.e.stdout, "Usage: latchkey kv %s %s\n\n%s.\n\nFlags:\n", f.name, c.args, c.summary)
-		f.SetOutput(f.e.stdout)
-		f.PrintDefaults()
-		return errHelp
-	}
-	if err != nil {
-		return usagef("kv %s: %v", f.name, err)
-	}
-	return nil
+	c := kvCommands()[name]
+	f := newCmdFlags(e, "kv "+name, c.args, c.summary+".")
+	return &kvFlags{cmdFlags: f, name: name, store: addStoreFlag(f.FlagSet)}
 }
 
 // nargs checks the count of positional arguments.

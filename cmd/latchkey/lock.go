@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -84,33 +83,17 @@ func runLock(ctx context.Context, e *env, args []string) error {
 	return usagef("lock: unknown subcommand %q (see latchkey lock --help)", args[0])
 }
 
-// lockFlags is the flag set of one lock subcommand, with --store.
+// lockFlags is the flag set of one lock subcommand, with --store. Its -h
+// prints the whole lock help, then the subcommand's flags.
 type lockFlags struct {
-	*flag.FlagSet
-	e     *env
+	*cmdFlags
 	name  string
 	store *string
 }
 
 func newLockFlags(e *env, name string) *lockFlags {
-	fs := flag.NewFlagSet("lock "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return &lockFlags{FlagSet: fs, e: e, name: name, store: addStoreFlag(fs)}
-}
-
-// parse parses args; on -h it prints the help and returns errHelp.
-func (f *lockFlags) parse(args []string) error {
-	err := f.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		io.WriteString(f.e.stdout, lockUsage+"\nFlags of lock "+f.name+":\n")
-		f.SetOutput(f.e.stdout)
-		f.PrintDefaults()
-		return errHelp
-	}
-	if err != nil {
-		return usagef("lock %s: %v", f.name, err)
-	}
-	return nil
+	f := newHelpFlags(e, "lock "+name, lockUsage+"\nFlags of lock "+name+":\n")
+	return &lockFlags{cmdFlags: f, name: name, store: addStoreFlag(f.FlagSet)}
 }
 
 // key returns the one KEY argument, checked.

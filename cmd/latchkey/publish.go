@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -17,35 +16,6 @@ import (
 	"github.com/latchkey/latchkey/publish"
 	"github.com/latchkey/latchkey/store"
 )
-
-// cmdFlags is a flag set that prints its help to stdout on -h and turns a
-// bad flag into a usage error.
-type cmdFlags struct {
-	*flag.FlagSet
-	e        *env
-	synopsis string
-	summary  string
-}
-
-func newCmdFlags(e *env, name, synopsis, summary string) *cmdFlags {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return &cmdFlags{FlagSet: fs, e: e, synopsis: synopsis, summary: summary}
-}
-
-func (f *cmdFlags) parse(args []string) error {
-	err := f.Parse(args)
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(f.e.stdout, "Usage: latchkey %s %s\n\n%s\n\nFlags:\n", f.Name(), f.synopsis, f.summary)
-		f.SetOutput(f.e.stdout)
-		f.PrintDefaults()
-		return errHelp
-	}
-	if err != nil {
-		return usagef("%s: %v", f.Name(), err)
-	}
-	return nil
-}
 
 func runPublish(ctx context.Context, e *env, args []string) error {
 	f := newCmdFlags(e, "publish", "--prefix P [--lease KEY] FILE...",
