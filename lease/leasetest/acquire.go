@@ -151,3 +151,52 @@ func testSharedPoller(t *testing.T, e *env) {
 		t.Errorf("16 waiters made %d reads, 1 waiter %d: the budget grows with the waiters", many, one)
 	}
 }
+
+// watching counts reads and native-watch calls, passing both through.
+type watching struct {
+	store.Store
+	w       store.Watcher
+	gets    atomic.Int64
+	watches atomic.Int64
+}
+
+func (c *watching) Get(ctx context.Context, key string) (store.Entry, error) {
+	c.gets.Add(1)
+	return c.Store.Get(ctx, key)
+}
+
+func (c *watching) WaitChange(ctx context.Context, key string, last store.Version) error {
+	c.watches.Add(1)
+	return c.w.WaitChange(ctx, key, last)
+}
+
+// testAcquireWatches: on a backend with a native watch, a waiter blocks
+// on it instead of polling. While a holder (whose TTL outlasts the window)
+// leaves the record unchanged, waiting for 2 TTLs costs a few reads, where
+// polling would cost one per PollInterval (about 20). A backend without a
+// watch has nothing to check here: testSharedPoller bounds its polling.
+func testAcquireWatches(t *testing.T, e *env) {
+	w, ok := e.s.(store.Watcher)
+	if !ok || !e.s.Capabilities().Watch {
+		t.Log("the backend has no native watch; Acquire polls (see the shared-poller subtest)")
+		return
+	}
+	ho := e.opts("holder")
+	ho.TTL, ho.Margin = 10*e.ttl, 2*e.ttl
+	a, err := e.locker(t, nil, ho).Hold(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release(t.Context())
+	c := &watching{Store: e.s, w: w}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*e.ttl)
+	defer cancel()
+	if l, err := e.locker(t, c, e.opts("waiter")).Acquire(ctx); err == nil {
+		t.Fatalf("the waiter acquired a held lease (token %d)", l.Token())
+	}
+	gets, watches := c.gets.Load(), c.watches.Load()
+	t.Logf("waiting 2 TTLs on an unchanged record: %d reads, %d watch calls", gets, watches)
+	if watches == 0 || gets > 4 {
+		t.Errorf("waiting 2 TTLs on an unchanged record: %d reads, %d watch calls; want the native watch used and at most 4 reads", gets, watches)
+	}
+}
