@@ -1,0 +1,151 @@
+package azblobstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// metaNonce is the metadata name (x-ms-meta-latchkeynonce) of the random
+// nonce every write carries, so an ambiguous outcome can be resolved.
+const metaNonce = "latchkeynonce"
+
+func newNonce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// nonceIn finds the nonce in blob metadata; the SDK may change the case of
+// metadata names.
+func nonceIn(md map[string]*string) string {
+	for k, v := range md {
+		if strings.EqualFold(k, metaNonce) && v != nil {
+			return *v
+		}
+	}
+	return ""
+}
+
+// conditions turns a store condition into Azure access conditions.
+func conditions(op, key string, cond store.Condition) (*blob.AccessConditions, opKind, error) {
+	if cond.IsAbsent() {
+		any := azcore.ETagAny
+		return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &any}}, opCondWrite, nil
+	}
+	if v, ok := cond.Match(); ok {
+		if v == "" {
+			return nil, opCondWrite, store.Errorf(backend, op, key, store.ErrConflict, errors.New("IfMatch of the zero version"))
+		}
+		e := azcore.ETag(v)
+		return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &e}}, opCondWrite, nil
+	}
+	return nil, opWrite, nil
+}
+
+// Get returns the key's value and version.
+func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
+	if err := s.check("get", key, false); err != nil {
+		return store.Entry{}, err
+	}
+	out, err := s.read.NewBlobClient(s.blob(key)).DownloadStream(ctx, nil)
+	if err != nil {
+		return store.Entry{}, opError("get", key, classify(opRead, err), err)
+	}
+	defer out.Body.Close()
+	value, err := io.ReadAll(out.Body)
+	if err != nil {
+		return store.Entry{}, opError("get", key, classify(opRead, err), err)
+	}
+	return store.Entry{Key: key, Value: value, Version: quoteETag(out.ETag)}, nil
+}
+
+type nopCloser struct{ io.ReadSeeker }
+
+func (nopCloser) Close() error { return nil }
+
+// Put writes value under key if cond holds, as one Put Blob; see the
+// package doc for how ambiguous outcomes are resolved.
+func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
+	if err := s.check("put", key, false); err != nil {
+		return "", err
+	}
+	return s.putBytes(ctx, key, value, cond)
+}
+
+func (s *Store) putBytes(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
+	ac, kind, err := conditions("put", key, cond)
+	if err != nil {
+		return "", err
+	}
+	nonce := newNonce()
+	bb := s.write.NewBlockBlobClient(s.blob(key))
+	send := func() (store.Version, failure, error) {
+		out, err := bb.Upload(ctx, nopCloser{bytes.NewReader(value)}, &blockblob.UploadOptions{
+			AccessConditions: ac,
+			Metadata:         map[string]*string{metaNonce: &nonce},
+		})
+		if err != nil {
+			return "", classify(kind, err), err
+		}
+		return quoteETag(out.ETag), failure{}, nil
+	}
+	return s.sendPut(ctx, key, nonce, send)
+}
+
+// sendPut sends a write once and resolves an unknown outcome.
+func (s *Store) sendPut(ctx context.Context, key, nonce string, send func() (store.Version, failure, error)) (store.Version, error) {
+	v, f, err := send()
+	if err == nil {
+		return v, nil
+	}
+	if f.kind != store.ErrUnknownOutcome {
+		return "", opError("put", key, f, err)
+	}
+	return s.resolvePut(ctx, key, nonce, send, f, err)
+}
+
+// Delete removes key if cond holds.
+func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
+	if err := s.check("delete", key, false); err != nil {
+		return err
+	}
+	if cond.IsAbsent() {
+		return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
+	}
+	ac, kind, err := conditions("delete", key, cond)
+	if err != nil {
+		return err
+	}
+	include := blob.DeleteSnapshotsOptionTypeInclude
+	bc := s.write.NewBlobClient(s.blob(key))
+	send := func() (failure, error) {
+		_, err := bc.Delete(ctx, &blob.DeleteOptions{AccessConditions: ac, DeleteSnapshots: &include})
+		if err != nil {
+			f := classify(kind, err)
+			if kind == opWrite && f.kind == store.ErrNotFound && f.code != codeContainerNotFound {
+				return failure{}, nil // an unconditional delete of a missing key succeeds
+			}
+			return f, err
+		}
+		return failure{}, nil
+	}
+	f, err := send()
+	if err == nil {
+		return nil
+	}
+	if f.kind != store.ErrUnknownOutcome {
+		return opError("delete", key, f, err)
+	}
+	return s.resolveDelete(ctx, key, kind, send, f, err)
+}
