@@ -16,14 +16,26 @@ func TestLockRunExportsTokenAndReleases(t *testing.T) {
 		c.ok("lock", "run", "--ttl", "10s", "jobs/nightly", "--", "sh", "-c",
 			`test "$LATCHKEY_LOCK_HELD" = 1 && test "$LATCHKEY_FENCING_TOKEN" = `+strconv.Itoa(want))
 		var rec struct {
-			Token    int  `json:"token"`
-			Released bool `json:"released"`
+			Key      string    `json:"key"`
+			Holder   string    `json:"holder"`
+			Token    int       `json:"token"`
+			Released bool      `json:"released"`
+			TTLMs    int64     `json:"ttl_ms"`
+			Acquired time.Time `json:"acquired"`
+			Renewed  time.Time `json:"renewed"`
+			Version  string    `json:"version"`
 		}
+		before := time.Now()
 		if err := json.Unmarshal([]byte(c.ok("lock", "show", "--json", "jobs/nightly")), &rec); err != nil {
 			t.Fatal(err)
 		}
-		if rec.Token != want || !rec.Released {
-			t.Fatalf("after run %d: record %+v, want token %d released", want, rec, want)
+		if rec.Token != want || !rec.Released || rec.Key != "jobs/nightly" || rec.Holder == "" || rec.TTLMs != 10000 || rec.Version == "" {
+			t.Fatalf("after run %d: record %+v, want key, holder, token %d, released, ttl_ms 10000, version", want, rec, want)
+		}
+		// Wall-clock times (this machine's): acquired, then the release's
+		// write as the last renew, both just now.
+		if rec.Acquired.IsZero() || rec.Renewed.Before(rec.Acquired) || rec.Renewed.After(before) || before.Sub(rec.Acquired) > time.Minute {
+			t.Errorf("after run %d: acquired %v, renewed %v; want acquired ≤ renewed ≤ now", want, rec.Acquired, rec.Renewed)
 		}
 	}
 }
