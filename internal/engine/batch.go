@@ -75,7 +75,12 @@ func (e *Engine) Update(ctx context.Context, fn func(tx *Tx) error) (uint64, err
 		e.mu.RUnlock()
 		return 0, ErrClosed
 	}
-	e.reqs <- r
+	select {
+	case e.reqs <- r:
+	case <-ctx.Done(): // the queue is full (the disk is slow): give up unqueued
+		e.mu.RUnlock()
+		return 0, ctx.Err()
+	}
 	e.mu.RUnlock()
 	select {
 	case <-r.done:

@@ -220,3 +220,24 @@ func TestViewWaitsForTheFsyncOfAVisibleCommit(t *testing.T) {
 		t.Fatal("the View after the fsync does not see the write")
 	}
 }
+
+// An Update whose context ends while the request queue is full (commits
+// stalled on a slow disk) returns the context's error instead of blocking
+// until there is room.
+func TestUpdateGivesUpOnFullQueue(t *testing.T) {
+	e := openHeld(t)
+	var wg sync.WaitGroup
+	e.startFirst(t, &wg)
+	defer func() { close(e.hold); wg.Wait() }()
+	for range cap(e.reqs) {
+		wg.Go(func() { e.Update(context.Background(), func(tx *Tx) error { return nil }) })
+	}
+	for len(e.reqs) < cap(e.reqs) {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := e.Update(ctx, func(tx *Tx) error { return nil }); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Update on a full queue: %v, want the deadline", err)
+	}
+}
