@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func zombieMain(dir string) int {
 		return 1
 	}
 	lk, _ := lease.NewLocker(s, "locks/job", &lease.Options{Holder: "zombie", TTL: time.Second})
-	l, err := lk.Hold(ctx)
+	l, err := lk.Acquire(ctx)
 	if err == nil {
 		_, err = lease.FencedPut(ctx, s, "resource", []byte("zombie-1"), l.Token())
 	}
@@ -47,8 +48,26 @@ func zombieMain(dir string) int {
 		fmt.Println("error", err)
 		return 1
 	}
+	// Renew like Hold, but under mu, so that the test can stop this
+	// process between two renews. A SIGSTOP in the middle of a
+	// directory-store write would leave that key's file lock held by a
+	// stopped process and block every other process's writes to the key
+	// until it resumes: a different pause from the one this test is about.
+	var mu sync.Mutex
+	go func() {
+		for {
+			time.Sleep(lk.Options().RenewInterval)
+			mu.Lock()
+			l.Renew(ctx)
+			mu.Unlock()
+		}
+	}()
 	fmt.Println("held", l.Token())
-	bufio.NewReader(os.Stdin).ReadString('\n')
+	in := bufio.NewReader(os.Stdin)
+	in.ReadString('\n')
+	mu.Lock() // no renew in flight, and none from now on
+	fmt.Println("pausing")
+	in.ReadString('\n')
 	// Resumed: write without looking at the lease, like a process that
 	// checked it just before it was stopped.
 	_, err = lease.FencedPut(ctx, s, "resource", []byte("zombie-2"), l.Token())
@@ -83,19 +102,29 @@ func TestSIGSTOPpedHolderIsFenced(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
 	out := bufio.NewReader(stdout)
 	line, _ := out.ReadString('\n')
 	if !strings.HasPrefix(line, "held ") {
+		cmd.Process.Kill()
+		t.Fatalf("holder said %q", line)
+	}
+	time.Sleep(300 * time.Millisecond) // it renews meanwhile
+	fmt.Fprintln(stdin, "pause")
+	if line, _ := out.ReadString('\n'); line != "pausing\n" {
+		cmd.Process.Kill()
 		t.Fatalf("holder said %q", line)
 	}
 	cmd.Process.Signal(syscall.SIGSTOP)
 
 	s, err := filestore.Open(dir, nil)
 	if err != nil {
+		cmd.Process.Kill()
 		t.Fatal(err)
 	}
 	defer s.Close()
+	// Runs before s.Close: a holder left stopped would keep its lease
+	// and this test waiting.
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	lk, _ := lease.NewLocker(s, "locks/job", &lease.Options{Holder: "contender", TTL: time.Second})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -117,5 +146,4 @@ func TestSIGSTOPpedHolderIsFenced(t *testing.T) {
 	if err != nil || string(v) != "contender" || tok != l.Token() {
 		t.Fatalf("resource = %q token %d (%v), want the contender's write", v, tok, err)
 	}
-	cmd.Wait()
 }
