@@ -208,7 +208,9 @@ func (e *Engine) Err() error {
 // Update of that commit and after it gets.
 func (e *Engine) fail(cause error) error {
 	err := fmt.Errorf("%w: %w", ErrFailed, cause)
-	e.failure.CompareAndSwap(nil, &err)
+	if e.failure.CompareAndSwap(nil, &err) {
+		e.watch.wakeAll() // blocking reads end now instead of at their timeout
+	}
 	return *e.failure.Load()
 }
 

@@ -146,6 +146,17 @@ func TestFailedCommitStopsEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	acked := put(t, e, "small", "v")
+	waited := make(chan error, 1)
+	go func() { waited <- e.Wait(t.Context(), "quiet/", acked) }()
+	for {
+		e.watch.mu.Lock()
+		n := len(e.watch.byPfx)
+		e.watch.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	idx, err := e.Update(t.Context(), func(tx *Tx) error {
 		tx.PutKV(KV{Key: "big", Value: make([]byte, 2<<20)})
 		return nil
@@ -155,6 +166,17 @@ func TestFailedCommitStopsEngine(t *testing.T) {
 	}
 	if !errors.Is(e.Err(), ErrFailed) {
 		t.Fatalf("Err() = %v after a failed commit", e.Err())
+	}
+	select {
+	case err := <-waited:
+		if !errors.Is(err, ErrFailed) {
+			t.Fatalf("a blocked Wait ended with %v at the failure, want ErrFailed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a blocked Wait still waits after the engine failed")
+	}
+	if err := e.Wait(t.Context(), "quiet/", acked); !errors.Is(err, ErrFailed) {
+		t.Fatalf("Wait after the failure: %v, want ErrFailed", err)
 	}
 	if e.Index() != acked {
 		t.Fatalf("Index() = %d after a failed commit, want the last acknowledged %d", e.Index(), acked)

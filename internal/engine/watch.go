@@ -123,6 +123,20 @@ func (w *watchers) cancel(wt *waiter) {
 	w.remove(wt)
 }
 
+// wakeAll wakes every waiter without closing the registry (the engine
+// failed: waiters re-read and meet the failure).
+func (w *watchers) wakeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, set := range w.byPfx {
+		for wt := range set {
+			close(wt.ch)
+		}
+	}
+	w.byPfx = map[string]map[*waiter]struct{}{}
+	w.lengths = map[int]int{}
+}
+
 func (w *watchers) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -138,7 +152,7 @@ func (w *watchers) close() {
 
 // Wait blocks until a commit with an index greater than after has touched
 // a key starting with prefix (a KV write or delete, or a Tx.Touch), or ctx
-// ends (ctx's error), or the engine closes (ErrClosed).
+// ends (ctx's error), or the engine closes (ErrClosed) or fails (its Err).
 //
 // Pass as after the index you last observed, typically tx.Index() of the
 // View you read from: a commit that lands between that View and the call
@@ -150,12 +164,16 @@ func (e *Engine) Wait(ctx context.Context, prefix string, after uint64) error {
 	if err != nil || wt == nil {
 		return err
 	}
+	if err := e.Err(); err != nil { // failed before we registered: no wake will come
+		e.watch.cancel(wt)
+		return err
+	}
 	select {
 	case <-wt.ch:
 		if e.isClosed() {
 			return ErrClosed
 		}
-		return nil
+		return e.Err()
 	case <-ctx.Done():
 		e.watch.cancel(wt)
 		return ctx.Err()
