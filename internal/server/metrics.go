@@ -73,6 +73,15 @@ func (m *metrics) engine(e *engine.Engine) {
 			Name: "latchkey_engine_index",
 			Help: "Latest committed global index (Consul's X-Consul-Index).",
 		}, func() float64 { return float64(e.Index()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "latchkey_engine_failed",
+			Help: "1 once a durable commit has failed (I/O error, full disk): the engine refuses reads and writes until the server restarts.",
+		}, func() float64 {
+			if e.Err() != nil {
+				return 1
+			}
+			return 0
+		}),
 	)
 }
 

@@ -66,6 +66,7 @@ func TestHealthAndMetrics(t *testing.T) {
 		"latchkey_engine_commits_total 1",
 		"latchkey_engine_updates_total 1",
 		"latchkey_engine_index 2",
+		"latchkey_engine_failed 0",
 		"latchkey_engine_commit_batch_size_count 1",
 		`latchkey_http_requests_total{api="ops",code="200"} 1`,
 		"latchkey_consul_blocking_queries 0",
