@@ -1,0 +1,69 @@
+package azblobstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/latchkey/latchkey/store/azblobstore"
+)
+
+// azuriteEnv names the Azurite blob endpoint that .ci/run starts, as a
+// service URL: http://127.0.0.1:PORT/devstoreaccount1.
+const azuriteEnv = "LATCHKEY_TEST_AZURITE"
+
+// azurite returns the Azurite service URL. Outside CI a missing emulator
+// skips the test with a message; with CI=true it fails it.
+func azurite(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv(azuriteEnv)
+	if u == "" {
+		msg := azuriteEnv + " names a running Azurite blob endpoint, e.g. http://127.0.0.1:10000/devstoreaccount1 (.ci/run starts one)"
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("CI=true but no Azurite: %s", msg)
+		}
+		tb.Skipf("no Azurite: %s", msg)
+	}
+	return u
+}
+
+func randomName(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func options(serviceURL, container, prefix string) *azblobstore.Options {
+	return &azblobstore.Options{ServiceURL: serviceURL, Container: container, Prefix: prefix,
+		AccountName: azblobstore.DevAccountName, AccountKey: azblobstore.DevAccountKey}
+}
+
+// newContainer creates a fresh container on Azurite and deletes it at
+// cleanup.
+func newContainer(tb testing.TB, serviceURL string) string {
+	tb.Helper()
+	name := randomName("lk-test-")
+	s, err := azblobstore.Open(context.Background(), options(serviceURL, name, ""))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := s.Container().Create(context.Background(), nil); err != nil {
+		tb.Fatalf("azurite: create container %s: %v", name, err)
+	}
+	tb.Cleanup(func() { _, _ = s.Container().Delete(context.Background(), nil) })
+	return name
+}
+
+// open returns a store on a fresh container, with no key prefix (a prefix
+// would shorten the longest key below store.MaxKeyLen).
+func open(tb testing.TB, serviceURL string) *azblobstore.Store {
+	tb.Helper()
+	s, err := azblobstore.Open(context.Background(), options(serviceURL, newContainer(tb, serviceURL), ""))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
