@@ -21,6 +21,13 @@
 //	etcd://[user:password@]host:port[,host:port]/prefix
 //	                       etcd v3 (etcdstore). Query parameters: tls=1,
 //	                       cacert=FILE (PEM roots; implies TLS)
+//	azblob://container/prefix
+//	                       Azure Blob Storage or Azurite (azblobstore).
+//	                       Query parameter: endpoint=URL (e.g.
+//	                       http://127.0.0.1:10000/devstoreaccount1);
+//	                       credentials from AZURE_STORAGE_CONNECTION_STRING
+//	                       or AZURE_STORAGE_ACCOUNT/AZURE_STORAGE_KEY, and
+//	                       Azurite's dev account on a loopback endpoint
 //
 // Other backends add their scheme to the table in this file.
 package storeurl
@@ -46,6 +53,7 @@ var openers = map[string]opener{
 	"consul": openConsul,
 	"s3":     openS3,
 	"etcd":   openEtcd,
+	"azblob": openAzblob,
 }
 
 // Schemes returns the supported URL schemes, sorted.
