@@ -1,0 +1,70 @@
+// Package gcsstore is the store contract over Google Cloud Storage (and
+// GCS-compatible servers such as fake-gcs-server), through the official
+// client cloud.google.com/go/storage and its JSON API.
+//
+// # Atomicity and versions
+//
+// A Version is the object's generation, in decimal. GCS gives every
+// content write a new generation, so the same bytes written twice get two
+// versions and an A→B→A overwrite is visible to IfMatch; no header is
+// stored in front of values, which are the objects' bytes as they are.
+// Create-if-absent is an upload with ifGenerationMatch=0
+// (Conditions{DoesNotExist: true}), compare-and-swap an upload with
+// ifGenerationMatch=<generation>, compare-and-delete a DELETE with
+// ifGenerationMatch. GCS evaluates the precondition when the upload
+// finalizes, so of N racing conditional writers exactly one wins; the 412
+// surfaces from Writer.Close. IfMatch of a version that is not a positive
+// decimal generation is a conflict without a request.
+//
+// A server that ignores the preconditions silently breaks every guarantee
+// here; run `latchkey probe` against a new endpoint first.
+// fake-gcs-server v1.56.1 honours them on uploads but deletes whatever
+// generation a DELETE names: open it with Options.NoCompareAndDelete, and
+// the store then declares no CompareAndDelete and refuses Delete with
+// IfMatch with ErrUnsupported.
+//
+// # Errors and ambiguous outcomes
+//
+// Every client error goes through one function (classify) onto the store
+// error set: 412 conditionNotMet → ErrConflict; a missing object on Get →
+// ErrNotFound; 404 on a conditional write or delete → ErrConflict; 408,
+// 429 or 5xx on a read → ErrTransient; 408, 429 or 5xx or a timeout after
+// a write was sent → ErrUnknownOutcome (GCS throttles at about one write
+// per second per object, and a 429 does not prove the write was not
+// applied); other 4xx → ErrUnsupported. The raw status and reason stay in
+// the *store.OpError.
+//
+// The client retries an upload by itself when a generation precondition
+// is set, and a retried conditional upload that already won answers 412:
+// it would look lost. So writes run with the client's retries off
+// (storage.RetryNever on the object handle) and a single-request upload
+// (ChunkSize 0), and every write carries a fresh 128-bit nonce in its
+// custom metadata (latchkey-nonce). When a write's outcome is unknown,
+// Put resolves it itself, a bounded number of times with jittered
+// backoff: it reads the object's metadata and, if the nonce is ours, the
+// write won; otherwise it resends the same write with the same nonce and
+// precondition — at most one of the attempts can commit. A success wins;
+// a 412 or 404 followed by a read that finds our nonce wins too; anything
+// else stays ErrUnknownOutcome, because the earlier attempt may have
+// committed and been overwritten since. Reads use the client's default
+// retries.
+//
+// # Keys, listing, streaming
+//
+// Keys live under the store's prefix (gs://bucket/prefix → objects
+// "prefix/<key>"), and prefix plus key must fit GCS's 1024-byte name
+// limit. List pages with the Objects iterator by prefix and StartOffset
+// (After followed by a NUL byte), selecting only names and generations.
+// PutStream streams the reader in one upload request with no chunk
+// buffer, so memory stays bounded; only an io.ReadSeeker can be resent
+// to resolve an unknown outcome. GetStream streams the object's bytes,
+// pinned to the generation first read.
+//
+// # Connecting
+//
+// With no Options.Endpoint the client uses application default
+// credentials, or the emulator that STORAGE_EMULATOR_HOST names. With an
+// Endpoint (a JSON API base URL such as
+// http://127.0.0.1:4443/storage/v1/) authentication is off. Reads then go
+// through the JSON API, which every emulator serves at that URL.
+package gcsstore
