@@ -12,6 +12,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/latchkey/latchkey/store"
@@ -36,9 +37,13 @@ type Options struct {
 	// AccountName is set), for Azurite "http://127.0.0.1:10000/devstoreaccount1".
 	// Ignored with ConnectionString, which names its own endpoint.
 	ServiceURL string
-	// Container holds the store's blobs. It must exist; Open does not
-	// create it.
+	// Container holds the store's blobs. It must exist unless
+	// CreateContainer is set.
 	Container string
+	// CreateContainer makes Open create the container when it does not
+	// exist (one request; an existing container is fine). Without it Open
+	// does not contact the service.
+	CreateContainer bool
 	// Prefix scopes the store to the blobs named "Prefix/…". Empty means
 	// the whole container.
 	Prefix string
@@ -77,7 +82,7 @@ var (
 )
 
 // Open returns a Store for the blobs under opts.Prefix in opts.Container.
-// It does not contact the service.
+// It contacts the service only to create the container, when asked to.
 func Open(ctx context.Context, opts *Options) (*Store, error) {
 	if opts == nil {
 		return nil, errors.New("azblobstore: open: no options (a container is required)")
@@ -108,6 +113,11 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 	}
 	if s.backoff <= 0 {
 		s.backoff = 100 * time.Millisecond
+	}
+	if o.CreateContainer {
+		if _, err := read.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+			return nil, fmt.Errorf("azblobstore: open: create container %q: %w", o.Container, shortError{err})
+		}
 	}
 	return s, nil
 }

@@ -338,3 +338,24 @@ func TestOpenRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateContainer: Open with CreateContainer creates a missing
+// container and accepts an existing one.
+func TestCreateContainer(t *testing.T) {
+	ctx := context.Background()
+	u := azurite(t)
+	o := options(u, randomName("lk-create-"), "p")
+	o.CreateContainer = true
+	for i := 0; i < 2; i++ {
+		s, err := azblobstore.Open(ctx, o)
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if i == 0 {
+			t.Cleanup(func() { _, _ = s.Container().Delete(context.Background(), nil) })
+		}
+		if _, err := s.Put(ctx, fmt.Sprint(i), nil, store.IfAbsent); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -14,7 +14,8 @@ import (
 )
 
 // openAzblob opens azblob://container/prefix[?endpoint=URL] (azblobstore).
-// The container must exist. Credentials, in this order:
+// The container must exist, unless create-container=1 asks Open to create
+// it. Credentials, in this order:
 //
 //   - endpoint given: AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY (shared
 //     key); when neither is set and the endpoint is on loopback, Azurite's
@@ -30,11 +31,19 @@ func openAzblob(ctx context.Context, u *url.URL) (store.Store, error) {
 	if u.Host == "" {
 		return nil, errors.New("azblob:// needs a container: azblob://container/prefix")
 	}
-	q, err := params(u, "endpoint")
+	q, err := params(u, "endpoint", "create-container")
 	if err != nil {
 		return nil, err
 	}
-	opts := &azblobstore.Options{Container: u.Host, Prefix: strings.TrimPrefix(u.Path, "/"),
+	create := false
+	switch q.Get("create-container") {
+	case "", "0", "false":
+	case "1", "true":
+		create = true
+	default:
+		return nil, fmt.Errorf("create-container=%q: want 1 or 0", q.Get("create-container"))
+	}
+	opts := &azblobstore.Options{Container: u.Host, Prefix: strings.TrimPrefix(u.Path, "/"), CreateContainer: create,
 		AccountName: os.Getenv("AZURE_STORAGE_ACCOUNT"), AccountKey: os.Getenv("AZURE_STORAGE_KEY")}
 	if opts.AccountKey != "" && opts.AccountName == "" {
 		return nil, errors.New("AZURE_STORAGE_KEY is set without AZURE_STORAGE_ACCOUNT")

@@ -66,6 +66,7 @@ func TestAzblobURLRejects(t *testing.T) {
 		{"azblob://cont/p", "no Azure account"},
 		{"azblob://cont/p?endpoint=ftp://x", "endpoint"},
 		{"azblob://cont/p?color=red", `unknown parameter "color"`},
+		{"azblob://cont/p?endpoint=http://127.0.0.1:1/x&create-container=yes", "create-container"},
 		{"azblob://UPPER/p?endpoint=http://127.0.0.1:1/devstoreaccount1", "container name"},
 	} {
 		_, err := storeurl.Open(context.Background(), tc.url)

@@ -23,8 +23,9 @@
 //	                       cacert=FILE (PEM roots; implies TLS)
 //	azblob://container/prefix
 //	                       Azure Blob Storage or Azurite (azblobstore).
-//	                       Query parameter: endpoint=URL (e.g.
-//	                       http://127.0.0.1:10000/devstoreaccount1);
+//	                       Query parameters: endpoint=URL (e.g.
+//	                       http://127.0.0.1:10000/devstoreaccount1),
+//	                       create-container=1;
 //	                       credentials from AZURE_STORAGE_CONNECTION_STRING
 //	                       or AZURE_STORAGE_ACCOUNT/AZURE_STORAGE_KEY, and
 //	                       Azurite's dev account on a loopback endpoint
