@@ -61,6 +61,13 @@
 // has no marker for, e.g. from another process, is served by listing from
 // the start of the prefix and skipping — correct, but it costs a scan.
 //
+// # Limits
+//
+// Put sends the value as one Put Blob (Azure's limit: 5,000 MiB, held in
+// memory by the caller anyway). PutStream takes up to 50,000 blocks of
+// 4 MiB (about 195 GiB). A blob name is at most 1,024 bytes, prefix and
+// escapes included; a List page at most 5,000 items (Azure's page).
+//
 // # Streaming
 //
 // PutStream holds at most one 4 MiB block in memory: a value that fits
