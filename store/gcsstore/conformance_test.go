@@ -14,7 +14,8 @@ import (
 func TestConformance(t *testing.T) {
 	e := startedEmulator(t)
 	storetest.Run(t, storetest.Harness{
-		New:   func(tb testing.TB) store.Store { return e.open(tb, "") },
-		Scale: 0.5,
+		// Full scale: the emulator is on loopback and the suite takes a
+		// few seconds with -race.
+		New: func(tb testing.TB) store.Store { return e.open(tb, "") },
 	})
 }

@@ -1,0 +1,114 @@
+package gcsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+
+	"cloud.google.com/go/storage"
+	"google.golang.org/api/googleapi"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+func apiErr(code int, reason string) error {
+	e := &googleapi.Error{Code: code, Message: "test"}
+	if reason != "" {
+		e.Errors = []googleapi.ErrorItem{{Reason: reason, Message: "test"}}
+	}
+	// The client wraps API errors; classify must see through that.
+	return fmt.Errorf("storage: wrapped: %w", e)
+}
+
+func TestClassify(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	reset := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
+	cases := []struct {
+		name   string
+		op     opKind
+		err    error
+		kind   error
+		status int
+	}{
+		{"412 conditionNotMet on a create", opCondWrite, apiErr(412, "conditionNotMet"), store.ErrConflict, 412},
+		{"412 without a reason", opCondWrite, apiErr(412, ""), store.ErrConflict, 412},
+		{"conditionNotMet reason alone", opCondWrite, apiErr(0, "conditionNotMet"), store.ErrConflict, 0},
+		{"missing object on get", opRead, storage.ErrObjectNotExist, store.ErrNotFound, 404},
+		{"404 on get", opRead, apiErr(404, "notFound"), store.ErrNotFound, 404},
+		{"404 on a conditional write", opCondWrite, apiErr(404, "notFound"), store.ErrConflict, 404},
+		{"missing object on a conditional delete", opCondWrite, storage.ErrObjectNotExist, store.ErrConflict, 404},
+		{"missing bucket on get", opRead, storage.ErrBucketNotExist, store.ErrNotFound, 404},
+		{"missing bucket on a conditional write", opCondWrite, storage.ErrBucketNotExist, store.ErrNotFound, 404},
+		{"429 on a read", opRead, apiErr(429, "rateLimitExceeded"), store.ErrTransient, 429},
+		{"429 after a write (may have been applied)", opCondWrite, apiErr(429, "rateLimitExceeded"), store.ErrUnknownOutcome, 429},
+		{"429 after an unconditional write", opWrite, apiErr(429, "rateLimitExceeded"), store.ErrUnknownOutcome, 429},
+		{"503 on a read", opRead, apiErr(503, "backendError"), store.ErrTransient, 503},
+		{"503 after a write", opCondWrite, apiErr(503, "backendError"), store.ErrUnknownOutcome, 503},
+		{"500 after a write", opWrite, apiErr(500, "internalError"), store.ErrUnknownOutcome, 500},
+		{"408 on a read", opRead, apiErr(408, ""), store.ErrTransient, 408},
+		{"408 after a write", opCondWrite, apiErr(408, ""), store.ErrUnknownOutcome, 408},
+		{"403 forbidden", opRead, apiErr(403, "forbidden"), store.ErrUnsupported, 403},
+		{"401 unauthorized on a write", opCondWrite, apiErr(401, "required"), store.ErrUnsupported, 401},
+		{"400 bad request", opWrite, apiErr(400, "invalid"), store.ErrUnsupported, 400},
+		{"304 on a read", opRead, apiErr(304, ""), store.ErrTransient, 304},
+		{"dial error on a write", opCondWrite, fmt.Errorf("post: %w", dial), store.ErrTransient, 0},
+		{"reset on a read", opRead, reset, store.ErrTransient, 0},
+		{"reset after a write", opCondWrite, reset, store.ErrUnknownOutcome, 0},
+		{"unexpected EOF after a write", opWrite, io.ErrUnexpectedEOF, store.ErrUnknownOutcome, 0},
+		{"context deadline after a write", opCondWrite, context.DeadlineExceeded, store.ErrUnknownOutcome, 0},
+		{"context cancelled on a read", opRead, context.Canceled, store.ErrTransient, 0},
+		{"cancelled dial after a write", opCondWrite, &net.OpError{Op: "dial", Err: context.Canceled}, store.ErrUnknownOutcome, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := classify(c.op, c.err)
+			if f.kind != c.kind || f.status != c.status {
+				t.Fatalf("classify(%v) = %v (status %d), want %v (status %d)", c.err, f.kind, f.status, c.kind, c.status)
+			}
+			oe := opError("put", "k", f, c.err)
+			if !errors.Is(oe, c.kind) || !errors.Is(oe, c.err) {
+				t.Fatalf("opError %v does not match both %v and its cause", oe, c.kind)
+			}
+		})
+	}
+}
+
+func TestClassifyKeepsReason(t *testing.T) {
+	f := classify(opCondWrite, apiErr(412, "conditionNotMet"))
+	if f.code != "conditionNotMet" {
+		t.Fatalf("code = %q, want conditionNotMet", f.code)
+	}
+	msg := opError("put", "jobs/a", f, apiErr(412, "conditionNotMet")).Error()
+	want := `gcsstore: put "jobs/a": precondition failed (status 412 conditionNotMet)`
+	if len(msg) < len(want) || msg[:len(want)] != want {
+		t.Fatalf("message %q does not start with %q", msg, want)
+	}
+}
+
+func TestVersionsAndConditions(t *testing.T) {
+	for _, v := range []store.Version{"", "0", "-3", "abc", "1.5", "99999999999999999999"} {
+		if g, ok := generation(v); ok {
+			t.Errorf("generation(%q) = %d, true; want not a generation", v, g)
+		}
+		if _, conditional, ok := conditions(store.IfMatch(v)); !conditional || ok {
+			t.Errorf("conditions(IfMatch(%q)): conditional %v ok %v, want a conflict", v, conditional, ok)
+		}
+	}
+	if g, ok := generation(version(1700000000123456)); !ok || g != 1700000000123456 {
+		t.Fatalf("round trip: %d %v", g, ok)
+	}
+	c, conditional, ok := conditions(store.IfAbsent)
+	if !conditional || !ok || !c.DoesNotExist || c.GenerationMatch != 0 {
+		t.Fatalf("IfAbsent → %+v", c)
+	}
+	c, conditional, ok = conditions(store.IfMatch("42"))
+	if !conditional || !ok || c.GenerationMatch != 42 || c.DoesNotExist {
+		t.Fatalf("IfMatch(42) → %+v", c)
+	}
+	if _, conditional, _ := conditions(store.Unconditional); conditional {
+		t.Fatal("Unconditional is conditional")
+	}
+}
