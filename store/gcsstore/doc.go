@@ -46,8 +46,9 @@
 // precondition — at most one of the attempts can commit. A success wins;
 // a 412 or 404 followed by a read that finds our nonce wins too; anything
 // else stays ErrUnknownOutcome, because the earlier attempt may have
-// committed and been overwritten since. Reads use the client's default
-// retries.
+// committed and been overwritten since. Reads use the client's retries
+// (exponential backoff with jitter), bounded to 4 attempts; a read that
+// still fails is ErrTransient.
 //
 // # Keys, listing, streaming
 //

@@ -47,6 +47,10 @@ type Options struct {
 	ResolveBackoff time.Duration
 }
 
+// readAttempts bounds the client's attempts at one read (get, attrs,
+// one list page); the last failure is then ErrTransient.
+const readAttempts = 4
+
 // Store is a store.Store over one GCS bucket and object-name prefix.
 type Store struct {
 	client    *storage.Client
@@ -96,6 +100,9 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gcsstore: open: %w", err)
 	}
+	// Reads keep the client's retries of 408, 429, 5xx and transport
+	// errors, but bounded: by default it retries until the context ends.
+	client.SetRetry(storage.WithMaxAttempts(readAttempts))
 	s := &Store{client: client, bucket: client.Bucket(o.Bucket), name: o.Bucket, prefix: prefix,
 		attempts: o.ResolveAttempts, backoff: o.ResolveBackoff, noCAD: o.NoCompareAndDelete}
 	if s.attempts <= 0 {

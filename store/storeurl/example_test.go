@@ -32,5 +32,5 @@ func ExampleOpen() {
 	fmt.Println(err)
 	// Output:
 	// hello
-	// storeurl: "ftp://example.com/x": unknown scheme "ftp"; want one of azblob, consul, etcd, file, mem, s3
+	// storeurl: "ftp://example.com/x": unknown scheme "ftp"; want one of azblob, consul, etcd, file, gs, mem, s3
 }

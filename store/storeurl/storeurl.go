@@ -29,6 +29,11 @@
 //	                       credentials from AZURE_STORAGE_CONNECTION_STRING
 //	                       or AZURE_STORAGE_ACCOUNT/AZURE_STORAGE_KEY, and
 //	                       Azurite's dev account on a loopback endpoint
+//	gs://bucket/prefix     Google Cloud Storage or fake-gcs-server
+//	                       (gcsstore). Query parameters: endpoint=URL (JSON
+//	                       API base, e.g. http://127.0.0.1:4443/storage/v1/),
+//	                       no-compare-and-delete=1; else application
+//	                       default credentials or STORAGE_EMULATOR_HOST
 //
 // Other backends add their scheme to the table in this file.
 package storeurl
@@ -55,6 +60,7 @@ var openers = map[string]opener{
 	"s3":     openS3,
 	"etcd":   openEtcd,
 	"azblob": openAzblob,
+	"gs":     openGCS,
 }
 
 // Schemes returns the supported URL schemes, sorted.

@@ -66,7 +66,7 @@ func TestOpenRejects(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
 		{"", "no scheme"},
 		{"/var/lib/latchkey", "no scheme"},
-		{"bogus://x", `unknown scheme "bogus"; want one of azblob, consul, etcd, file, mem`},
+		{"bogus://x", `unknown scheme "bogus"; want one of azblob, consul, etcd, file, gs, mem`},
 		{"bogus://user:hunter2@host/p", "unknown scheme"},
 		{"mem://somehost", "takes no host"},
 		{"mem://?x=1", "unknown parameter"},

@@ -1,0 +1,52 @@
+package storeurl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/gcsstore"
+)
+
+// openGCS opens gs://bucket/prefix?endpoint=URL (gcsstore). With no
+// endpoint the client uses application default credentials, or the
+// emulator STORAGE_EMULATOR_HOST names. endpoint= is a JSON API base URL
+// (e.g. http://127.0.0.1:4443/storage/v1/ for fake-gcs-server), reached
+// without authentication. no-compare-and-delete=1 declares a server that
+// ignores delete preconditions (fake-gcs-server).
+func openGCS(ctx context.Context, u *url.URL) (store.Store, error) {
+	if u.Opaque != "" || u.User != nil {
+		return nil, errors.New("gs:// takes gs://bucket/prefix, without user info")
+	}
+	if u.Host == "" {
+		return nil, errors.New("gs:// needs a bucket: gs://bucket/prefix")
+	}
+	q, err := params(u, "endpoint", "no-compare-and-delete")
+	if err != nil {
+		return nil, err
+	}
+	opts := &gcsstore.Options{Bucket: u.Host, Prefix: strings.TrimPrefix(u.Path, "/"), Endpoint: q.Get("endpoint")}
+	if ep := opts.Endpoint; ep != "" {
+		e, err := url.Parse(ep)
+		if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
+			return nil, fmt.Errorf("endpoint %q: want http://host:port/storage/v1/ or https://host/storage/v1/", ep)
+		}
+		if e.Path == "" || e.Path == "/" {
+			// The JSON API lives under /storage/v1/; accept the bare
+			// server address as a convenience.
+			e.Path = "/storage/v1/"
+			opts.Endpoint = e.String()
+		}
+	}
+	switch q.Get("no-compare-and-delete") {
+	case "", "0", "false":
+	case "1", "true":
+		opts.NoCompareAndDelete = true
+	default:
+		return nil, fmt.Errorf("no-compare-and-delete=%q: want 1 or 0", q.Get("no-compare-and-delete"))
+	}
+	return gcsstore.Open(ctx, opts)
+}
