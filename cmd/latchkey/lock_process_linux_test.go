@@ -23,6 +23,7 @@ import (
 // and a waiting contender takes over only after the holder's last write
 // stayed unchanged for a full TTL.
 func TestLockRunKilledHolder(t *testing.T) {
+	t.Parallel() // mostly waits out TTLs
 	const ttl = 2 * time.Second
 	dir := t.TempDir()
 	storeDir := filepath.Join(dir, "store")
@@ -166,6 +167,7 @@ func TestLockRunLostKillsStubbornChild(t *testing.T) {
 // A CMD that runs for several TTLs keeps the lock: lock run renews it, and
 // a waiting contender starts only after CMD has ended.
 func TestLockRunRenewsWhileCMDRuns(t *testing.T) {
+	t.Parallel() // mostly waits out TTLs
 	const ttl = 2 * time.Second
 	dir := t.TempDir()
 	url := storeurl.FileURL(filepath.Join(dir, "store"))
