@@ -56,9 +56,11 @@
 // "prefix/<key>"), and prefix plus key must fit GCS's 1024-byte name
 // limit. List pages with the Objects iterator by prefix and StartOffset
 // (After followed by a NUL byte), selecting only names and generations.
-// PutStream streams the reader in one upload request with no chunk
-// buffer, so memory stays bounded; only an io.ReadSeeker can be resent
-// to resolve an unknown outcome. GetStream streams the object's bytes,
+// PutStream streams an io.ReadSeeker in one upload request with no chunk
+// buffer; any other reader is first spooled to a temporary file, so a
+// reader that fails part-way fails the Put before anything is sent
+// (fake-gcs-server stores a multipart upload cut off mid-body). Memory
+// stays bounded either way. GetStream streams the object's bytes,
 // pinned to the generation first read.
 //
 // # Connecting

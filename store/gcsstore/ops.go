@@ -71,7 +71,7 @@ func conditions(cond store.Condition) (c storage.Conditions, conditional, ok boo
 
 // put uploads the value body returns, under cond, and resolves an unknown
 // outcome. body returns the value from its start once per attempt, and
-// false when it cannot be replayed (a plain io.Reader already consumed).
+// false when it cannot.
 func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, bool), cond store.Condition) (store.Version, error) {
 	if err := ctx.Err(); err != nil {
 		return "", store.Errorf(backend, "put", key, store.ErrTransient, err) // nothing was sent
@@ -87,8 +87,11 @@ func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, boo
 	nonce := newNonce()
 	first := true
 	send := func() (store.Version, failure, error) {
-		r, replay := body()
-		if !first && !replay {
+		r, ok := body()
+		if !ok {
+			if first {
+				return "", failure{kind: store.ErrTransient}, errors.New("the value's reader cannot seek to its start")
+			}
 			return "", failure{kind: store.ErrUnknownOutcome}, errors.New("the value cannot be sent again")
 		}
 		first = false
@@ -118,14 +121,22 @@ func (s *Store) upload(ctx context.Context, h *storage.ObjectHandle, nonce strin
 	w.ContentType = "application/octet-stream"
 	w.Metadata = map[string]string{metaNonce: nonce}
 	if _, err := io.Copy(w, sourceReader{r}); err != nil {
-		// The upload is one multipart request; cancelling it before its
-		// closing boundary was sent leaves nothing behind, unless the
-		// failure came from the request itself.
-		cancel()
-		cerr := w.Close()
 		var rerr *readError
-		if errors.As(err, &rerr) || cerr == nil {
-			return "", failure{kind: store.ErrTransient}, fmt.Errorf("read value: %w", err)
+		if errors.As(err, &rerr) {
+			// The caller's reader failed mid-upload. Cancel the request
+			// and do not Close the writer (that would end the body
+			// normally). GCS does not finalize a multipart upload whose
+			// body never completed, but a lenient server may store what
+			// it got (fake-gcs-server does), so the outcome is unknown.
+			// PutStream spools plain readers first, so only a failing
+			// io.ReadSeeker gets here.
+			cancel()
+			return "", failure{kind: store.ErrUnknownOutcome}, fmt.Errorf("read value: %w", err)
+		}
+		// The upload itself failed; Close reports why.
+		cerr := w.Close()
+		if cerr == nil {
+			cerr = err
 		}
 		return "", classify(kind, cerr), cerr
 	}

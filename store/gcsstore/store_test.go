@@ -216,3 +216,33 @@ func TestNotFoundAndMissingBucket(t *testing.T) {
 		t.Fatalf("Get in a missing bucket: %v", err)
 	}
 }
+
+// failAfter yields n bytes, then fails.
+type failAfter struct{ n int }
+
+func (f *failAfter) Read(p []byte) (int, error) {
+	if f.n == 0 {
+		return 0, errors.New("source failed (injected)")
+	}
+	k := min(len(p), f.n)
+	f.n -= k
+	return k, nil
+}
+
+// A PutStream whose reader fails stores nothing: the upload is cut off
+// before its closing boundary, never ended normally. Repeated, because
+// ending it normally commits the truncated value only when it wins a race.
+func TestFailedPutStreamStoresNothing(t *testing.T) {
+	s := startedEmulator(t).open(t, "")
+	ctx := t.Context()
+	for i := range 40 {
+		n := []int{1, 10, 4096, 100 << 10}[i%4]
+		_, err := s.PutStream(ctx, "k", &failAfter{n: n}, store.Unconditional)
+		if !errors.Is(err, store.ErrTransient) {
+			t.Fatalf("round %d (%d bytes): err = %v, want ErrTransient", i, n, err)
+		}
+		if got, err := s.Get(ctx, "k"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("round %d (%d bytes): Get = %q, %v; want ErrNotFound", i, n, got.Value, err)
+		}
+	}
+}

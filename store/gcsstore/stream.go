@@ -2,38 +2,45 @@ package gcsstore
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
 
 	"github.com/latchkey/latchkey/store"
 )
 
-// PutStream is Put with the value read from r, streamed in one upload
-// request with no chunk buffer: memory stays bounded whatever the size.
-// The generation precondition is checked when the upload completes. An
-// io.ReadSeeker can be sent again to resolve an unknown outcome; any other
-// reader cannot, so such an outcome is resolved by reading the object's
-// nonce only, and stays ErrUnknownOutcome when that does not show a win.
+// PutStream is Put with the value read from r, sent in one upload request
+// with no chunk buffer, so memory stays bounded whatever the size. The
+// generation precondition is checked when the upload completes. An
+// io.ReadSeeker is sent as is (from its current offset) and can be sent
+// again to resolve an unknown outcome; any other reader is first spooled
+// to a temporary file, so that a reader failing part-way fails the Put
+// before anything is sent (ErrTransient, nothing stored).
 func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond store.Condition) (store.Version, error) {
 	if err := s.check("put", key, false); err != nil {
 		return "", err
 	}
-	rs, seekable := r.(io.ReadSeeker)
-	var start int64
-	if seekable {
-		var err error
-		if start, err = rs.Seek(0, io.SeekCurrent); err != nil {
-			seekable = false
+	rs, ok := r.(io.ReadSeeker)
+	if !ok {
+		f, err := os.CreateTemp("", "gcsstore-spool-*")
+		if err != nil {
+			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
 		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		if _, err := io.Copy(f, r); err != nil {
+			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+		}
+		rs = f
 	}
-	sent := false
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
+	}
 	return s.put(ctx, key, func() (io.Reader, bool) {
-		if !sent {
-			sent = true
-			return r, true
-		}
-		if !seekable {
-			return nil, false
-		}
 		if _, err := rs.Seek(start, io.SeekStart); err != nil {
 			return nil, false
 		}
