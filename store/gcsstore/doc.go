@@ -27,9 +27,10 @@
 //
 // Every client error goes through one function (classify) onto the store
 // error set: 412 conditionNotMet → ErrConflict; a missing object on Get →
-// ErrNotFound; 404 on a conditional write or delete → ErrConflict; 408,
-// 429 or 5xx on a read → ErrTransient; 408, 429 or 5xx or a timeout after
-// a write was sent → ErrUnknownOutcome (GCS throttles at about one write
+// ErrNotFound; 404 on a conditional delete → ErrConflict; 404 on an
+// upload (a missing bucket) → ErrNotFound; 408, 429 or 5xx on a read →
+// ErrTransient; 408, 429 or 5xx or a timeout after a write was sent →
+// ErrUnknownOutcome (GCS throttles at about one write
 // per second per object, and a 429 does not prove the write was not
 // applied); other 4xx → ErrUnsupported. The raw status and reason stay in
 // the *store.OpError.

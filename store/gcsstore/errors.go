@@ -19,9 +19,10 @@ const backend = "gcsstore"
 type opKind int
 
 const (
-	opRead      opKind = iota // get, attrs, list: never changes anything
-	opWrite                   // upload or delete without a precondition
-	opCondWrite               // upload or delete with ifGenerationMatch
+	opRead       opKind = iota // get, attrs, list: never changes anything
+	opWrite                    // upload or delete without a precondition
+	opCondDelete               // delete with ifGenerationMatch
+	opCondUpload               // upload with ifGenerationMatch
 )
 
 // failure is the classification of one client error.
@@ -37,7 +38,10 @@ type failure struct {
 //	412 (conditionNotMet)                → ErrConflict
 //	storage.ErrBucketNotExist            → ErrNotFound (any op)
 //	404 / ErrObjectNotExist on a read    → ErrNotFound
-//	404 on a conditional write or delete → ErrConflict (the object is gone)
+//	404 on a conditional delete          → ErrConflict (the object is gone)
+//	404 on an upload                     → ErrNotFound: the bucket is
+//	                                       missing (a missing object fails
+//	                                       an upload's precondition with 412)
 //	408, 429, 5xx on a read              → ErrTransient
 //	408, 429, 5xx after a write          → ErrUnknownOutcome: GCS throttles
 //	                                       at about one write per second per
@@ -70,7 +74,7 @@ func classify(op opKind, err error) failure {
 		f.kind = store.ErrConflict
 	case f.status == http.StatusNotFound || errors.Is(err, storage.ErrObjectNotExist):
 		f.kind = store.ErrNotFound
-		if op == opCondWrite {
+		if op == opCondDelete && !errors.Is(err, storage.ErrBucketNotExist) {
 			f.kind = store.ErrConflict
 		}
 		if f.status == 0 {

@@ -33,34 +33,38 @@ func TestClassify(t *testing.T) {
 		kind   error
 		status int
 	}{
-		{"412 conditionNotMet on a create", opCondWrite, apiErr(412, "conditionNotMet"), store.ErrConflict, 412},
-		{"412 without a reason", opCondWrite, apiErr(412, ""), store.ErrConflict, 412},
-		{"conditionNotMet reason alone", opCondWrite, apiErr(0, "conditionNotMet"), store.ErrConflict, 0},
+		{"412 conditionNotMet on a create", opCondDelete, apiErr(412, "conditionNotMet"), store.ErrConflict, 412},
+		{"412 without a reason", opCondDelete, apiErr(412, ""), store.ErrConflict, 412},
+		{"conditionNotMet reason alone", opCondDelete, apiErr(0, "conditionNotMet"), store.ErrConflict, 0},
 		{"missing object on get", opRead, storage.ErrObjectNotExist, store.ErrNotFound, 404},
 		{"404 on get", opRead, apiErr(404, "notFound"), store.ErrNotFound, 404},
-		{"404 on a conditional write", opCondWrite, apiErr(404, "notFound"), store.ErrConflict, 404},
-		{"missing object on a conditional delete", opCondWrite, storage.ErrObjectNotExist, store.ErrConflict, 404},
+		{"404 on a conditional delete", opCondDelete, apiErr(404, "notFound"), store.ErrConflict, 404},
+		{"404 on a conditional upload (missing bucket)", opCondUpload, apiErr(404, "notFound"), store.ErrNotFound, 404},
+		{"404 on an unconditional upload (missing bucket)", opWrite, apiErr(404, "notFound"), store.ErrNotFound, 404},
+		{"412 on a conditional upload", opCondUpload, apiErr(412, "conditionNotMet"), store.ErrConflict, 412},
+		{"503 after a conditional upload", opCondUpload, apiErr(503, ""), store.ErrUnknownOutcome, 503},
+		{"missing object on a conditional delete", opCondDelete, storage.ErrObjectNotExist, store.ErrConflict, 404},
 		{"missing bucket on get", opRead, storage.ErrBucketNotExist, store.ErrNotFound, 404},
-		{"missing bucket on a conditional write", opCondWrite, storage.ErrBucketNotExist, store.ErrNotFound, 404},
+		{"missing bucket on a conditional write", opCondDelete, storage.ErrBucketNotExist, store.ErrNotFound, 404},
 		{"429 on a read", opRead, apiErr(429, "rateLimitExceeded"), store.ErrTransient, 429},
-		{"429 after a write (may have been applied)", opCondWrite, apiErr(429, "rateLimitExceeded"), store.ErrUnknownOutcome, 429},
+		{"429 after a write (may have been applied)", opCondDelete, apiErr(429, "rateLimitExceeded"), store.ErrUnknownOutcome, 429},
 		{"429 after an unconditional write", opWrite, apiErr(429, "rateLimitExceeded"), store.ErrUnknownOutcome, 429},
 		{"503 on a read", opRead, apiErr(503, "backendError"), store.ErrTransient, 503},
-		{"503 after a write", opCondWrite, apiErr(503, "backendError"), store.ErrUnknownOutcome, 503},
+		{"503 after a write", opCondDelete, apiErr(503, "backendError"), store.ErrUnknownOutcome, 503},
 		{"500 after a write", opWrite, apiErr(500, "internalError"), store.ErrUnknownOutcome, 500},
 		{"408 on a read", opRead, apiErr(408, ""), store.ErrTransient, 408},
-		{"408 after a write", opCondWrite, apiErr(408, ""), store.ErrUnknownOutcome, 408},
+		{"408 after a write", opCondDelete, apiErr(408, ""), store.ErrUnknownOutcome, 408},
 		{"403 forbidden", opRead, apiErr(403, "forbidden"), store.ErrUnsupported, 403},
-		{"401 unauthorized on a write", opCondWrite, apiErr(401, "required"), store.ErrUnsupported, 401},
+		{"401 unauthorized on a write", opCondDelete, apiErr(401, "required"), store.ErrUnsupported, 401},
 		{"400 bad request", opWrite, apiErr(400, "invalid"), store.ErrUnsupported, 400},
 		{"304 on a read", opRead, apiErr(304, ""), store.ErrTransient, 304},
-		{"dial error on a write", opCondWrite, fmt.Errorf("post: %w", dial), store.ErrTransient, 0},
+		{"dial error on a write", opCondDelete, fmt.Errorf("post: %w", dial), store.ErrTransient, 0},
 		{"reset on a read", opRead, reset, store.ErrTransient, 0},
-		{"reset after a write", opCondWrite, reset, store.ErrUnknownOutcome, 0},
+		{"reset after a write", opCondDelete, reset, store.ErrUnknownOutcome, 0},
 		{"unexpected EOF after a write", opWrite, io.ErrUnexpectedEOF, store.ErrUnknownOutcome, 0},
-		{"context deadline after a write", opCondWrite, context.DeadlineExceeded, store.ErrUnknownOutcome, 0},
+		{"context deadline after a write", opCondDelete, context.DeadlineExceeded, store.ErrUnknownOutcome, 0},
 		{"context cancelled on a read", opRead, context.Canceled, store.ErrTransient, 0},
-		{"cancelled dial after a write", opCondWrite, &net.OpError{Op: "dial", Err: context.Canceled}, store.ErrUnknownOutcome, 0},
+		{"cancelled dial after a write", opCondDelete, &net.OpError{Op: "dial", Err: context.Canceled}, store.ErrUnknownOutcome, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,7 +81,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestClassifyKeepsReason(t *testing.T) {
-	f := classify(opCondWrite, apiErr(412, "conditionNotMet"))
+	f := classify(opCondDelete, apiErr(412, "conditionNotMet"))
 	if f.code != "conditionNotMet" {
 		t.Fatalf("code = %q, want conditionNotMet", f.code)
 	}

@@ -82,7 +82,7 @@ func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, boo
 	}
 	kind := opWrite
 	if conditional {
-		kind = opCondWrite
+		kind = opCondUpload
 	}
 	nonce := newNonce()
 	first := true
@@ -187,7 +187,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 			return store.Errorf(backend, "delete", key, store.ErrConflict, fmt.Errorf("%s: no object has that generation", cond))
 		}
 		h = h.If(storage.Conditions{GenerationMatch: g})
-		kind = opCondWrite
+		kind = opCondDelete
 	}
 	send := func() (failure, error) {
 		err := h.Delete(ctx)

@@ -87,7 +87,7 @@ func (s *Store) resolveDelete(ctx context.Context, key string, kind opKind, send
 			return nil
 		case f.kind == store.ErrUnknownOutcome || f.kind == store.ErrTransient:
 			last, lastErr = f, errors.Join(lastErr, err)
-		case kind == opCondWrite && f.kind == store.ErrConflict:
+		case kind == opCondDelete && f.kind == store.ErrConflict:
 			return unknown("delete", key, f, errors.Join(lastErr, err))
 		default:
 			return opError("delete", key, f, err)

@@ -215,6 +215,12 @@ func TestNotFoundAndMissingBucket(t *testing.T) {
 	if _, err := nb.Get(ctx, "k"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Get in a missing bucket: %v", err)
 	}
+	// A create in a missing bucket is not a lost race.
+	for _, c := range []store.Condition{store.IfAbsent, store.IfMatch("12345"), store.Unconditional} {
+		if _, err := nb.Put(ctx, "k", []byte("x"), c); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Put %s in a missing bucket: %v, want ErrNotFound", c, err)
+		}
+	}
 }
 
 // failAfter yields n bytes, then fails.
