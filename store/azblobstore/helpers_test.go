@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/store/azblobstore"
 )
@@ -40,6 +41,10 @@ func options(serviceURL, container, prefix string) *azblobstore.Options {
 		AccountName: azblobstore.DevAccountName, AccountKey: azblobstore.DevAccountKey}
 }
 
+// adminTimeout bounds each container request of the helpers, so that a
+// stalled emulator fails a test instead of hanging the package.
+const adminTimeout = 30 * time.Second
+
 // newContainer creates a fresh container on Azurite and deletes it at
 // cleanup.
 func newContainer(tb testing.TB, serviceURL string) string {
@@ -49,11 +54,27 @@ func newContainer(tb testing.TB, serviceURL string) string {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := s.Container().Create(context.Background(), nil); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	if _, err := s.Container().Create(ctx, nil); err != nil {
 		tb.Fatalf("azurite: create container %s: %v", name, err)
 	}
-	tb.Cleanup(func() { _, _ = s.Container().Delete(context.Background(), nil) })
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		defer cancel()
+		if _, err := s.Container().Delete(ctx, nil); err != nil {
+			tb.Logf("azurite: delete container %s: %v", name, err)
+		}
+	})
 	return name
+}
+
+// testCtx is a context for one test's own requests, bounded like
+// storetest's subtests.
+func testCtx(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	tb.Cleanup(cancel)
+	return ctx
 }
 
 // open returns a store on a fresh container, with no key prefix (a prefix

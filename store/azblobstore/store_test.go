@@ -19,7 +19,7 @@ import (
 // so identical bytes rewritten get a new version and If-Match on the first
 // write fails (no ABA) — with no header added to the stored value.
 func TestSameBytesNewVersion(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	s := open(t, azurite(t))
 	v1, err := s.Put(ctx, "k", []byte("same"), store.IfAbsent)
 	if err != nil {
@@ -58,7 +58,7 @@ func TestSameBytesNewVersion(t *testing.T) {
 // BlobAlreadyExists and a lost If-Match with 412 ConditionNotMet; both
 // surface as ErrConflict with the status kept.
 func TestConditionCodes(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	s := open(t, azurite(t))
 	v, err := s.Put(ctx, "k", []byte("a"), store.IfAbsent)
 	if err != nil {
@@ -88,7 +88,7 @@ func TestConditionCodes(t *testing.T) {
 // with '\' (and '%', the escape) are stored under escaped names, listed
 // back as keys, and do not collide with their '/' twins.
 func TestBlobNameEscapes(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	s := open(t, azurite(t))
 	keys := []string{`back\slash`, "back/slash", "per%5Ccent", "per%cent"}
 	for _, k := range keys {
@@ -120,7 +120,7 @@ func TestBlobNameEscapes(t *testing.T) {
 // store that remembers Azure's markers and once from a second store that
 // has none (it must skip to After itself), with prefixes.
 func TestListPaging(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	u := azurite(t)
 	s := open(t, u)
 	var want []string
@@ -177,7 +177,7 @@ func TestListPaging(t *testing.T) {
 // committed under the condition; a reader that fails midway leaves the
 // key as it was.
 func TestPutStreamBlocks(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	s := open(t, azurite(t))
 	data := bytes.Repeat([]byte("0123456789abcdef"), (9<<20)/16+7) // 9 MiB + 112 bytes: 3 blocks
 	v, err := s.PutStream(ctx, "big", bytes.NewReader(data), store.IfAbsent)
@@ -237,7 +237,7 @@ func (f *faultTransport) Do(req *http.Request) (*http.Response, error) {
 // write that never left is resent. Another writer's blob in between makes
 // the outcome ErrUnknownOutcome, never ErrConflict.
 func TestAmbiguousWritesResolve(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	u := azurite(t)
 	c := newContainer(t, u)
 	for _, before := range []bool{false, true} {
@@ -342,7 +342,7 @@ func TestOpenRejects(t *testing.T) {
 // TestCreateContainer: Open with CreateContainer creates a missing
 // container and accepts an existing one.
 func TestCreateContainer(t *testing.T) {
-	ctx := context.Background()
+	ctx := testCtx(t)
 	u := azurite(t)
 	o := options(u, randomName("lk-create-"), "p")
 	o.CreateContainer = true
@@ -352,7 +352,7 @@ func TestCreateContainer(t *testing.T) {
 			t.Fatalf("open %d: %v", i, err)
 		}
 		if i == 0 {
-			t.Cleanup(func() { _, _ = s.Container().Delete(context.Background(), nil) })
+			t.Cleanup(func() { _, _ = s.Container().Delete(ctx, nil) })
 		}
 		if _, err := s.Put(ctx, fmt.Sprint(i), nil, store.IfAbsent); err != nil {
 			t.Fatal(err)
