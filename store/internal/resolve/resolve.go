@@ -1,0 +1,162 @@
+// Package resolve decides the outcome of object-store writes that ended
+// without an answer (DESIGN.md §1, spec §8): it is the backend-independent
+// part shared by s3store, gcsstore and azblobstore. A backend supplies small
+// functions — resend the same write, look up which write's nonce the key
+// holds, build its own errors — and keeps everything SDK-specific (status
+// codes, metadata) to itself.
+//
+// The promise: a write is reported as done only when the key is seen to
+// hold its nonce or a resend of the very same conditional write succeeds;
+// every other ending of a resolution is store.ErrUnknownOutcome, never
+// ErrConflict, because an earlier attempt may have committed and been
+// superseded since. Resolution is bounded by Attempts and by ctx, with
+// jittered exponential backoff capped at MaxDelay.
+package resolve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"time"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// MaxDelay caps the delay before one resolution attempt.
+const MaxDelay = 2 * time.Second
+
+// Pause sleeps a jittered, exponentially growing delay before resolution
+// attempt n — uniform in (0, backoff<<n], capped at MaxDelay — or returns
+// the context's error if it ends first.
+func Pause(ctx context.Context, backoff time.Duration, n int) error {
+	d := backoff << n
+	if d > MaxDelay || d <= 0 {
+		d = MaxDelay
+	}
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(d)) + 1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// NeverSent reports whether err proves the request never reached a server
+// (it failed while dialling).
+func NeverSent(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
+
+// Stored is what a key currently holds: the nonce of the write that put it
+// there and its version.
+type Stored struct {
+	Nonce   string
+	Version store.Version
+}
+
+// Resolver resolves one backend's writes. F is the backend's
+// classification of a failed request.
+type Resolver[F any] struct {
+	Attempts int           // resends at most; must be positive
+	Backoff  time.Duration // first delay, see Pause
+
+	// Kind returns the store sentinel a failure was classified as.
+	Kind func(F) error
+	// Err builds the backend's error for an operation that failed as f.
+	Err func(op, key string, f F, cause error) error
+	// Unknown builds the backend's error for an operation whose outcome
+	// stays unknown; f is the last failure seen.
+	Unknown func(op, key string, f F, cause error) error
+	// Look reads which write the key holds; ok is false when it is absent.
+	Look func(ctx context.Context, key string) (cur Stored, ok bool, err error)
+	// Again reports whether a resend that failed with this kind is itself
+	// of unknown outcome and is resent again. Nil means only
+	// store.ErrUnknownOutcome.
+	Again func(kind error) bool
+	// KeepCauses keeps every resend's error in the final error's cause;
+	// otherwise only the latest is kept.
+	KeepCauses bool
+}
+
+func (r *Resolver[F]) again(kind error) bool {
+	if r.Again != nil {
+		return r.Again(kind)
+	}
+	return kind == store.ErrUnknownOutcome
+}
+
+func (r *Resolver[F]) next(lastErr, err error) error {
+	if r.KeepCauses {
+		return errors.Join(lastErr, err)
+	}
+	return err
+}
+
+// Put decides the outcome of a put whose attempt ended as last/lastErr
+// without an answer: read the key; our nonce there means we won. Otherwise
+// resend the same write — same nonce, same condition — so that at most one
+// attempt commits: a success is a win, and after a definite failure (412,
+// 409, 404) another read finds either our nonce (won: the resend saw our
+// own earlier write) or not (unknown: calling it a conflict could make a
+// caller apply its update twice). The resend's own status stays in the
+// error.
+func (r *Resolver[F]) Put(ctx context.Context, key, nonce string, send func() (store.Version, F, error), last F, lastErr error) (store.Version, error) {
+	for n := 0; n < r.Attempts; n++ {
+		if err := Pause(ctx, r.Backoff, n); err != nil {
+			return "", r.Unknown("put", key, last, errors.Join(lastErr, err))
+		}
+		if cur, ok, err := r.Look(ctx, key); err == nil && ok && cur.Nonce == nonce {
+			return cur.Version, nil
+		}
+		v, f, err := send()
+		if err == nil {
+			return v, nil
+		}
+		if r.again(r.Kind(f)) {
+			last, lastErr = f, r.next(lastErr, err)
+			continue
+		}
+		cur, ok, rerr := r.Look(ctx, key)
+		switch {
+		case rerr != nil:
+			return "", r.Unknown("put", key, f, errors.Join(lastErr, err, rerr))
+		case ok && cur.Nonce == nonce:
+			return cur.Version, nil
+		default:
+			return "", r.Unknown("put", key, f, errors.Join(lastErr, err))
+		}
+	}
+	return "", r.Unknown("put", key, last, fmt.Errorf("unresolved after %d resends: %w", r.Attempts, lastErr))
+}
+
+// Delete resends a delete whose outcome is unknown. An unconditional
+// delete is idempotent. A conditional one that now fails its condition
+// (store.ErrConflict) may have been the attempt that removed the version,
+// so that answer stays unknown.
+func (r *Resolver[F]) Delete(ctx context.Context, key string, conditional bool, send func() (F, error), last F, lastErr error) error {
+	for n := 0; n < r.Attempts; n++ {
+		if err := Pause(ctx, r.Backoff, n); err != nil {
+			return r.Unknown("delete", key, last, errors.Join(lastErr, err))
+		}
+		f, err := send()
+		switch {
+		case err == nil:
+			return nil
+		case r.again(r.Kind(f)):
+			last, lastErr = f, r.next(lastErr, err)
+		case conditional && r.Kind(f) == store.ErrConflict:
+			return r.Unknown("delete", key, f, errors.Join(lastErr, err))
+		default:
+			return r.Err("delete", key, f, err)
+		}
+	}
+	return r.Unknown("delete", key, last, fmt.Errorf("unresolved after %d resends: %w", r.Attempts, lastErr))
+}

@@ -1,0 +1,286 @@
+package resolve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// fail is a test backend's classification of a failed request.
+type fail struct {
+	kind   error
+	status int
+}
+
+var errBoom = errors.New("boom")
+
+func opErr(op, key string, f fail, cause error) error {
+	return &store.OpError{Op: op, Key: key, Backend: "fake", Status: f.status, Kind: f.kind, Err: cause}
+}
+
+func unknownErr(op, key string, f fail, cause error) error {
+	f.kind = store.ErrUnknownOutcome
+	return opErr(op, key, f, cause)
+}
+
+// fake is a key whose holder and the outcomes of resends are scripted.
+type fake struct {
+	held    []Stored // what successive looks see; the last repeats; empty: absent
+	looks   int
+	sends   []error // what successive resends return; nil is success
+	sent    int
+	lookErr error
+}
+
+func (k *fake) look(ctx context.Context, key string) (Stored, bool, error) {
+	k.looks++
+	if k.lookErr != nil {
+		return Stored{}, false, k.lookErr
+	}
+	if len(k.held) == 0 {
+		return Stored{}, false, nil
+	}
+	i := min(k.looks-1, len(k.held)-1)
+	return k.held[i], true, nil
+}
+
+func kindOf(err error) fail {
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		return fail{kind: store.ErrConflict, status: 412}
+	case errors.Is(err, store.ErrTransient):
+		return fail{kind: store.ErrTransient, status: 503}
+	default:
+		return fail{kind: store.ErrUnknownOutcome, status: 500}
+	}
+}
+
+func (k *fake) send() (store.Version, fail, error) {
+	k.sent++
+	err := k.sends[min(k.sent-1, len(k.sends)-1)]
+	if err == nil {
+		return "v-resent", fail{}, nil
+	}
+	return "", kindOf(err), err
+}
+
+func (k *fake) resolver(attempts int) *Resolver[fail] {
+	return &Resolver[fail]{Attempts: attempts, Backoff: 100 * time.Millisecond,
+		Kind: func(f fail) error { return f.kind }, Err: opErr, Unknown: unknownErr, Look: k.look}
+}
+
+var first = fail{kind: store.ErrUnknownOutcome, status: 500}
+
+func TestPut(t *testing.T) {
+	lost := fmt.Errorf("500: %w", store.ErrUnknownOutcome)
+	conflict := fmt.Errorf("412: %w", store.ErrConflict)
+	ours := Stored{Nonce: "n1", Version: "v-ours"}
+	theirs := Stored{Nonce: "n2", Version: "v-theirs"}
+	cases := []struct {
+		name       string
+		k          fake
+		want       store.Version
+		wantKind   error
+		sent       int
+		wantStatus int
+	}{
+		{name: "win on first look", k: fake{held: []Stored{ours}}, want: "v-ours"},
+		{name: "win after resend", k: fake{sends: []error{nil}}, want: "v-resent", sent: 1},
+		{name: "resend lost then wins", k: fake{sends: []error{lost, nil}}, want: "v-resent", sent: 2},
+		{name: "resend 412 sees our own write", k: fake{held: []Stored{theirs, ours}, sends: []error{conflict}}, want: "v-ours", sent: 1},
+		{name: "resend 412 with someone else's nonce", k: fake{held: []Stored{theirs}, sends: []error{conflict}},
+			wantKind: store.ErrUnknownOutcome, sent: 1, wantStatus: 412},
+		{name: "resend 412 and key gone", k: fake{sends: []error{conflict}}, wantKind: store.ErrUnknownOutcome, sent: 1, wantStatus: 412},
+		{name: "resend 412 then look fails", k: fake{sends: []error{conflict}, lookErr: errBoom}, wantKind: store.ErrUnknownOutcome, sent: 1, wantStatus: 412},
+		{name: "attempts exhausted", k: fake{sends: []error{lost}}, wantKind: store.ErrUnknownOutcome, sent: 3, wantStatus: 500},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := c.k.resolver(3)
+				v, err := r.Put(t.Context(), "jobs/a", "n1", c.k.send, first, errors.New("first attempt timed out"))
+				if c.wantKind == nil {
+					if err != nil || v != c.want {
+						t.Fatalf("Put = %q, %v; want %q", v, err, c.want)
+					}
+				} else {
+					var oe *store.OpError
+					if !errors.Is(err, c.wantKind) || !errors.As(err, &oe) || oe.Status != c.wantStatus || oe.Op != "put" || oe.Key != "jobs/a" {
+						t.Fatalf("Put = %q, %v; want kind %v status %d", v, err, c.wantKind, c.wantStatus)
+					}
+					if oe.Kind != c.wantKind {
+						t.Fatalf("Put error kind %v, want %v (an earlier attempt may have won)", oe.Kind, c.wantKind)
+					}
+				}
+				if c.k.sent != c.sent {
+					t.Fatalf("resent %d times, want %d", c.k.sent, c.sent)
+				}
+			})
+		})
+	}
+}
+
+func TestPutExhaustedMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := fake{sends: []error{fmt.Errorf("500: %w", store.ErrUnknownOutcome)}}
+		_, err := k.resolver(2).Put(t.Context(), "k", "n1", k.send, first, errors.New("first"))
+		if !strings.Contains(err.Error(), "unresolved after 2 resends") {
+			t.Fatalf("error %q does not say how many resends", err)
+		}
+	})
+}
+
+func TestPutContextCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := fake{sends: []error{nil}}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		first := errors.New("first attempt timed out")
+		_, err := k.resolver(3).Put(ctx, "k", "n1", k.send, fail{kind: store.ErrUnknownOutcome, status: 503}, first)
+		if !errors.Is(err, store.ErrUnknownOutcome) || !errors.Is(err, context.Canceled) || !errors.Is(err, first) {
+			t.Fatalf("Put = %v; want unknown outcome keeping the first error and context.Canceled", err)
+		}
+		if k.sent != 0 || k.looks != 0 {
+			t.Fatalf("sent %d, looked %d after the context ended", k.sent, k.looks)
+		}
+	})
+}
+
+func TestKeepCauses(t *testing.T) {
+	e1, e2 := fmt.Errorf("e1: %w", store.ErrTransient), fmt.Errorf("e2: %w", store.ErrUnknownOutcome)
+	for _, keep := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			k := fake{sends: []error{e1, e2}}
+			r := k.resolver(2)
+			r.KeepCauses = keep
+			r.Again = func(kind error) bool { return kind == store.ErrUnknownOutcome || kind == store.ErrTransient }
+			_, err := r.Put(t.Context(), "k", "n1", k.send, first, errors.New("first"))
+			if !errors.Is(err, store.ErrUnknownOutcome) || !errors.Is(err, e2) || errors.Is(err, e1) != keep {
+				t.Fatalf("KeepCauses=%v: Put = %v", keep, err)
+			}
+			if k.sent != 2 {
+				t.Fatalf("transient resend not resent again: sent %d", k.sent)
+			}
+		})
+	}
+}
+
+func TestDelete(t *testing.T) {
+	lost := fmt.Errorf("500: %w", store.ErrUnknownOutcome)
+	conflict := fmt.Errorf("412: %w", store.ErrConflict)
+	transient := fmt.Errorf("503: %w", store.ErrTransient)
+	cases := []struct {
+		name        string
+		conditional bool
+		sends       []error
+		wantKind    error
+		sent        int
+	}{
+		{name: "resend succeeds", sends: []error{lost, nil}, sent: 2},
+		{name: "conditional conflict stays unknown", conditional: true, sends: []error{conflict}, wantKind: store.ErrUnknownOutcome, sent: 1},
+		{name: "unconditional conflict is a conflict", sends: []error{conflict}, wantKind: store.ErrConflict, sent: 1},
+		{name: "other failure is returned as is", conditional: true, sends: []error{transient}, wantKind: store.ErrTransient, sent: 1},
+		{name: "attempts exhausted", sends: []error{lost}, wantKind: store.ErrUnknownOutcome, sent: 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := fake{sends: c.sends}
+				send := func() (fail, error) { _, f, err := k.send(); return f, err }
+				err := k.resolver(3).Delete(t.Context(), "jobs/a", c.conditional, send, first, errors.New("first"))
+				if c.wantKind == nil && err != nil || c.wantKind != nil && !errors.Is(err, c.wantKind) {
+					t.Fatalf("Delete = %v, want kind %v", err, c.wantKind)
+				}
+				if k.sent != c.sent {
+					t.Fatalf("sent %d, want %d", k.sent, c.sent)
+				}
+			})
+		})
+	}
+}
+
+func TestPauseBounds(t *testing.T) {
+	cases := []struct {
+		backoff time.Duration
+		n       int
+		max     time.Duration
+	}{
+		{100 * time.Millisecond, 0, 100 * time.Millisecond},
+		{100 * time.Millisecond, 2, 400 * time.Millisecond},
+		{100 * time.Millisecond, 10, MaxDelay}, // capped
+		{100 * time.Millisecond, 62, MaxDelay}, // overflowed shift
+		{time.Second, 1, MaxDelay},             // exactly the cap
+	}
+	for _, c := range cases {
+		synctest.Test(t, func(t *testing.T) {
+			for range 50 {
+				start := time.Now()
+				if err := Pause(t.Context(), c.backoff, c.n); err != nil {
+					t.Fatal(err)
+				}
+				if d := time.Since(start); d <= 0 || d > c.max {
+					t.Fatalf("Pause(%v, %d) slept %v, want in (0, %v]", c.backoff, c.n, d, c.max)
+				}
+			}
+		})
+	}
+}
+
+func TestPauseJitters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		seen := map[time.Duration]bool{}
+		for range 20 {
+			start := time.Now()
+			if err := Pause(t.Context(), time.Second, 0); err != nil {
+				t.Fatal(err)
+			}
+			seen[time.Since(start)] = true
+		}
+		if len(seen) < 2 {
+			t.Fatalf("20 pauses all slept the same %v", seen)
+		}
+	})
+}
+
+func TestPauseContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err := Pause(ctx, time.Hour, 0) // capped at MaxDelay, far beyond the deadline
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Pause = %v, want the context's error", err)
+		}
+		if d := time.Since(start); d != 10*time.Millisecond {
+			t.Fatalf("Pause returned after %v, want at the 10ms deadline", d)
+		}
+	})
+}
+
+func TestNeverSent(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Err: errors.New("connection refused")}
+	read := &net.OpError{Op: "read", Err: errors.New("connection reset")}
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{dial, true},
+		{fmt.Errorf("wrapped: %w", dial), true},
+		{read, false},
+		{errors.Join(dial, context.DeadlineExceeded), false},
+		{errors.Join(dial, context.Canceled), false},
+		{errBoom, false},
+	}
+	for _, c := range cases {
+		if got := NeverSent(c.err); got != c.want {
+			t.Errorf("NeverSent(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
