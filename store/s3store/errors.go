@@ -1,15 +1,14 @@
 package s3store
 
 import (
-	"context"
 	"errors"
-	"net"
 	"net/http"
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 const backend = "s3store"
@@ -91,7 +90,7 @@ func classify(op opKind, err error) failure {
 		if write {
 			f.kind = store.ErrUnknownOutcome
 		}
-	case neverSent(err):
+	case resolve.NeverSent(err):
 		f.kind = store.ErrTransient
 	default:
 		// No response: timeout, reset, cancelled context.
@@ -101,16 +100,6 @@ func classify(op opKind, err error) failure {
 		}
 	}
 	return f
-}
-
-// neverSent reports whether err proves the request never reached a server
-// (it failed while dialling).
-func neverSent(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // opError wraps a classified failure in the store's error type.
