@@ -1,15 +1,14 @@
 package gcsstore
 
 import (
-	"context"
 	"errors"
-	"net"
 	"net/http"
 
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 const backend = "gcsstore"
@@ -93,7 +92,7 @@ func classify(op opKind, err error) failure {
 		if write {
 			f.kind = store.ErrUnknownOutcome
 		}
-	case neverSent(err):
+	case resolve.NeverSent(err):
 		f.kind = store.ErrTransient
 	default:
 		// No response: timeout, reset, cancelled context.
@@ -103,16 +102,6 @@ func classify(op opKind, err error) failure {
 		}
 	}
 	return f
-}
-
-// neverSent reports whether err proves the request never reached a server
-// (it failed while dialling).
-func neverSent(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // opError wraps a classified failure in the store's error type.
