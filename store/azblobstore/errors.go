@@ -1,9 +1,7 @@
 package azblobstore
 
 import (
-	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 const backend = "azblobstore"
@@ -94,7 +93,7 @@ func classify(op opKind, err error) failure {
 		if write {
 			f.kind = store.ErrUnknownOutcome
 		}
-	case neverSent(err):
+	case resolve.NeverSent(err):
 		f.kind = store.ErrTransient
 	default:
 		// No response: timeout, reset, cancelled context.
@@ -104,16 +103,6 @@ func classify(op opKind, err error) failure {
 		}
 	}
 	return f
-}
-
-// neverSent reports whether err proves the request never reached a server
-// (it failed while dialling).
-func neverSent(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // opError wraps a classified failure in the store's error type. An

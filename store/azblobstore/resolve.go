@@ -2,32 +2,10 @@ package azblobstore
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math/rand/v2"
-	"time"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
-
-const maxResolveDelay = 2 * time.Second
-
-// pause sleeps a jittered, exponentially growing delay before resolution
-// attempt n, or returns the context's error.
-func (s *Store) pause(ctx context.Context, n int) error {
-	d := s.backoff << n
-	if d > maxResolveDelay || d <= 0 {
-		d = maxResolveDelay
-	}
-	t := time.NewTimer(time.Duration(rand.Int64N(int64(d)) + 1))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // unknown is the error of a write whose outcome could not be resolved.
 func unknown(op, key string, last failure, cause error) error {
@@ -35,83 +13,44 @@ func unknown(op, key string, last failure, cause error) error {
 	return opError(op, key, last, cause)
 }
 
-// resolvePut decides the outcome of a write whose first attempt ended
-// without an answer (DESIGN.md §1, spec §8): read the blob's properties;
-// our nonce there means we won. Otherwise resend the same write — same
-// nonce, same condition — so that at most one attempt commits: a success
-// wins, and after a 409/412/404 another read finds either our nonce (won)
-// or not (ErrUnknownOutcome: the earlier attempt may have committed and
-// been superseded since).
-func (s *Store) resolvePut(ctx context.Context, key, nonce string, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
-	for n := 0; n < s.attempts; n++ {
-		if err := s.pause(ctx, n); err != nil {
-			return "", unknown("put", key, last, errors.Join(lastErr, err))
-		}
-		if v, ok, err := s.nonceOf(ctx, key); err == nil && ok && v.nonce == nonce {
-			return v.version, nil
-		}
-		v, f, err := send()
-		if err == nil {
-			return v, nil
-		}
-		if f.kind == store.ErrUnknownOutcome {
-			last, lastErr = f, err
-			continue
-		}
-		cur, ok, rerr := s.nonceOf(ctx, key)
-		switch {
-		case rerr != nil:
-			return "", unknown("put", key, f, errors.Join(lastErr, err, rerr))
-		case ok && cur.nonce == nonce:
-			return cur.version, nil // an earlier attempt won; the resend saw our own blob
-		default:
-			// Someone else's blob, or none: an earlier attempt may have
-			// committed and been overwritten or deleted since, so the
-			// answer is unknown, not a conflict.
-			return "", unknown("put", key, f, errors.Join(lastErr, err))
-		}
+// resolver resolves this store's writes with the shared logic of
+// store/internal/resolve.
+func (s *Store) resolver() *resolve.Resolver[failure] {
+	return &resolve.Resolver[failure]{
+		Attempts: s.attempts, Backoff: s.backoff,
+		Kind:    func(f failure) error { return f.kind },
+		Err:     func(op, key string, f failure, cause error) error { return opError(op, key, f, cause) },
+		Unknown: unknown,
+		Look:    s.nonceOf,
 	}
-	return "", unknown("put", key, last, fmt.Errorf("unresolved after %d resends: %w", s.attempts, lastErr))
 }
 
-// resolveDelete resends a delete whose outcome is unknown. An
-// unconditional delete is idempotent. A conditional one that now fails its
+// resolvePut decides the outcome of a write whose first attempt ended
+// without an answer (DESIGN.md §1, spec §8; see resolve.Resolver.Put):
+// read the blob's properties for our nonce, else resend the same write;
+// a 409/412/404 on the resend with someone else's nonce, or none, is
+// ErrUnknownOutcome, never a conflict.
+func (s *Store) resolvePut(ctx context.Context, key, nonce string, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
+	return s.resolver().Put(ctx, key, nonce, send, last, lastErr)
+}
+
+// resolveDelete resends a delete whose outcome is unknown (see
+// resolve.Resolver.Delete): a conditional one that now fails its
 // condition may have been the attempt that removed the version, so that
 // answer stays unknown.
 func (s *Store) resolveDelete(ctx context.Context, key string, kind opKind, send func() (failure, error), last failure, lastErr error) error {
-	for n := 0; n < s.attempts; n++ {
-		if err := s.pause(ctx, n); err != nil {
-			return unknown("delete", key, last, errors.Join(lastErr, err))
-		}
-		f, err := send()
-		switch {
-		case err == nil:
-			return nil
-		case f.kind == store.ErrUnknownOutcome:
-			last, lastErr = f, err
-		case kind == opCondWrite && f.kind == store.ErrConflict:
-			return unknown("delete", key, f, errors.Join(lastErr, err))
-		default:
-			return opError("delete", key, f, err)
-		}
-	}
-	return unknown("delete", key, last, fmt.Errorf("unresolved after %d resends: %w", s.attempts, lastErr))
-}
-
-type stored struct {
-	nonce   string
-	version store.Version
+	return s.resolver().Delete(ctx, key, kind == opCondWrite, send, last, lastErr)
 }
 
 // nonceOf reads which write the blob currently holds, from its metadata.
 // ok is false when the blob is absent.
-func (s *Store) nonceOf(ctx context.Context, key string) (stored, bool, error) {
+func (s *Store) nonceOf(ctx context.Context, key string) (resolve.Stored, bool, error) {
 	p, err := s.read.NewBlobClient(s.blob(key)).GetProperties(ctx, nil)
 	if err != nil {
 		if f := classify(opRead, err); f.kind == store.ErrNotFound {
-			return stored{}, false, nil
+			return resolve.Stored{}, false, nil
 		}
-		return stored{}, false, err
+		return resolve.Stored{}, false, err
 	}
-	return stored{nonce: nonceIn(p.Metadata), version: quoteETag(p.ETag)}, true, nil
+	return resolve.Stored{Nonce: nonceIn(p.Metadata), Version: quoteETag(p.ETag)}, true, nil
 }
