@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"time"
 
 	"github.com/latchkey/latchkey/store"
@@ -43,16 +42,6 @@ func Pause(ctx context.Context, backoff time.Duration, n int) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// NeverSent reports whether err proves the request never reached a server
-// (it failed while dialling).
-func NeverSent(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var oe *net.OpError
-	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
 // Stored is what a key currently holds: the nonce of the write that put it

@@ -284,3 +284,27 @@ func TestNeverSent(t *testing.T) {
 		}
 	}
 }
+
+func TestFallback(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Err: errors.New("connection refused")}
+	cases := []struct {
+		status int
+		write  bool
+		err    error
+		want   error
+	}{
+		{403, true, errBoom, store.ErrUnsupported},
+		{400, false, errBoom, store.ErrUnsupported},
+		{304, false, errBoom, store.ErrTransient},
+		{304, true, errBoom, store.ErrUnknownOutcome},
+		{0, true, dial, store.ErrTransient},
+		{0, false, context.DeadlineExceeded, store.ErrTransient},
+		{0, true, context.DeadlineExceeded, store.ErrUnknownOutcome},
+		{0, true, errors.Join(dial, context.Canceled), store.ErrUnknownOutcome},
+	}
+	for _, c := range cases {
+		if got := Fallback(c.status, c.write, c.err); got != c.want {
+			t.Errorf("Fallback(%d, %v, %v) = %v, want %v", c.status, c.write, c.err, got, c.want)
+		}
+	}
+}

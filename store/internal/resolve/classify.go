@@ -1,0 +1,50 @@
+package resolve
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/latchkey/latchkey/store"
+)
+
+// Unanswered is the kind of a request that got no usable answer (a 5xx,
+// a 429, a timeout): a read can simply be retried (store.ErrTransient),
+// but a write may or may not have been applied (store.ErrUnknownOutcome).
+func Unanswered(write bool) error {
+	if write {
+		return store.ErrUnknownOutcome
+	}
+	return store.ErrTransient
+}
+
+// Fallback is the kind of a failure that no backend-specific rule
+// recognised, from its HTTP status (0: no response) alone:
+//
+//	other 4xx                           → ErrUnsupported (configuration or request error)
+//	3xx or an unexpected 2xx            → Unanswered(write)
+//	dial error (request never sent)     → ErrTransient
+//	other transport error               → Unanswered(write) (timeout, reset, the
+//	                                      caller's context ending mid-request)
+func Fallback(status int, write bool, err error) error {
+	switch {
+	case status >= 400:
+		return store.ErrUnsupported
+	case status != 0:
+		return Unanswered(write)
+	case NeverSent(err):
+		return store.ErrTransient
+	default:
+		return Unanswered(write)
+	}
+}
+
+// NeverSent reports whether err proves the request never reached a server
+// (it failed while dialling).
+func NeverSent(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var oe *net.OpError
+	return errors.As(err, &oe) && oe.Op == "dial"
+}
