@@ -81,26 +81,10 @@ func classify(op opKind, err error) failure {
 	case f.status == http.StatusBadRequest && f.code == string(bloberror.InvalidBlockList):
 		f.kind = store.ErrTransient
 	case f.status == http.StatusRequestTimeout || f.status == http.StatusTooManyRequests || f.status >= 500:
-		f.kind = store.ErrTransient
-		if write {
-			f.kind = store.ErrUnknownOutcome
-		}
-	case f.status >= 400:
-		f.kind = store.ErrUnsupported
-	case f.status != 0:
-		// A 3xx or an unexpected 2xx the SDK could not read.
-		f.kind = store.ErrTransient
-		if write {
-			f.kind = store.ErrUnknownOutcome
-		}
-	case resolve.NeverSent(err):
-		f.kind = store.ErrTransient
+		f.kind = resolve.Unanswered(write)
 	default:
-		// No response: timeout, reset, cancelled context.
-		f.kind = store.ErrTransient
-		if write {
-			f.kind = store.ErrUnknownOutcome
-		}
+		// Other 4xx, 3xx, dial and transport errors.
+		f.kind = resolve.Fallback(f.status, write, err)
 	}
 	return f
 }
