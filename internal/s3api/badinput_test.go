@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/latchkey/latchkey/internal/s3api/sigv4"
 )
 
 // stateOf renders everything a request could have changed: the engine's
@@ -195,7 +197,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 
 // checksumOf is the x-amz-checksum-<alg> header value of body.
 func checksumOf(alg, body string) string {
-	h := newChecksumHash(alg)
+	h := sigv4.NewChecksumHash(alg)
 	h.Write([]byte(body))
 	return base64.StdEncoding.EncodeToString(h.Sum(nil))
 }
@@ -205,7 +207,7 @@ func checksumOf(alg, body string) string {
 func TestBodyChecksums(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("sum")
-	for _, alg := range checksumAlgorithms {
+	for _, alg := range sigv4.ChecksumAlgorithms {
 		s.put("/sum/"+alg, "payload-"+alg, "x-amz-checksum-"+alg, checksumOf(alg, "payload-"+alg))
 	}
 	big := strings.Repeat("q", inlineMax+7)

@@ -2,15 +2,12 @@ package s3api
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"crypto/sha256"
 	"encoding/base64"
 	"hash"
-	"hash/crc32"
 	"net/http"
 	"strings"
 
-	"github.com/minio/crc64nvme"
+	"github.com/latchkey/latchkey/internal/s3api/sigv4"
 )
 
 // The SigV4 verifier checks x-amz-checksum-* headers of the signed PUT
@@ -19,25 +16,6 @@ import (
 // DeleteObjects, a POST whose checksum header describes its XML body.
 // (CompleteMultipartUpload's checksum headers describe the whole object,
 // not the request body, and are not checked here.)
-
-// checksumAlgorithms are the x-amz-checksum-<name> algorithms S3 defines.
-var checksumAlgorithms = []string{"crc32", "crc32c", "crc64nvme", "sha1", "sha256"}
-
-func newChecksumHash(alg string) hash.Hash {
-	switch alg {
-	case "crc32":
-		return crc32.NewIEEE()
-	case "crc32c":
-		return crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	case "crc64nvme":
-		return crc64nvme.New()
-	case "sha1":
-		return sha1.New()
-	case "sha256":
-		return sha256.New()
-	}
-	return nil
-}
 
 // bodyChecksum is the x-amz-checksum-* header of a request body, hashed
 // while the body streams through it (it is an io.Writer).
@@ -53,7 +31,7 @@ func (c *bodyChecksum) Write(p []byte) (int, error) { return c.h.Write(p) }
 // there is none; InvalidRequest for two of them or a malformed value.
 func requestChecksum(r *http.Request) (*bodyChecksum, error) {
 	var c *bodyChecksum
-	for _, alg := range checksumAlgorithms {
+	for _, alg := range sigv4.ChecksumAlgorithms {
 		name := "x-amz-checksum-" + alg
 		v := r.Header.Get(name)
 		if v == "" {
@@ -62,7 +40,7 @@ func requestChecksum(r *http.Request) (*bodyChecksum, error) {
 		if c != nil {
 			return nil, errInvalidRequest("Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.")
 		}
-		h := newChecksumHash(alg)
+		h := sigv4.NewChecksumHash(alg)
 		want, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
 		if err != nil || len(want) != h.Size() {
 			return nil, errInvalidRequest("Value for " + name + " header is invalid.")

@@ -16,7 +16,9 @@ import (
 // ChecksumAlgorithms are the x-amz-checksum-<name> algorithms verified.
 var ChecksumAlgorithms = []string{"crc32", "crc32c", "crc64nvme", "sha1", "sha256"}
 
-func newChecksumHash(name string) hash.Hash {
+// NewChecksumHash returns a new hash for an x-amz-checksum algorithm name
+// ("crc32", "crc32c", "crc64nvme", "sha1", "sha256"), or nil for any other.
+func NewChecksumHash(name string) hash.Hash {
 	switch name {
 	case "crc32":
 		return crc32.NewIEEE()
@@ -42,7 +44,7 @@ type checksums struct {
 
 func (c *checksums) add(name, want string) {
 	c.names = append(c.names, name)
-	c.hashes = append(c.hashes, newChecksumHash(strings.TrimPrefix(name, "x-amz-checksum-")))
+	c.hashes = append(c.hashes, NewChecksumHash(strings.TrimPrefix(name, "x-amz-checksum-")))
 	c.want = append(c.want, want)
 }
 
@@ -134,7 +136,7 @@ func trailerChecksums(declared []string) (*checksums, error) {
 			if name == "" {
 				continue
 			}
-			if newChecksumHash(strings.TrimPrefix(name, "x-amz-checksum-")) == nil || !strings.HasPrefix(name, "x-amz-checksum-") {
+			if NewChecksumHash(strings.TrimPrefix(name, "x-amz-checksum-")) == nil || !strings.HasPrefix(name, "x-amz-checksum-") {
 				return nil, newErr(ErrInvalidChecksum, "The value specified in the x-amz-trailer header is not supported: %q", name)
 			}
 			c.add(name, "")
