@@ -107,6 +107,30 @@ func requireEOF(body io.Reader) error {
 	}
 }
 
+// ingestChecked is ingest followed by every check of an uploaded body: read
+// to EOF for the verifier's verdict, Content-MD5 (wantMD5, if given) and
+// the x-amz-checksum-* header (sum, if any). On any failure nothing is
+// kept.
+func (h *Handler) ingestChecked(body io.Reader, size int64, allowInline bool, wantMD5 []byte, sum *bodyChecksum) (ingested, error) {
+	in, err := h.ingest(body, size, allowInline)
+	if err != nil {
+		return ingested{}, err
+	}
+	if err := requireEOF(body); err != nil {
+		h.discard(in)
+		return ingested{}, err
+	}
+	if wantMD5 != nil && !bytes.Equal(wantMD5, in.md5) {
+		h.discard(in)
+		return ingested{}, errBadDigest()
+	}
+	if err := sum.verify(); err != nil {
+		h.discard(in)
+		return ingested{}, err
+	}
+	return in, nil
+}
+
 func (h *Handler) discard(in ingested) {
 	if in.blob != "" {
 		h.removeBlobs([]string{in.blob})

@@ -182,20 +182,8 @@ func (h *Handler) uploadPart(q *request) error {
 	if err != nil {
 		return err
 	}
-	in, err := h.ingest(body, size, false)
+	in, err := h.ingestChecked(body, size, false, wantMD5, sum)
 	if err != nil {
-		return err
-	}
-	if err := requireEOF(body); err != nil {
-		h.discard(in)
-		return err
-	}
-	if wantMD5 != nil && !bytes.Equal(wantMD5, in.md5) {
-		h.discard(in)
-		return errBadDigest()
-	}
-	if err := sum.verify(); err != nil {
-		h.discard(in)
 		return err
 	}
 	etag := etagOfMD5(in.md5)

@@ -1,7 +1,6 @@
 package s3api
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -44,20 +43,8 @@ func (h *Handler) putObject(q *request) error {
 	if err != nil {
 		return err
 	}
-	in, err := h.ingest(body, size, true)
+	in, err := h.ingestChecked(body, size, true, wantMD5, sum)
 	if err != nil {
-		return err
-	}
-	if err := requireEOF(body); err != nil {
-		h.discard(in)
-		return err
-	}
-	if wantMD5 != nil && !bytes.Equal(wantMD5, in.md5) {
-		h.discard(in)
-		return errBadDigest()
-	}
-	if err := sum.verify(); err != nil {
-		h.discard(in)
 		return err
 	}
 	v := version{
