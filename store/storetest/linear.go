@@ -123,11 +123,8 @@ func linStep(state, input, output any) []any {
 		return []any{applied}
 	case out.unknown:
 		return []any{s}
-	case !out.ok && (yes || maybe):
-		if yes {
-			return nil
-		}
-		return []any{s}
+	case !out.ok && yes:
+		return nil
 	case !out.ok:
 		return []any{s}
 	case !yes && !maybe:
