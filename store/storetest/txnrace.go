@@ -118,7 +118,7 @@ var snapKeys = []string{"snap/a", "snap/b/c", "snap/d"}
 // backends alike without spinning on either.
 func testTxnSeenWhole(t *testing.T, h Harness) {
 	ctx, s, tx := openTxn(t, h)
-	gens := h.scaled(30, 10)
+	gens := h.scaled(20, 8)
 	writeGen := func(g int) error {
 		ops := make([]store.TxnOp, len(snapKeys))
 		for i, k := range snapKeys {
