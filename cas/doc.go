@@ -17,7 +17,14 @@
 //   - Honest outcomes. A write whose outcome is unknown
 //     (store.ErrUnknownOutcome) is resolved by re-reading where that
 //     proves something and returned to the caller where it does not; see
-//     Update for the exact rule.
+//     Update for the exact rule. Once a write's outcome is unknown the
+//     function is never called again (the write may land late, and a
+//     second run would apply the change twice), a lost race is not taken
+//     as proof that nothing was written, and whatever error Update
+//     returns matches store.ErrUnknownOutcome. Neither a key found
+//     unchanged after a create (absent again) nor a conflict proves a
+//     write did not apply; only its own bytes, with
+//     Options.UniqueValues, prove it did.
 //
 // The function may run several times and must not have side effects that
 // cannot be repeated; it must not keep or modify the slice it is given.

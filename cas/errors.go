@@ -11,7 +11,8 @@ import (
 var ErrContended = errors.New("too contended")
 
 // ContendedError says that Update gave up on Key after Attempts attempts
-// lost the race to other writers. Nothing of this Update was written.
+// lost the race to other writers. Nothing of this Update was written:
+// Update never returns it once one of its writes had an unknown outcome.
 type ContendedError struct {
 	Key      string
 	Attempts int

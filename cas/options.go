@@ -26,7 +26,8 @@ type Options struct {
 	// the key untouched and may be retried as they are: ErrTransient from
 	// any operation, an ErrUnknownOutcome on a read, and a write of unknown
 	// outcome that a re-read showed had not been applied. When it runs out,
-	// Update returns the last such error. Zero means DefaultMaxTransient.
+	// Update returns the last such error (matching ErrUnknownOutcome too
+	// once a write's outcome was unknown). Zero means DefaultMaxTransient.
 	MaxTransient int
 
 	// BaseDelay is the ceiling of the first backoff; the ceiling doubles
@@ -49,8 +50,8 @@ type Options struct {
 	// UniqueValues promises that every value the Func returns is one no
 	// other writer would write (it carries a nonce, a writer id, a
 	// sequence number of this writer). It lets Update count a write of
-	// unknown outcome as applied when a re-read shows exactly its bytes;
-	// see Update.
+	// unknown outcome as applied when a re-read shows exactly its bytes,
+	// also after a resend of it lost its race; see Update.
 	UniqueValues bool
 }
 

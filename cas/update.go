@@ -36,10 +36,13 @@ type Result struct {
 //   - an error matching ErrContended (a *ContendedError) when
 //     Options.MaxAttempts writes lost their race or Options.Timeout passed;
 //     nothing was written.
+//   - an error matching store.ErrUnknownOutcome when a write's outcome is
+//     unknown and could not be resolved (below). Once one write's outcome
+//     is unknown, every error Update returns matches it, whatever else it
+//     matches: that write may still apply.
 //   - the last transient error, wrapped, when Options.MaxTransient ran out.
 //   - ctx's cause when ctx ends between operations, or the store's error
-//     for an operation ctx interrupted (which may be an unknown outcome,
-//     below).
+//     for an operation ctx interrupted (which may be an unknown outcome).
 //   - any other store error (ErrInvalidKey, ErrUnsupported, ErrClosed, ...)
 //     at once. Update also fails with ErrUnsupported up front when the
 //     store does not declare CreateIfAbsent and CompareAndSwap, and when fn
@@ -49,18 +52,31 @@ type Result struct {
 //
 // When a write fails with store.ErrUnknownOutcome (a timeout, a reset
 // connection, a 5xx after the request was sent), it may or may not have
-// been applied. Versions are opaque, so the only evidence is what a fresh
-// read shows. Update reads the key again and decides:
+// been applied, and it may still be applied later: a request can land
+// after its caller gave up on it. Versions are opaque, so the only
+// evidence is what a fresh read shows. Update reads the key again and
+// decides:
 //
-//   - The key is exactly as it was read (same existence, same version):
-//     the write was not applied. Update sends the same conditional write
-//     again, charged to the MaxTransient budget.
-//   - The key holds exactly the bytes Update wrote, under a new version,
-//     and Options.UniqueValues is set: the write was applied; Update
-//     returns Written with that version.
+//   - The key exists at exactly the version the write was conditioned on:
+//     the write has not applied (a key never gets an old version back).
+//     Update sends the same conditional write again, charged to the
+//     MaxTransient budget. At most one of the sends can apply, since they
+//     carry the same condition.
+//   - The key holds exactly the bytes Update wrote, under a version it did
+//     not have, and Options.UniqueValues is set: the write was applied;
+//     Update returns Written with that version.
 //   - Anything else: Update cannot tell, and returns an error matching
 //     store.ErrUnknownOutcome; the caller must decide (re-run an idempotent
-//     update, or inspect the key).
+//     update, or inspect the key). That includes a create (IfAbsent) whose
+//     key is absent again: a create that applied and was deleted since
+//     looks the same, and creating it again would undo that delete.
+//
+// A resend that loses its race proves nothing either: the earlier send
+// may have landed late, just before it. Update then never calls fn again
+// (fn would run on a state that already holds its change, and one
+// increment would become two) and never reports ErrContended. It re-reads
+// once more and decides as above: Written when UniqueValues is set and
+// the key holds the bytes it sent, otherwise store.ErrUnknownOutcome.
 //
 // Why not treat "the bytes we wrote are there" as applied by default: two
 // writers that read the same state may compute the same bytes (two
@@ -68,14 +84,11 @@ type Result struct {
 // would see 6 and both would report success: a lost update. UniqueValues
 // is the caller's promise that this cannot happen. A delete leaves no
 // bytes to recognise, so an unknown-outcome delete is resolved only when
-// the key is unchanged.
+// the key is unchanged and a resend then succeeds.
 //
-// One caveat remains, inherent to any store that reports unknown outcomes:
-// a request still in flight may be applied after the re-read showed the key
-// unchanged. The retried write carries the same condition, so at most one
-// of the two can apply; but if the late one does, the retry loses the race
-// and fn runs again on a state that already holds its change. Keep writes
-// that must not repeat recognisable (UniqueValues), or idempotent.
+// After Update returns store.ErrUnknownOutcome the write may still land;
+// keep writes that must not repeat recognisable (UniqueValues) or
+// idempotent, so that a caller who re-runs the Update can tell.
 func Update(ctx context.Context, s store.Store, key string, fn Func, opts *Options) (Result, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -106,6 +119,10 @@ type updater struct {
 	res        Result
 	conflicts  int
 	transients int
+	// unsure is set once a write of this Update has failed with
+	// store.ErrUnknownOutcome: from then on that write may still apply,
+	// so no later failure is proof that nothing was written.
+	unsure bool
 }
 
 func (u *updater) errorf(format string, args ...any) error {
@@ -137,7 +154,7 @@ func (u *updater) run(ctx context.Context) error {
 		}
 		err = u.write(ctx, base, d)
 		if !errors.Is(err, store.ErrConflict) {
-			return err
+			return u.unresolved(err)
 		}
 		u.conflicts++
 		if u.conflicts >= u.o.MaxAttempts {
@@ -198,6 +215,10 @@ func (u *updater) write(ctx context.Context, base state, d Decision) error {
 		case err == nil:
 			u.applied(d, v)
 			return nil
+		case errors.Is(err, store.ErrConflict) && u.unsure:
+			// The race may have been lost to our own earlier send.
+			_, err := u.resolve(ctx, base, d, err)
+			return err
 		case errors.Is(err, store.ErrConflict):
 			return err
 		case errors.Is(err, store.ErrTransient):
@@ -206,6 +227,7 @@ func (u *updater) write(ctx context.Context, base state, d Decision) error {
 				return err
 			}
 		case errors.Is(err, store.ErrUnknownOutcome):
+			u.unsure = true
 			done, err := u.resolve(ctx, base, d, err)
 			if done || err != nil {
 				return err
@@ -216,11 +238,21 @@ func (u *updater) write(ctx context.Context, base state, d Decision) error {
 	}
 }
 
-// resolve re-reads the key after a write of unknown outcome (werr) and
-// applies the rule documented on Update. It reports done when the write
-// was applied, an error when Update must stop, and neither when the write
-// should be sent again.
+// resolve re-reads the key after a write of unknown outcome (werr), or
+// after a resend of one lost its race (werr matches store.ErrConflict),
+// and applies the rule documented on Update. It reports done when the
+// write was applied, an error when Update must stop, and neither when the
+// write should be sent again.
+//
+// Update never calls fn again once a write's outcome is unknown, so every
+// send whose outcome is unknown carried d: comparing the key with d's
+// bytes compares it with every value this Update may have written.
 func (u *updater) resolve(ctx context.Context, base state, d Decision, werr error) (done bool, err error) {
+	lost := errors.Is(werr, store.ErrConflict)
+	if lost {
+		// Not ErrConflict for the caller: that would say nothing applied.
+		werr = fmt.Errorf("a resend lost its race (%v), perhaps to the earlier send: %w", werr, store.ErrUnknownOutcome)
+	}
 	if ctx.Err() != nil {
 		return false, u.errorf("%w", werr)
 	}
@@ -228,15 +260,35 @@ func (u *updater) resolve(ctx context.Context, base state, d Decision, werr erro
 	if err != nil {
 		return false, u.errorf("%w; re-reading to resolve it: %w", werr, err)
 	}
+	unchanged := now.exists == base.exists && now.entry.Version == base.entry.Version
 	switch {
-	case now.exists == base.exists && now.entry.Version == base.entry.Version:
+	case !lost && unchanged && base.exists:
+		// The version the write was conditioned on is still there, and a
+		// key never gets an old version back: not applied (yet).
 		return false, u.transient(ctx, werr)
-	case d.op == opSet && u.o.UniqueValues && now.exists && bytes.Equal(now.entry.Value, d.value):
+	case !unchanged && d.op == opSet && u.o.UniqueValues && now.exists && bytes.Equal(now.entry.Value, d.value):
 		u.applied(d, now.entry.Version)
 		return true, nil
 	}
 	u.res.Entry, u.res.Exists = now.entry, now.exists
+	switch {
+	case lost:
+		return false, u.errorf("whether this write applied cannot be told: %w", werr)
+	case unchanged:
+		return false, u.errorf("the key is absent, as before, but a create that applied and was deleted since would look the same, so whether this write applied cannot be told: %w", werr)
+	}
 	return false, u.errorf("the key changed since, so whether this write applied cannot be told: %w", werr)
+}
+
+// unresolved returns err, which ends the Update, made to match
+// store.ErrUnknownOutcome when an earlier write's outcome is unknown: that
+// write may still apply, so the caller must not take err as proof that
+// nothing was written.
+func (u *updater) unresolved(err error) error {
+	if err == nil || !u.unsure || errors.Is(err, store.ErrUnknownOutcome) {
+		return err
+	}
+	return fmt.Errorf("%w (after a write of unknown outcome: %w)", err, store.ErrUnknownOutcome)
 }
 
 // applied records d as done, with v the new version of a Set.

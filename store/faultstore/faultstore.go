@@ -11,7 +11,10 @@
 //     Rule.Err (default store.ErrTransient). Nothing is applied.
 //   - ApplyThenFail: the call reaches the inner store, which applies it;
 //     the caller then gets Rule.Err (default store.ErrUnknownOutcome)
-//     instead of the result, whatever the inner call returned.
+//     instead of the result, whatever the inner call returned. With
+//     Rule.Err set to store.ErrConflict, on a resend that follows a
+//     FailBefore ErrUnknownOutcome, it plays a first send that landed
+//     late, just before the resend, which then lost its race to it.
 //
 // Firing is deterministic: Count limits a rule to its next Count matching
 // calls, and Prob fires it on each matching call with that probability,

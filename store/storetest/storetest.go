@@ -18,9 +18,12 @@
 // many writers may win, concurrent compare-and-swap increments that must sum
 // exactly, versions held across deletes that must never match again (no
 // ABA), random operation sequences checked against a reference model, a
-// linearizability check of concurrent histories (porcupine), transactions,
-// watches and streams where the backend declares them, and unknown-outcome
-// injection through store/faultstore.
+// linearizability check of concurrent histories (porcupine; a write of
+// unknown outcome counts as one that may have happened, at any time after
+// its call), transactions (racing each other, racing single-key writes on
+// one version, and never seen in part by readers), watches and streams
+// where the backend declares them, and unknown-outcome injection through
+// store/faultstore.
 //
 // Subtests that need a capability run only when the backend declares it;
 // when it does not, the suite checks instead that the operation fails with

@@ -204,6 +204,8 @@ var txnTests = []subtest{
 		}
 	}},
 	{name: "concurrent transfers between two keys preserve the sum", need: hasTxn, run: testTransfers},
+	{name: "a Txn racing PutIfMatch and DeleteIfMatch on one version: exactly one wins", need: hasTxnCAS, run: testTxnAgainstSingleKeyWrites},
+	{name: "readers never see a Txn's writes partly applied", need: hasTxn, run: testTxnSeenWhole},
 }
 
 // testTransfers moves units between two keys with concurrent
