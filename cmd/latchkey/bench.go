@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,14 +9,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"github.com/latchkey/latchkey/internal/server"
 )
@@ -27,17 +32,41 @@ const (
 	benchMaxValue    = 512 << 10
 )
 
-func runBenchCmd(ctx context.Context, e *env, args []string) error {
+// benchConfig is the bench command line.
+type benchConfig struct {
+	url, token         string
+	etcd, etcdGateway  string
+	serverPID, etcdPID int
+	keys, clients      string
+	waiters            string
+	lock               bool
+	dur                time.Duration
+	ops                int64
+	size               int
+}
+
+func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	target := fs.String("url", "", "latchkey (or Consul) server `URL` to measure (default: start a server in-process on a temporary directory, fsync on)")
-	token := fs.String("token", "", "Consul ACL `TOKEN` for --url (default $CONSUL_HTTP_TOKEN)")
-	etcdURL := fs.String("etcd", "", "also measure etcd at `URL` through its v3 JSON gateway and print the ratio")
-	clientsFlag := fs.String("clients", "1,16,64", "comma-separated concurrent client `counts`")
-	keysFlag := fs.String("keys", "distinct,hot", "key patterns: distinct (create-only CAS on fresh keys), hot (read + CAS on one key)")
-	dur := fs.Duration("duration", 5*time.Second, "length of each measurement (at most 10m)")
-	ops := fs.Int64("ops", 0, "stop each measurement after `N` applied writes (0: run for --duration)")
-	size := fs.Int("value-size", 128, "value size in `bytes` (at most 512 KiB)")
+	fs.StringVar(&cfg.url, "url", "", "latchkey (or Consul) server `URL` to measure (default: start `latchkey serve` as a child process on a temporary directory, fsync on)")
+	fs.StringVar(&cfg.token, "token", "", "Consul ACL `TOKEN` for --url (default $CONSUL_HTTP_TOKEN)")
+	fs.StringVar(&cfg.etcd, "etcd", "", "also measure etcd at `HOST:PORT` through its Go client (clientv3, gRPC) and print the ratio")
+	fs.StringVar(&cfg.etcdGateway, "etcd-gateway", "", "also measure etcd through its v3 JSON gateway at `URL` (much slower than gRPC; rows labelled etcd-json)")
+	fs.IntVar(&cfg.serverPID, "server-pid", 0, "`PID` of the --url server, for its CPU per op (default: found by its loopback port)")
+	fs.IntVar(&cfg.etcdPID, "etcd-pid", 0, "`PID` of etcd, for its CPU per op (default: found by its loopback port)")
+	fs.StringVar(&cfg.clients, "clients", "1,16,64", "comma-separated concurrent client `counts`")
+	fs.StringVar(&cfg.keys, "keys", "distinct,hot", "key `patterns`: distinct (read + CAS on a key of one's own), hot (read + CAS on one shared key), create (create-only writes of fresh keys)")
+	fs.BoolVar(&cfg.lock, "lock", false, "measure lock handoff instead (release → next holder acquires), with --waiters contenders")
+	fs.StringVar(&cfg.waiters, "waiters", "2,8,32", "with --lock: comma-separated waiter `counts`")
+	fs.DurationVar(&cfg.dur, "duration", 5*time.Second, "length of each measurement (at most 10m)")
+	fs.Int64Var(&cfg.ops, "ops", 0, "stop each measurement after `N` applied writes (0: run for --duration)")
+	fs.IntVar(&cfg.size, "value-size", 128, "value size in `bytes` (at most 512 KiB)")
+	return fs
+}
+
+func runBenchCmd(ctx context.Context, e *env, args []string) error {
+	var cfg benchConfig
+	fs := benchFlags(&cfg)
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -47,81 +76,162 @@ func runBenchCmd(ctx context.Context, e *env, args []string) error {
 		return usagef("bench: %v", err)
 	case fs.NArg() > 0:
 		return usagef("bench: unexpected argument %q", fs.Arg(0))
-	case *dur <= 0 || *dur > benchMaxDuration:
-		return usagef("bench: --duration %v: want more than 0 and at most %v", *dur, benchMaxDuration)
-	case *size < 0 || *size > benchMaxValue:
-		return usagef("bench: --value-size %d: want 0 to %d", *size, benchMaxValue)
-	case *ops < 0:
-		return usagef("bench: --ops %d: want 0 or more", *ops)
+	case cfg.dur <= 0 || cfg.dur > benchMaxDuration:
+		return usagef("bench: --duration %v: want more than 0 and at most %v", cfg.dur, benchMaxDuration)
+	case cfg.size < 0 || cfg.size > benchMaxValue:
+		return usagef("bench: --value-size %d: want 0 to %d", cfg.size, benchMaxValue)
+	case cfg.ops < 0:
+		return usagef("bench: --ops %d: want 0 or more", cfg.ops)
 	}
-	scenarios, err := benchScenarios(*keysFlag, *clientsFlag)
+	if cfg.token == "" {
+		cfg.token = e.getenv("CONSUL_HTTP_TOKEN")
+	}
+	if cfg.lock {
+		return runLockBench(ctx, e, cfg)
+	}
+	scenarios, err := benchScenarios(cfg.keys, cfg.clients)
 	if err != nil {
 		return err
-	}
-	if *token == "" {
-		*token = e.getenv("CONSUL_HTTP_TOKEN")
 	}
 	maxClients := 0
 	for _, s := range scenarios {
 		maxClients = max(maxClients, s.clients)
 	}
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
-		MaxIdleConns: maxClients, MaxIdleConnsPerHost: maxClients, IdleConnTimeout: 30 * time.Second,
+	hc := benchHTTPClient(maxClients)
+	ts, closeTargets, err := openBenchTargets(ctx, e, cfg, hc)
+	if err != nil {
+		return err
+	}
+	defer closeTargets()
+	prefix := benchPrefix()
+	fmt.Fprintf(e.stdout, "durable CAS writes, %d-byte values, %v per measurement, keys under %s/\n\n", cfg.size, cfg.dur, prefix)
+	results, err := runBenchTable(ctx, e.stdout, hc, ts, scenarios, cfg, prefix)
+	if err != nil {
+		return err
+	}
+	printBenchRatios(e.stdout, ts, results)
+	return nil
+}
+
+// benchTargetSet is the latchkey target first, then its peers, each with
+// the meter of its server process (nil when not on this machine).
+type benchTargetSet struct {
+	targets []benchTarget
+	meters  []cpuMeter
+}
+
+func benchHTTPClient(conns int) *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: conns, MaxIdleConnsPerHost: conns, IdleConnTimeout: 30 * time.Second,
 	}}
-	base := strings.TrimSuffix(*target, "/")
-	if base == "" {
-		url, stop, err := benchServer(ctx)
-		if err != nil {
-			return err
+}
+
+func benchPrefix() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "latchkey-bench/" + hex.EncodeToString(b[:])
+}
+
+// openBenchTargets starts or connects to every target the command line
+// names. close stops what it started.
+func openBenchTargets(ctx context.Context, e *env, cfg benchConfig, hc *http.Client) (benchTargetSet, func(), error) {
+	var set benchTargetSet
+	var closers []func()
+	closeAll := func() {
+		for _, c := range slices.Backward(closers) {
+			c()
 		}
-		defer stop()
-		base = url
-		fmt.Fprintf(e.stdout, "latchkey bench: in-process server at %s (temporary data directory, fsync on)\n", base)
 	}
-	targets := []benchTarget{&consulTarget{base: base, token: *token, c: hc}}
-	if *etcdURL != "" {
-		targets = append(targets, &etcdTarget{base: strings.TrimSuffix(*etcdURL, "/"), c: hc})
+	base, pid := strings.TrimSuffix(cfg.url, "/"), cfg.serverPID
+	if base == "" {
+		child, err := startBenchServer(ctx)
+		if err != nil {
+			return set, nil, err
+		}
+		closers = append(closers, child.stop)
+		base, pid = child.url, child.pid
+		fmt.Fprintf(e.stdout, "latchkey bench: latchkey serve (pid %d) at %s (temporary data directory, fsync on)\n", pid, base)
 	}
-	val := make([]byte, *size)
+	set.add(&consulTarget{base: base, token: cfg.token, c: hc}, pid)
+	if cfg.etcd != "" {
+		ep := strings.TrimPrefix(strings.TrimPrefix(cfg.etcd, "http://"), "https://")
+		c, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			closeAll()
+			return set, nil, failf("bench: etcd at %s: %v", ep, err)
+		}
+		closers = append(closers, func() { c.Close() })
+		set.add(&etcdTarget{endpoint: ep, c: c}, cfg.etcdPID)
+	}
+	if cfg.etcdGateway != "" {
+		set.add(&etcdGatewayTarget{base: strings.TrimSuffix(cfg.etcdGateway, "/"), c: hc}, cfg.etcdPID)
+	}
+	return set, closeAll, nil
+}
+
+// add appends t with the meter of process pid, or of the process found
+// listening on t's address when pid is 0.
+func (s *benchTargetSet) add(t benchTarget, pid int) {
+	if pid == 0 {
+		pid, _ = listenerPID(t.addr())
+	}
+	var m cpuMeter
+	if pid > 0 {
+		m = func() (time.Duration, error) { return processCPU(pid) }
+	}
+	s.targets = append(s.targets, t)
+	s.meters = append(s.meters, m)
+}
+
+const benchRow = "%-9s %-9s %7s %9s %11s %9s %9s %10s %11s %9s %9s\n"
+
+// runBenchTable measures every scenario on every target in turn and
+// prints a row for each.
+func runBenchTable(ctx context.Context, w io.Writer, hc *http.Client, ts benchTargetSet, scenarios []benchScenario, cfg benchConfig, prefix string) ([]benchResult, error) {
+	val := make([]byte, cfg.size)
 	for i := range val {
 		val[i] = 'a' + byte(i%26)
 	}
-	var b [6]byte
-	rand.Read(b[:])
-	prefix := "latchkey-bench/" + hex.EncodeToString(b[:])
-	fmt.Fprintf(e.stdout, "durable CAS writes, %d-byte values, %v per measurement, keys under %s/\n\n", *size, *dur, prefix)
-	const row = "%-9s %-9s %7s %9s %11s %9s %9s %10s %12s\n"
-	fmt.Fprintf(e.stdout, row, "target", "keys", "clients", "ops/s", "attempts/s", "p50", "p99", "conflicts", "upd/commit")
+	fmt.Fprintf(w, benchRow, "target", "keys", "clients", "ops/s", "attempts/s", "p50", "p99", "conflicts", "upd/commit", "srv/op", "cli/op")
 	var results []benchResult
 	for _, sc := range scenarios {
-		for _, t := range targets {
+		for i, t := range ts.targets {
 			before, hasStats := commitStats(ctx, hc, t)
-			r, err := runBench(ctx, t, sc, *dur, *ops, val, prefix)
+			r, err := measure(ctx, t, ts.meters[i], sc, cfg.dur, cfg.ops, val, prefix)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			results = append(results, r)
 			batch := "-"
 			if after, ok := commitStats(ctx, hc, t); ok && hasStats && after.commits > before.commits {
-				batch = fmt.Sprintf("%.1f", float64(after.updates-before.updates)/float64(after.commits-before.commits))
+				r.perCommit = (after.updates - before.updates) / (after.commits - before.commits)
+				batch = fmt.Sprintf("%.1f", r.perCommit)
 			}
-			fmt.Fprintf(e.stdout, row, r.target, sc.keys, strconv.Itoa(sc.clients),
+			results = append(results, r)
+			fmt.Fprintf(w, benchRow, r.target, sc.keys, strconv.Itoa(sc.clients),
 				fmt.Sprintf("%.0f", r.opsPerSec()), fmt.Sprintf("%.0f", r.attemptsPerSec()),
-				fmtLatency(r.p50), fmtLatency(r.p99), strconv.FormatInt(r.conflicts, 10), batch)
+				fmtLatency(r.p50), fmtLatency(r.p99), strconv.FormatInt(r.conflicts, 10), batch,
+				fmtCPU(r.cpuPerOp(r.serverCPU)), fmtCPU(r.cpuPerOp(r.clientCPU)))
 		}
 	}
-	if len(targets) == 2 {
-		fmt.Fprintln(e.stdout, "\nlatchkey / etcd (ops/s ratio; above 1: latchkey is faster)")
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "keys\tclients\tlatchkey ops/s\tetcd ops/s\tratio\tp99 latchkey\tp99 etcd\t")
-		for i := 0; i+1 < len(results); i += 2 {
-			l, et := results[i], results[i+1]
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.2f\t%s\t%s\t\n", l.scenario.keys, l.scenario.clients,
-				l.opsPerSec(), et.opsPerSec(), l.opsPerSec()/et.opsPerSec(), fmtLatency(l.p99), fmtLatency(et.p99))
+	return results, nil
+}
+
+// printBenchRatios prints latchkey / peer for every row and peer.
+func printBenchRatios(w io.Writer, ts benchTargetSet, results []benchResult) {
+	n := len(ts.targets)
+	for p := 1; p < n; p++ {
+		peer := ts.targets[p].name()
+		fmt.Fprintf(w, "\nlatchkey / %s (ratio of applied ops/s; above 1: latchkey is faster)\n", peer)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "keys\tclients\tlatchkey ops/s\t%s ops/s\tratio\tp99 latchkey\tp99 %s\tsrv/op latchkey\tsrv/op %s\t\n", peer, peer, peer)
+		for i := 0; i+n-1 < len(results); i += n {
+			l, o := results[i], results[i+p]
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.2f\t%s\t%s\t%s\t%s\t\n", l.scenario.keys, l.scenario.clients,
+				l.opsPerSec(), o.opsPerSec(), l.opsPerSec()/o.opsPerSec(), fmtLatency(l.p99), fmtLatency(o.p99),
+				fmtCPU(l.cpuPerOp(l.serverCPU)), fmtCPU(o.cpuPerOp(o.serverCPU)))
 		}
 		tw.Flush()
 	}
-	return nil
 }
 
 // engineCounters are a latchkey server's group-commit counters.
@@ -167,46 +277,100 @@ func benchScenarios(keys, clients string) ([]benchScenario, error) {
 	var out []benchScenario
 	for _, k := range strings.Split(keys, ",") {
 		k = strings.TrimSpace(k)
-		if k != "distinct" && k != "hot" {
-			return nil, usagef("bench: --keys %q: want distinct, hot or both", k)
+		if k != benchDistinct && k != benchHot && k != benchCreate {
+			return nil, usagef("bench: --keys %q: want distinct, hot or create (comma-separated)", k)
 		}
-		for _, c := range strings.Split(clients, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(c))
-			if err != nil || n < 1 || n > benchMaxClients {
-				return nil, usagef("bench: --clients %q: want counts from 1 to %d", c, benchMaxClients)
-			}
+		counts, err := benchCounts("--clients", clients)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range counts {
 			out = append(out, benchScenario{keys: k, clients: n})
 		}
 	}
 	return out, nil
 }
 
-// benchServer starts a durable server in-process on a temporary directory.
-func benchServer(ctx context.Context) (string, func(), error) {
+// benchCounts parses a comma-separated list of counts from 1 to
+// benchMaxClients.
+func benchCounts(flagName, list string) ([]int, error) {
+	var out []int
+	for _, c := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n < 1 || n > benchMaxClients {
+			return nil, usagef("bench: %s %q: want counts from 1 to %d", flagName, c, benchMaxClients)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// benchChild is a `latchkey serve` the bench started as a child process,
+// so that its CPU time is its own.
+type benchChild struct {
+	url  string
+	pid  int
+	stop func()
+}
+
+// startBenchServer starts this executable as `latchkey serve` on a
+// temporary data directory and a free loopback port, fsync on, with no
+// LATCHKEY_* setting of the caller's environment.
+func startBenchServer(ctx context.Context) (*benchChild, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "latchkey-bench-")
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	srv, err := server.New(server.Config{DataDir: dir, Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	cmd := exec.Command(exe, "serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "error")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LATCHKEY_") || strings.HasPrefix(kv, "LATCHKEY_TEST_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = benchChildAttr()
+	out, err := cmd.StdoutPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", nil, err
+		return nil, fmt.Errorf("bench: start latchkey serve: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		srv.Close()
-		os.RemoveAll(dir)
-		return "", nil, err
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(sctx, ln) }()
 	stop := func() {
-		cancel()
-		<-done
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
 		os.RemoveAll(dir)
 	}
-	return "http://" + ln.Addr().String(), stop, nil
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(out).ReadString('\n')
+		lines <- line
+		io.Copy(io.Discard, out)
+	}()
+	var line string
+	select {
+	case line = <-lines:
+	case <-time.After(30 * time.Second):
+	case <-ctx.Done():
+	}
+	i := strings.Index(line, "http://")
+	if i < 0 {
+		stop()
+		return nil, fmt.Errorf("bench: latchkey serve did not start (it said %q)", strings.TrimSpace(line))
+	}
+	return &benchChild{url: strings.Fields(line[i:])[0], pid: cmd.Process.Pid, stop: stop}, nil
+}
+
+func fmtCPU(d time.Duration) string {
+	if d < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%dµs", d.Microseconds())
 }
 
 func fmtLatency(d time.Duration) string {
@@ -224,28 +388,40 @@ func benchUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, `Usage: latchkey bench [flags]
 
 Measure durable compare-and-set writes through the Consul KV HTTP API:
-ops/s (applied writes), attempts/s, p50 and p99 latency per attempt, for
-each key pattern and client count. Without --url it starts a latchkey
-server in-process on a temporary directory (fsync on) and measures that.
+applied writes per second, attempts/s, p50 and p99 latency per attempt,
+and CPU per applied write of the server process (srv/op) and of this
+client (cli/op), for each key pattern and client count. Without --url it
+starts latchkey serve as a child process on a temporary directory (fsync
+on) and measures that.
 
-With --etcd URL it runs the same measurements against etcd through its v3
-JSON gateway (POST /v3/kv/txn comparing create_revision or mod_revision,
-as etcd's own clients do) and prints the latchkey/etcd ratio. For example,
-with Debian's etcd-server:
+With --etcd HOST:PORT it runs the same workload against etcd through etcd's
+own Go client (clientv3 over gRPC: Get, then Txn comparing mod_revision, as
+etcd users do) and prints the latchkey/etcd ratio of every row. CPU per op
+is read from /proc/PID/stat for a server on this machine (found by its
+loopback port, or given with --server-pid / --etcd-pid). For example:
 
   etcd --data-dir "$(mktemp -d)" --listen-client-urls http://127.0.0.1:2379 \
        --advertise-client-urls http://127.0.0.1:2379 &
-  latchkey bench --etcd http://127.0.0.1:2379
+  latchkey bench --etcd 127.0.0.1:2379
 
-Key patterns:
-  distinct  each client creates fresh keys of its own (Consul ?cas=0, etcd
-            create_revision = 0): one durable write per request
-  hot       every client reads one shared key and CASes it (?cas=N,
-            mod_revision = N); most attempts lose, ops/s counts the winners
+Key patterns (every write carries a fresh value, so no server can skip it
+as an identical rewrite):
+  distinct  each client reads its own key and CASes it (?cas=ModifyIndex;
+            etcd mod_revision; create-only the first time): no contention
+  hot       every client reads one shared key and CASes it; most attempts
+            lose, ops/s counts the winners
+  create    each client creates fresh keys (?cas=0, etcd create_revision =
+            0): one durable write per request, no read
 
 Against a latchkey server, upd/commit is how many engine updates shared one
 durable commit (one fsync round) during the measurement: group commit at
 work. It reads the server's /-/metrics.
+
+--lock measures lock handoff instead: --waiters contenders loop on one lock
+(the official Consul client's api.Lock against latchkey, etcd's
+concurrency.Mutex with --etcd); each holds it briefly and releases. It
+reports handoff latency (release → next holder acquired) p50/p99, handoffs
+per second, and requests per second per waiter.
 
 Each measurement is bounded by --duration (at most 10m). Keys are left
 under latchkey-bench/<random>/ on the target.

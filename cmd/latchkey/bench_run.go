@@ -5,14 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
+// Key patterns.
+const (
+	benchDistinct = "distinct" // read + CAS on a key of one's own
+	benchHot      = "hot"      // read + CAS on one shared key
+	benchCreate   = "create"   // create-only writes of fresh keys
+)
+
 // benchScenario is one measurement: a key pattern and a client count.
 type benchScenario struct {
-	keys    string // "distinct" or "hot"
+	keys    string // benchDistinct, benchHot or benchCreate
 	clients int
 }
 
@@ -23,7 +31,11 @@ type benchResult struct {
 	ok        int64 // CAS writes that applied
 	conflicts int64 // CAS writes refused (another client won)
 	elapsed   time.Duration
-	p50, p99  time.Duration // per attempt (hot: read + CAS)
+	p50, p99  time.Duration // per attempt (read + CAS, or one create)
+	// serverCPU and clientCPU are the CPU time the target's process and
+	// this process used during the measurement; -1 when unknown.
+	serverCPU, clientCPU time.Duration
+	perCommit            float64 // engine updates per durable commit; 0 when unknown
 }
 
 func (r benchResult) opsPerSec() float64 { return float64(r.ok) / r.elapsed.Seconds() }
@@ -31,18 +43,56 @@ func (r benchResult) attemptsPerSec() float64 {
 	return float64(r.ok+r.conflicts) / r.elapsed.Seconds()
 }
 
+// cpuPerOp is cpu divided by the applied writes; -1 when unknown.
+func (r benchResult) cpuPerOp(cpu time.Duration) time.Duration {
+	if cpu < 0 || r.ok == 0 {
+		return -1
+	}
+	return cpu / time.Duration(r.ok)
+}
+
 // maxBenchSamples bounds the latency samples kept per scenario.
 const maxBenchSamples = 1 << 21
 
+// cpuMeter reads a process's CPU time; it returns an error when that is
+// not known (another machine, no /proc).
+type cpuMeter func() (time.Duration, error)
+
+// measure runs one scenario under the CPU meters of the server (nil:
+// unknown) and of this process.
+func measure(ctx context.Context, t benchTarget, server cpuMeter, sc benchScenario, dur time.Duration, maxOps int64, val []byte, prefix string) (benchResult, error) {
+	s0, serr := meter(server)
+	c0, cerr := selfCPU()
+	r, err := runBench(ctx, t, sc, dur, maxOps, val, prefix)
+	r.serverCPU, r.clientCPU = -1, -1
+	if s1, err := meter(server); err == nil && serr == nil {
+		r.serverCPU = s1 - s0
+	}
+	if c1, err := selfCPU(); err == nil && cerr == nil {
+		r.clientCPU = c1 - c0
+	}
+	return r, err
+}
+
+func meter(m cpuMeter) (time.Duration, error) {
+	if m == nil {
+		return 0, errors.New("no meter")
+	}
+	return m()
+}
+
 // runBench runs one scenario against t for at most dur, stopping early
-// after maxOps applied writes (0: no limit). Keys live under prefix.
+// after maxOps applied writes (0: no limit). Keys live under prefix; every
+// write carries a value never written before (a counter in its first
+// bytes), so no server can skip it as an identical rewrite.
 //
-//   - distinct: every client creates fresh keys of its own with a
-//     create-only CAS (Consul cas=0, etcd create_revision = 0): one durable
-//     write per request, no contention.
-//   - hot: every client reads one shared key's revision and CASes it (Consul
-//     cas=N, etcd mod_revision = N); most attempts lose the race, as they
-//     must. ops/s counts the applied writes.
+//   - distinct: every client reads its own key's revision and CASes it
+//     (Consul ?cas=ModifyIndex, etcd Txn on mod_revision; create-only the
+//     first time): the loop every CAS user runs, without contention.
+//   - hot: every client does the same on one shared key; most attempts lose
+//     the race, as they must. ops/s counts the applied writes.
+//   - create: every client creates fresh keys of its own (Consul cas=0, etcd
+//     create_revision = 0): one durable write per request, no read.
 func runBench(ctx context.Context, t benchTarget, sc benchScenario, dur time.Duration, maxOps int64, val []byte, prefix string) (benchResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, dur)
 	defer cancel()
@@ -56,9 +106,11 @@ func runBench(ctx context.Context, t benchTarget, sc benchScenario, dur time.Dur
 	start := time.Now()
 	for c := range sc.clients {
 		wg.Go(func() {
+			v := slices.Clone(val)
 			for n := 0; ctx.Err() == nil; n++ {
+				stamp(v, c, n)
 				t0 := time.Now()
-				applied, err := benchAttempt(ctx, t, sc, prefix, c, n, val)
+				applied, err := benchAttempt(ctx, t, sc, prefix, c, n, v)
 				if err != nil {
 					if ctx.Err() == nil {
 						errOnce.Do(func() { firstErr = err; cancel() })
@@ -93,12 +145,23 @@ func runBench(ctx context.Context, t benchTarget, sc benchScenario, dur time.Dur
 	return res, nil
 }
 
+// stamp writes "client.attempt " over the start of v (as far as it
+// reaches), so every value the bench writes differs from the one before.
+func stamp(v []byte, client, n int) {
+	s := strconv.Itoa(client) + "." + strconv.Itoa(n) + " "
+	copy(v, s)
+}
+
 func benchAttempt(ctx context.Context, t benchTarget, sc benchScenario, prefix string, client, n int, val []byte) (bool, error) {
-	if sc.keys == "distinct" {
-		key := fmt.Sprintf("%s/distinct-%d/%d/%d", prefix, sc.clients, client, n)
-		return t.create(ctx, key, val)
+	var key string
+	switch sc.keys {
+	case benchCreate:
+		return t.create(ctx, fmt.Sprintf("%s/create-%d/%d/%d", prefix, sc.clients, client, n), val)
+	case benchDistinct:
+		key = fmt.Sprintf("%s/distinct-%d/%d", prefix, sc.clients, client)
+	default:
+		key = fmt.Sprintf("%s/hot-%d", prefix, sc.clients)
 	}
-	key := fmt.Sprintf("%s/hot-%d", prefix, sc.clients)
 	rev, err := t.read(ctx, key)
 	if err != nil {
 		return false, err

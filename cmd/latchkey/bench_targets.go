@@ -11,10 +11,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// benchTarget is a server whose durable CAS the bench measures. Every
-// method is one HTTP request.
+// benchTarget is a server whose durable CAS the bench measures, through
+// the client its own users use. Every method is one request.
 type benchTarget interface {
 	name() string
 	// create writes key only if it does not exist; applied reports whether
@@ -24,6 +26,8 @@ type benchTarget interface {
 	read(ctx context.Context, key string) (rev uint64, err error)
 	// cas writes key only if its revision is still rev (0: absent).
 	cas(ctx context.Context, key string, val []byte, rev uint64) (applied bool, err error)
+	// addr is the host:port the target listens on, to find its process.
+	addr() string
 }
 
 // maxBenchBody bounds what the bench reads from any response.
@@ -39,6 +43,14 @@ func do(c *http.Client, req *http.Request) (int, []byte, http.Header, error) {
 	return resp.StatusCode, b, resp.Header, err
 }
 
+func hostOf(base string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
 // consulTarget speaks Consul's KV HTTP API: PUT /v1/kv/K?cas=N answers
 // true or false; GET /v1/kv/K gives the ModifyIndex.
 type consulTarget struct {
@@ -48,6 +60,7 @@ type consulTarget struct {
 }
 
 func (t *consulTarget) name() string { return "latchkey" }
+func (t *consulTarget) addr() string { return hostOf(t.base) }
 
 func (t *consulTarget) put(ctx context.Context, key string, val []byte, cas uint64) (bool, error) {
 	u := t.base + "/v1/kv/" + escapeKey(key) + "?cas=" + strconv.FormatUint(cas, 10)
@@ -110,20 +123,62 @@ func escapeKey(k string) string {
 	return strings.Join(parts, "/")
 }
 
-// etcdTarget speaks etcd's v3 JSON gateway (POST /v3/kv/txn and
-// /v3/kv/range, base64 keys and values), so the bench needs no etcd
-// client library. A CAS is a txn comparing mod_revision (create_revision
-// = 0 for create-only), exactly what etcd's own clients send.
+// etcdTarget drives etcd through its own Go client (clientv3, gRPC), as
+// every etcd user does: a read is a Get, a CAS a Txn comparing the key's
+// mod_revision (create_revision = 0 for create-only).
 type etcdTarget struct {
+	endpoint string // host:port
+	c        *clientv3.Client
+}
+
+func (t *etcdTarget) name() string { return "etcd" }
+func (t *etcdTarget) addr() string { return t.endpoint }
+
+func (t *etcdTarget) txn(ctx context.Context, key string, val []byte, cmp clientv3.Cmp) (bool, error) {
+	resp, err := t.c.Txn(ctx).If(cmp).Then(clientv3.OpPut(key, string(val))).Commit()
+	if err != nil {
+		return false, err
+	}
+	return resp.Succeeded, nil
+}
+
+func (t *etcdTarget) create(ctx context.Context, key string, val []byte) (bool, error) {
+	return t.txn(ctx, key, val, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
+}
+
+func (t *etcdTarget) cas(ctx context.Context, key string, val []byte, rev uint64) (bool, error) {
+	if rev == 0 {
+		return t.create(ctx, key, val)
+	}
+	return t.txn(ctx, key, val, clientv3.Compare(clientv3.ModRevision(key), "=", int64(rev)))
+}
+
+func (t *etcdTarget) read(ctx context.Context, key string) (uint64, error) {
+	resp, err := t.c.Get(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	return uint64(resp.Kvs[0].ModRevision), nil
+}
+
+// etcdGatewayTarget speaks etcd's v3 JSON gateway (POST /v3/kv/txn and
+// /v3/kv/range, base64 keys and values). It is much slower than the gRPC
+// client and is kept only for comparison (--etcd-gateway); its rows are
+// labelled etcd-json.
+type etcdGatewayTarget struct {
 	base string // http://host:port
 	c    *http.Client
 }
 
-func (t *etcdTarget) name() string { return "etcd" }
+func (t *etcdGatewayTarget) name() string { return "etcd-json" }
+func (t *etcdGatewayTarget) addr() string { return hostOf(t.base) }
 
 func b64(s []byte) string { return base64.StdEncoding.EncodeToString(s) }
 
-func (t *etcdTarget) post(ctx context.Context, path string, body any, out any) error {
+func (t *etcdGatewayTarget) post(ctx context.Context, path string, body any, out any) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
@@ -143,7 +198,7 @@ func (t *etcdTarget) post(ctx context.Context, path string, body any, out any) e
 	return json.Unmarshal(rb, out)
 }
 
-func (t *etcdTarget) txn(ctx context.Context, key string, val []byte, target, field string, rev uint64) (bool, error) {
+func (t *etcdGatewayTarget) txn(ctx context.Context, key string, val []byte, target, field string, rev uint64) (bool, error) {
 	k := b64([]byte(key))
 	body := map[string]any{
 		"compare": []map[string]any{{"target": target, "result": "EQUAL", "key": k, field: strconv.FormatUint(rev, 10)}},
@@ -158,18 +213,18 @@ func (t *etcdTarget) txn(ctx context.Context, key string, val []byte, target, fi
 	return out.Succeeded, nil
 }
 
-func (t *etcdTarget) create(ctx context.Context, key string, val []byte) (bool, error) {
+func (t *etcdGatewayTarget) create(ctx context.Context, key string, val []byte) (bool, error) {
 	return t.txn(ctx, key, val, "CREATE", "create_revision", 0)
 }
 
-func (t *etcdTarget) cas(ctx context.Context, key string, val []byte, rev uint64) (bool, error) {
+func (t *etcdGatewayTarget) cas(ctx context.Context, key string, val []byte, rev uint64) (bool, error) {
 	if rev == 0 {
 		return t.create(ctx, key, val)
 	}
 	return t.txn(ctx, key, val, "MOD", "mod_revision", rev)
 }
 
-func (t *etcdTarget) read(ctx context.Context, key string) (uint64, error) {
+func (t *etcdGatewayTarget) read(ctx context.Context, key string) (uint64, error) {
 	var out struct {
 		Kvs []struct {
 			ModRevision string `json:"mod_revision"`

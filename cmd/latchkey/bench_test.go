@@ -3,37 +3,69 @@ package main
 import (
 	"encoding/base64"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 )
 
-func TestBenchAgainstInProcessServer(t *testing.T) {
-	c := &cli{t: t, env: map[string]string{}}
-	out := c.ok("bench", "--duration", "300ms", "--clients", "1,4")
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	rows := 0
-	for _, l := range lines {
-		f := strings.Fields(l)
-		if len(f) != 9 || f[0] != "latchkey" {
-			continue
-		}
-		rows++
-		if ops, err := strconv.ParseFloat(f[3], 64); err != nil || ops <= 0 {
-			t.Errorf("row %q: ops/s %q", l, f[3])
-		}
-		if f[1] == "distinct" && f[7] != "0" {
-			t.Errorf("row %q: conflicts on distinct keys", l)
-		}
-		if b, err := strconv.ParseFloat(f[8], 64); err != nil || b < 1 {
-			t.Errorf("row %q: updates per commit %q", l, f[8])
+// benchRows returns the result rows of a bench table whose first field is
+// target, each split into its 11 fields.
+func benchRows(out, target string) [][]string {
+	var rows [][]string
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) == 11 && f[0] == target {
+			rows = append(rows, f)
 		}
 	}
-	if rows != 4 {
-		t.Fatalf("want 4 result rows (distinct and hot × 1 and 4 clients), got %d:\n%s", rows, out)
+	return rows
+}
+
+// cpuField parses a srv/op or cli/op column ("123µs").
+func cpuField(t *testing.T, f string) time.Duration {
+	t.Helper()
+	d, err := time.ParseDuration(f)
+	if err != nil {
+		t.Fatalf("CPU column %q: %v", f, err)
+	}
+	return d
+}
+
+func TestBenchAgainstChildServer(t *testing.T) {
+	t.Setenv(asMain, "1") // the bench starts this binary as latchkey serve
+	c := &cli{t: t, env: map[string]string{}}
+	out := c.ok("bench", "--duration", "300ms", "--clients", "1,4", "--keys", "distinct,hot,create")
+	rows := benchRows(out, "latchkey")
+	if len(rows) != 6 {
+		t.Fatalf("want 6 result rows (distinct, hot and create × 1 and 4 clients), got %d:\n%s", len(rows), out)
+	}
+	for _, f := range rows {
+		if ops, err := strconv.ParseFloat(f[3], 64); err != nil || ops <= 0 {
+			t.Errorf("row %q: ops/s %q", f, f[3])
+		}
+		if f[1] != "hot" && f[7] != "0" {
+			t.Errorf("row %q: conflicts without contention", f)
+		}
+		if b, err := strconv.ParseFloat(f[8], 64); err != nil || b < 1 {
+			t.Errorf("row %q: updates per commit %q", f, f[8])
+		}
+		// The server is a child process: its CPU is measured apart from
+		// ours, and a durable write costs it some.
+		if srv := cpuField(t, f[9]); srv <= 0 {
+			t.Errorf("row %q: server CPU per op %v", f, srv)
+		}
+		cpuField(t, f[10])
 	}
 }
 
@@ -43,6 +75,134 @@ func TestBenchBadFlags(t *testing.T) {
 	c.fails(exitUsage, "--clients", "bench", "--clients", "0")
 	c.fails(exitUsage, "--keys", "bench", "--keys", "warm")
 	c.fails(exitUsage, "--value-size", "bench", "--value-size", "1000000")
+}
+
+// startEmbeddedEtcd starts a single-member etcd in this process on a
+// loopback port, without fsync, and returns its client address.
+func startEmbeddedEtcd(t *testing.T) string {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Dir = t.TempDir()
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	u, _ := url.Parse("http://127.0.0.1:0")
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*u}, []url.URL{*u}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*u}, []url.URL{*u}
+	cfg.InitialCluster = cfg.Name + "=" + u.String()
+	cfg.UnsafeNoFsync = true
+	cfg.TickMs, cfg.ElectionMs = 10, 50
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		t.Fatal(err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("embedded etcd not ready after 30s")
+	}
+	return e.Clients[0].Addr().String()
+}
+
+// The etcd rows go through clientv3 (gRPC) against a real etcd: every
+// pattern applies writes, distinct and create without conflicts, and each
+// row has its ratio line.
+func TestBenchEtcdSideBySide(t *testing.T) {
+	t.Setenv(asMain, "1")
+	ep := startEmbeddedEtcd(t)
+	c := &cli{t: t, env: map[string]string{}}
+	out := c.ok("bench", "--duration", "200ms", "--clients", "2", "--keys", "distinct,hot,create", "--etcd", ep)
+	if !strings.Contains(out, "latchkey / etcd") {
+		t.Fatalf("no ratio table:\n%s", out)
+	}
+	rows := benchRows(out, "etcd")
+	if len(rows) != 3 {
+		t.Fatalf("want 3 etcd rows:\n%s", out)
+	}
+	for _, f := range rows {
+		if ops, err := strconv.ParseFloat(f[3], 64); err != nil || ops <= 0 {
+			t.Errorf("no write applied against etcd: %q", f)
+		}
+		if f[1] != "hot" && f[7] != "0" {
+			t.Errorf("row %q: conflicts without contention", f)
+		}
+		// etcd runs in this process, found by its port.
+		cpuField(t, f[9])
+	}
+	for _, keys := range []string{"distinct", "hot", "create"} {
+		if !regexp.MustCompile(`(?m)^\s*` + keys + `\s+2\s+\d+\s+\d+\s+[0-9.]+\s`).MatchString(out) {
+			t.Errorf("no ratio row for %s:\n%s", keys, out)
+		}
+	}
+}
+
+// Lock handoff against the server's Consul API (api.Lock) and etcd's
+// concurrency.Mutex: both hand the lock over, and waiters send requests.
+func TestBenchLock(t *testing.T) {
+	t.Setenv(asMain, "1")
+	ep := startEmbeddedEtcd(t)
+	c := &cli{t: t, env: map[string]string{}}
+	out := c.ok("bench", "--lock", "--waiters", "2,4", "--duration", "700ms", "--etcd", ep)
+	seen := map[string]int{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 6 || (f[0] != "latchkey" && f[0] != "etcd") {
+			continue
+		}
+		seen[f[0]]++
+		if h, err := strconv.ParseFloat(f[2], 64); err != nil || h <= 0 {
+			t.Errorf("row %q: handoffs/s %q", l, f[2])
+		}
+		if r, err := strconv.ParseFloat(f[5], 64); err != nil || r <= 0 {
+			t.Errorf("row %q: requests per waiter %q", l, f[5])
+		}
+	}
+	if seen["latchkey"] != 2 || seen["etcd"] != 2 {
+		t.Fatalf("want 2 rows each for latchkey and etcd:\n%s", out)
+	}
+}
+
+// listenerPID finds the process listening on a loopback port (here, this
+// one), and processCPU reads a CPU time that grows with work done.
+func TestBenchProcessCPU(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("CPU accounting reads Linux's /proc")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if pid, ok := listenerPID(ln.Addr().String()); !ok || pid != os.Getpid() {
+		t.Fatalf("listenerPID(%s) = %d, %v; want %d", ln.Addr(), pid, ok, os.Getpid())
+	}
+	if _, ok := listenerPID("127.0.0.1:1"); ok {
+		t.Error("listenerPID found a process on a port nobody listens on")
+	}
+	if _, ok := listenerPID("192.0.2.1:80"); ok {
+		t.Error("listenerPID claimed a process for a remote address")
+	}
+	c0, err := processCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spin until getrusage says this process used 100ms more CPU (however
+	// busy the machine is); /proc must agree to within its 10ms ticks.
+	s0, err := selfCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if s, _ := selfCPU(); s-s0 >= 100*time.Millisecond {
+			break
+		}
+	}
+	s1, _ := selfCPU()
+	c1, _ := processCPU(os.Getpid())
+	if got, want := c1-c0, s1-s0; got < want-3*clockTick {
+		t.Errorf("/proc counted %v of CPU where getrusage counted %v", got, want)
+	}
 }
 
 // fakeEtcd implements the two etcd v3 JSON gateway calls the bench makes,
@@ -109,24 +269,23 @@ func fakeEtcd(t *testing.T) *httptest.Server {
 	}))
 }
 
-func TestBenchEtcdSideBySide(t *testing.T) {
+// --etcd-gateway keeps the JSON path, labelled as such.
+func TestBenchEtcdGateway(t *testing.T) {
+	t.Setenv(asMain, "1")
 	etcd := fakeEtcd(t)
 	defer etcd.Close()
 	c := &cli{t: t, env: map[string]string{}}
-	out := c.ok("bench", "--duration", "200ms", "--clients", "2", "--etcd", etcd.URL)
-	if !strings.Contains(out, "latchkey / etcd") {
+	out := c.ok("bench", "--duration", "200ms", "--clients", "2", "--etcd-gateway", etcd.URL)
+	if !strings.Contains(out, "latchkey / etcd-json") {
 		t.Fatalf("no ratio table:\n%s", out)
 	}
-	etcdRows := 0
-	for _, l := range strings.Split(out, "\n") {
-		if f := strings.Fields(l); len(f) == 9 && f[0] == "etcd" {
-			etcdRows++
-			if f[1] == "hot" && f[3] == "0" {
-				t.Errorf("no CAS applied against etcd: %q", l)
-			}
-		}
+	rows := benchRows(out, "etcd-json")
+	if len(rows) != 2 {
+		t.Fatalf("want 2 etcd-json rows:\n%s", out)
 	}
-	if etcdRows != 2 {
-		t.Fatalf("want 2 etcd rows:\n%s", out)
+	for _, f := range rows {
+		if f[3] == "0" {
+			t.Errorf("no CAS applied against the gateway: %q", f)
+		}
 	}
 }
