@@ -23,12 +23,19 @@ type heldEngine struct {
 
 func openHeld(t *testing.T) *heldEngine {
 	t.Helper()
+	return openHeldIn(t, t.TempDir(), Options{NoSync: true})
+}
+
+// openHeldIn is openHeld on dir with opts (OnCommit is replaced).
+func openHeldIn(t *testing.T, dir string, opts Options) *heldEngine {
+	t.Helper()
 	h := &heldEngine{hold: make(chan struct{})}
-	e, err := Open(t.TempDir(), &Options{NoSync: true, OnCommit: func(int, time.Duration) {
+	opts.OnCommit = func(int, time.Duration) {
 		if h.first.CompareAndSwap(false, true) {
 			<-h.hold
 		}
-	}})
+	}
+	e, err := Open(dir, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
