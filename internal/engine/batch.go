@@ -195,6 +195,9 @@ func (e *Engine) commit(batch []*request) []*request {
 		}
 		return meta.Put(keyIndex, u64(idx))
 	})
+	if err == nil && e.syncFault != nil {
+		err = e.syncFault()
+	}
 	switch {
 	case errors.Is(err, errRollback) && !solo:
 		failed.solo = true
