@@ -3,13 +3,11 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"os/exec"
 	"runtime"
 	"sync"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/server/crashtest"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -116,7 +114,7 @@ func TestFailedCommitFailsEveryMemberThatRan(t *testing.T) {
 // commit fails with ENOSPC; after reopen the key does not exist, so an
 // "already exists" answer would have been a lie.
 func TestFailedCommitFailsEveryMemberThatRanOnFullDisk(t *testing.T) {
-	dir := smallTmpfs(t, 4<<20)
+	dir := crashtest.Tmpfs(t, 4<<20)
 	h := openHeldIn(t, dir, Options{})
 	checkGroupFail(t, failingBatch(t, h, make([]byte, 8<<20)))
 	if err := h.Err(); err == nil {
@@ -134,30 +132,4 @@ func TestFailedCommitFailsEveryMemberThatRanOnFullDisk(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// smallTmpfs mounts a tmpfs of size bytes on a fresh directory and
-// unmounts it at cleanup. It needs root on Linux; elsewhere the test is
-// skipped, except under CI=true, where it fails.
-func smallTmpfs(t *testing.T, size int) string {
-	t.Helper()
-	dir := t.TempDir()
-	var err error
-	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
-		err = fmt.Errorf("needs root on Linux (GOOS %s, euid %d)", runtime.GOOS, os.Geteuid())
-	} else if out, merr := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); merr != nil {
-		err = fmt.Errorf("mount tmpfs: %v: %s", merr, out)
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("cannot mount a small tmpfs: %v", err)
-		}
-		t.Skipf("cannot mount a small tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
 }
