@@ -18,6 +18,7 @@ import (
 type heldEngine struct {
 	*Engine
 	hold  chan struct{}
+	armed atomic.Bool // set by startFirst: commits before it are not held
 	first atomic.Bool
 }
 
@@ -31,7 +32,7 @@ func openHeldIn(t *testing.T, dir string, opts Options) *heldEngine {
 	t.Helper()
 	h := &heldEngine{hold: make(chan struct{})}
 	opts.OnCommit = func(int, time.Duration) {
-		if h.first.CompareAndSwap(false, true) {
+		if h.armed.Load() && h.first.CompareAndSwap(false, true) {
 			<-h.hold
 		}
 	}
@@ -45,6 +46,7 @@ func openHeldIn(t *testing.T, dir string, opts Options) *heldEngine {
 }
 
 func (h *heldEngine) startFirst(t *testing.T, wg *sync.WaitGroup) {
+	h.armed.Store(true)
 	wg.Go(func() {
 		if _, err := h.Update(context.Background(), func(tx *Tx) error {
 			tx.PutKV(KV{Key: "first"})
