@@ -33,3 +33,7 @@ func (h *heldEngine) PutLarge(key string, size int) error {
 	})
 	return err
 }
+
+// SetSyncFault makes every later commit of e fail after its writes reached
+// the file, as an fsync that reports EIO (see syncFault).
+func SetSyncFault(e *Engine, err error) { e.syncFault = func() error { return err } }
