@@ -16,6 +16,10 @@ func OpenHeldFailing(t *testing.T, maxSize int) *Held {
 	return openHeldIn(t, t.TempDir(), Options{NoSync: true, maxSize: maxSize})
 }
 
+// OpenHeldIn opens a held engine on dir with fsync on (a real disk's
+// failures).
+func OpenHeldIn(t *testing.T, dir string) *Held { return openHeldIn(t, dir, Options{}) }
+
 // StartFirst starts the held first commit and waits until it is held.
 func (h *heldEngine) StartFirst(t *testing.T, wg *sync.WaitGroup) { h.startFirst(t, wg) }
 

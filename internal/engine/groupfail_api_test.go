@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"crypto/md5"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"github.com/latchkey/latchkey/internal/consulapi"
 	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/s3api"
+	"github.com/latchkey/latchkey/internal/server/crashtest"
 )
 
 // The refusals of the S3 and Consul APIs, decided inside a group commit
@@ -26,7 +28,18 @@ import (
 // batch must then be a server error, never the refusal, because after a
 // restart none of the batch-mates' writes exists.
 func TestFailedCommitRefusalsOfTheAPIs(t *testing.T) {
-	h := engine.OpenHeldFailing(t, 1<<20)
+	refusalsOfAFailedCommit(t, engine.OpenHeldFailing(t, 1<<20), 2<<20)
+}
+
+// The same on a real full disk: a 4 MiB tmpfs, fsync on, the commit fails
+// with ENOSPC.
+func TestFailedCommitRefusalsOfTheAPIsOnFullDisk(t *testing.T) {
+	refusalsOfAFailedCommit(t, engine.OpenHeldIn(t, crashtest.Tmpfs(t, 4<<20)), 8<<20)
+}
+
+// refusalsOfAFailedCommit runs the batch on h; its first member writes
+// big bytes, which must make the commit fail.
+func refusalsOfAFailedCommit(t *testing.T, h *engine.Held, big int) {
 	s3 := httptest.NewServer(s3api.New(h.Engine, s3api.Options{Anonymous: true, Logger: quiet}))
 	defer s3.Close()
 	s3eu := httptest.NewServer(s3api.New(h.Engine, s3api.Options{Anonymous: true, Region: "eu-west-1", Logger: quiet}))
@@ -77,7 +90,7 @@ func TestFailedCommitRefusalsOfTheAPIs(t *testing.T) {
 		return func() (int, string) { return send(t, method, url, body, hdr...) }
 	}
 	step("the failing write", func() (int, string) {
-		if err := h.PutLarge("big", 2<<20); err == nil {
+		if err := h.PutLarge("big", big); err == nil {
 			return 200, ""
 		}
 		return 500, ""
@@ -95,6 +108,10 @@ func TestFailedCommitRefusalsOfTheAPIs(t *testing.T) {
 	h.Release(queued)
 	wg.Wait()
 
+	if !errors.Is(h.Err(), engine.ErrFailed) {
+		t.Fatalf("the batch's commit did not fail: %v", h.Err())
+	}
+	t.Logf("commit failure: %v", h.Err())
 	if len(answers) != queued {
 		t.Fatalf("%d answers for %d requests", len(answers), queued)
 	}
