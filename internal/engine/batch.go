@@ -54,9 +54,10 @@ var errNothing = errors.New("engine: nothing to commit")
 // If ctx ends before fn starts, Update returns ctx's error and fn never
 // runs. Once fn has started, Update waits for the commit.
 //
-// If bbolt fails to commit (an I/O error, a full disk), every Update of
-// that commit fails with an error matching ErrFailed, none of their writes
-// or indexes is acknowledged, and the engine refuses all later Updates and
+// If bbolt fails to commit (an I/O error, a full disk), every Update that
+// ran in that commit fails with an error matching ErrFailed, whatever its
+// fn returned (its answer may rest on a batch-mate's write that never
+// committed), none of their writes or indexes is acknowledged, and the engine refuses all later Updates and
 // Views (fail-stop) until reopened, so no index handed out by the failed
 // commit is ever handed out again by this engine.
 //
@@ -194,6 +195,9 @@ func (e *Engine) commit(batch []*request) []*request {
 		}
 		return meta.Put(keyIndex, u64(idx))
 	})
+	if err == nil && e.syncFault != nil {
+		err = e.syncFault()
+	}
 	switch {
 	case errors.Is(err, errRollback) && !solo:
 		failed.solo = true
@@ -210,10 +214,15 @@ func (e *Engine) commit(batch []*request) []*request {
 		// read-only or failed Updates only: nothing committed, nothing lost
 	case err != nil:
 		// bbolt itself failed (I/O error, disk full): nothing is
-		// acknowledged, and the engine stops (see ErrFailed).
+		// acknowledged, and the engine stops (see ErrFailed). Every member
+		// that ran fails, not only the writing ones: a refusal or a
+		// read-only answer may have been decided on a batch-mate's write
+		// that never committed (a create answered "already exists").
 		ferr := e.fail(err)
-		for _, a := range done {
-			a.r.err = ferr
+		for _, r := range batch {
+			if r.state.Load() == reqRunning {
+				r.err = ferr
+			}
 		}
 		done = nil
 		e.published(0) // waiting Views wake and see the failure

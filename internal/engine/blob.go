@@ -23,7 +23,8 @@ import (
 //     RemoveBlob.
 //
 // A crash between 2 and 3, or between 4's commit and RemoveBlob, leaves an
-// orphan: a file no record names. At Open, dir/blobs/tmp is emptied and,
+// orphan: a file no record names; so does a failed commit, after which
+// RemoveBlob deletes nothing (the record may have landed). At Open, dir/blobs/tmp is emptied and,
 // when Options.LiveBlobs is set, every file in dir/blobs it does not name
 // is removed.
 
@@ -115,9 +116,18 @@ func (e *Engine) OpenBlob(id string) (*os.File, error) {
 
 // RemoveBlob deletes a blob once no committed record references it. A
 // missing blob is not an error.
+//
+// After a commit failed (Err is not nil) RemoveBlob keeps the file and
+// returns nil: a failed fsync (EIO) does not say whether the commit's
+// records reached the disk, so the blob of a write answered ErrFailed may
+// be named by a record that did land. The orphan sweep at the next Open
+// decides from the records that are there.
 func (e *Engine) RemoveBlob(id string) error {
 	if !validBlobID(id) {
 		return fmt.Errorf("engine: remove blob %q: invalid id", id)
+	}
+	if e.Err() != nil {
+		return nil
 	}
 	err := os.Remove(filepath.Join(e.blobDir(), id))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

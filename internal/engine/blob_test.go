@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -113,5 +115,62 @@ func TestOrphanBlobsSweptAtOpen(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(e.tmpDir()); len(ents) != 0 {
 		t.Errorf("blobs/tmp not emptied: %d files", len(ents))
+	}
+}
+
+// After a commit fails at its fsync (EIO), the record that names a blob may
+// be on disk anyway. The caller, told ErrFailed, removes the blob as it
+// removes any blob of a failed write; the engine must keep it and leave
+// the decision to the orphan sweep at the next Open, which reclaims the
+// blob only if the record did not land. Injected: the commit's writes
+// reach the file, then the fsync reports EIO.
+func TestBlobOfFailedFsyncSurvivesRemove(t *testing.T) {
+	dir := t.TempDir()
+	liveRefs := &Options{NoSync: true, LiveBlobs: func(tx *Tx, live func(string)) error {
+		if b := tx.ReadBucket("refs"); b != nil {
+			return b.ForEach(func(k, _ []byte) error { live(string(k)); return nil })
+		}
+		return nil
+	}}
+	e, err := Open(dir, liveRefs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	landed := writeBlob(t, e, "named by a record that landed")
+	orphan := writeBlob(t, e, "named by nothing")
+	e.syncFault = func() error { return syscall.EIO }
+	_, err = e.Update(t.Context(), func(tx *Tx) error {
+		tx.Touch("refs")
+		return tx.Bucket("refs").Put([]byte(landed), []byte{1})
+	})
+	if !errors.Is(err, ErrFailed) || !errors.Is(err, syscall.EIO) {
+		t.Fatalf("update with a failing fsync: %v, want ErrFailed (EIO)", err)
+	}
+	for _, id := range []string{landed, orphan} { // what s3api does with the blobs of a failed write
+		if err := e.RemoveBlob(id); err != nil {
+			t.Fatalf("RemoveBlob after the failure: %v", err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err = Open(dir, liveRefs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.View(func(tx *Tx) error {
+		if tx.ReadBucket("refs").Get([]byte(landed)) == nil {
+			t.Fatal("test setup: the record did not land")
+		}
+		return nil
+	})
+	f, err := e.OpenBlob(landed)
+	if err != nil {
+		t.Fatalf("the blob of a record that landed is gone: %v", err)
+	}
+	f.Close()
+	if _, err := e.OpenBlob(orphan); err == nil {
+		t.Fatal("the sweep at Open kept a blob no record names")
 	}
 }

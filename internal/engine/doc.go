@@ -5,8 +5,12 @@
 //
 //   - Durability: Update returns only after its transaction is on disk
 //     (bbolt commit, which fsyncs). A crash loses no acknowledged write.
-//     If a commit fails (I/O error, full disk), its Updates fail and the
-//     engine stops serving (ErrFailed) until reopened.
+//     If a commit fails (I/O error, full disk), every Update that ran in
+//     it fails, refusals and read-only answers included (they may rest on
+//     a batch-mate's write that never committed), and the engine stops
+//     serving (ErrFailed) until reopened. After such a failure RemoveBlob
+//     deletes nothing: the failed commit's records may have landed, and
+//     the orphan sweep at the next Open decides.
 //   - Reads see only durable commits: bbolt shows a commit to new readers
 //     before its last fsync returns, so View waits out that window rather
 //     than let a reader act on a write (or an index) a power loss could

@@ -107,6 +107,7 @@ type Engine struct {
 	syncMu     sync.Mutex
 	synced     chan struct{} // closed (and replaced) after each commit attempt
 	afterWrite func()        // tests: runs after a commit, before it is published as durable
+	syncFault  func() error  // tests: a non-nil result fails a commit whose writes reached the file (an fsync EIO)
 }
 
 // Internal bucket names. Raw buckets of other layers get rawPrefix.

@@ -18,17 +18,25 @@ import (
 type heldEngine struct {
 	*Engine
 	hold  chan struct{}
+	armed atomic.Bool // set by startFirst: commits before it are not held
 	first atomic.Bool
 }
 
 func openHeld(t *testing.T) *heldEngine {
 	t.Helper()
+	return openHeldIn(t, t.TempDir(), Options{NoSync: true})
+}
+
+// openHeldIn is openHeld on dir with opts (OnCommit is replaced).
+func openHeldIn(t *testing.T, dir string, opts Options) *heldEngine {
+	t.Helper()
 	h := &heldEngine{hold: make(chan struct{})}
-	e, err := Open(t.TempDir(), &Options{NoSync: true, OnCommit: func(int, time.Duration) {
-		if h.first.CompareAndSwap(false, true) {
+	opts.OnCommit = func(int, time.Duration) {
+		if h.armed.Load() && h.first.CompareAndSwap(false, true) {
 			<-h.hold
 		}
-	}})
+	}
+	e, err := Open(dir, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +46,7 @@ func openHeld(t *testing.T) *heldEngine {
 }
 
 func (h *heldEngine) startFirst(t *testing.T, wg *sync.WaitGroup) {
+	h.armed.Store(true)
 	wg.Go(func() {
 		if _, err := h.Update(context.Background(), func(tx *Tx) error {
 			tx.PutKV(KV{Key: "first"})

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,20 +18,22 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/internal/server/crashtest"
 )
 
 // The durability test runs the server as a real OS process: this test
 // binary re-executed with childEnv set serves on 127.0.0.1:0 and prints its
 // startup line, exactly as `latchkey serve` does.
 const (
-	childEnv    = "LATCHKEY_SERVER_TEST_CHILD"
-	childDirEnv = "LATCHKEY_SERVER_TEST_DIR"
+	childEnv     = "LATCHKEY_SERVER_TEST_CHILD"
+	childDirEnv  = "LATCHKEY_SERVER_TEST_DIR"
+	childAnonEnv = "LATCHKEY_SERVER_TEST_ANON" // "1": serve unsigned S3 requests
 )
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "serve" {
 		err := server.Run(context.Background(), server.Config{
-			DataDir: os.Getenv(childDirEnv), Listen: "127.0.0.1:0",
+			DataDir: os.Getenv(childDirEnv), Listen: "127.0.0.1:0", Anonymous: os.Getenv(childAnonEnv) == "1",
 			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		}, os.Stdout)
 		fmt.Fprintln(os.Stderr, "child server:", err)
@@ -46,24 +47,8 @@ func serverProcess(t *testing.T, dir string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=serve", childDirEnv+"="+dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("server process: %v", err)
-	}
-	i := strings.Index(line, "http://")
-	if i < 0 {
-		t.Fatalf("server process said %q", line)
-	}
-	return cmd, strings.Fields(line[i:])[0]
+	p := crashtest.Start(t, cmd)
+	return p.Cmd, p.URL
 }
 
 // casAck is an acknowledged counter write: cas=from succeeded with value.

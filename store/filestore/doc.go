@@ -77,7 +77,10 @@
 // it reads or writes; so does Open, and List. Applying is idempotent. A
 // journal that names a stripe we hold cannot belong to a live process,
 // because its writer holds all its stripes from before it writes the
-// journal until after it removes it.
+// journal until after it removes it. An I/O error (ENOSPC, EIO) while a
+// transaction applies its journal is handled as a crash there: the
+// transaction answers ErrUnknownOutcome, its staged files stay for the
+// journal, and the next locker of its stripes (or Open) rolls it forward.
 //
 // # Durability
 //

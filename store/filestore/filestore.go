@@ -188,6 +188,10 @@ func (s *Store) writeFileAtomic(dir, name string, content []byte) error {
 		return err
 	}
 	defer os.Remove(f.Name())
+	if err := hook("write"); err != nil {
+		f.Close()
+		return err
+	}
 	if _, err := f.Write(content); err != nil {
 		f.Close()
 		return err
@@ -197,6 +201,9 @@ func (s *Store) writeFileAtomic(dir, name string, content []byte) error {
 		return err
 	}
 	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := hook("rename"); err != nil {
 		return err
 	}
 	if err := os.Rename(f.Name(), filepath.Join(dir, name)); err != nil {

@@ -36,13 +36,17 @@ type journalOp struct {
 }
 
 // testHook, when set by a test, is called at named points of a
-// transaction ("committed", "applied 0", ...) to crash or pause there.
-var testHook func(point string)
+// transaction ("committed", "applied 0", ...) to crash or pause there, and
+// before each file-system step of a write ("stage", "sync file", "sync
+// dir", "mkdir", "rename", "remove"): an error it returns is that step's
+// error, as if the disk had answered ENOSPC or EIO.
+var testHook func(point string) error
 
-func hook(point string) {
+func hook(point string) error {
 	if testHook != nil {
-		testHook(point)
+		return testHook(point)
 	}
+	return nil
 }
 
 func stripeBits(stripes []int) uint64 {
@@ -174,7 +178,7 @@ func (s *Store) apply(name string, j journal) error {
 		if changed {
 			dirs = append(dirs, filepath.Dir(target))
 		}
-		hook(fmt.Sprintf("applied %d", i))
+		_ = hook(fmt.Sprintf("applied %d", i))
 	}
 	slices.Sort(dirs)
 	for _, d := range slices.Compact(dirs) {
@@ -184,6 +188,9 @@ func (s *Store) apply(name string, j journal) error {
 	}
 	if name == "" {
 		return nil
+	}
+	if err := hook("remove"); err != nil {
+		return err
 	}
 	if err := os.Remove(filepath.Join(s.dir, txnDir, name)); err != nil {
 		return err
@@ -195,6 +202,9 @@ func (s *Store) apply(name string, j journal) error {
 // directory may have changed (and needs a sync).
 func (s *Store) applyOp(op journalOp, target string) (changed bool, err error) {
 	if op.Staged == "" {
+		if err := hook("remove"); err != nil {
+			return false, err
+		}
 		err := os.Remove(target)
 		if errors.Is(err, os.ErrNotExist) {
 			// Deleted before a crash (not yet durably, maybe), or never
@@ -202,6 +212,9 @@ func (s *Store) applyOp(op journalOp, target string) (changed bool, err error) {
 			return true, nil
 		}
 		return err == nil, err
+	}
+	if err := hook("rename"); err != nil {
+		return false, err
 	}
 	err = os.Rename(filepath.Join(s.dir, tmpDir, op.Staged), target)
 	if !errors.Is(err, os.ErrNotExist) {

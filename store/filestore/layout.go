@@ -183,6 +183,9 @@ func createTemp(dir, prefix string) (*os.File, error) {
 // syncDir makes the entries of dir durable (after rename, link, unlink,
 // mkdir in it).
 func (s *Store) syncDir(dir string) error {
+	if err := hook("sync dir"); err != nil {
+		return err
+	}
 	if s.noSync {
 		return nil
 	}
@@ -198,6 +201,9 @@ func (s *Store) syncDir(dir string) error {
 }
 
 func (s *Store) syncFile(f *os.File) error {
+	if err := hook("sync file"); err != nil {
+		return err
+	}
 	if s.noSync {
 		return nil
 	}
@@ -215,6 +221,9 @@ func (s *Store) ensureBucket(key string) error {
 	// Sync dataDir even when another process made the bucket: its own
 	// sync may not have happened yet, and our value must not outlive a
 	// crash less than its directory does.
+	if err := hook("mkdir"); err != nil {
+		return err
+	}
 	err := os.Mkdir(filepath.Join(s.dir, dataDir, b), 0o755)
 	if err != nil && !errors.Is(err, os.ErrExist) {
 		return err

@@ -176,6 +176,9 @@ func (s *Store) stage(ctx context.Context, key string, version uint64, r io.Read
 			os.Remove(f.Name())
 		}
 	}()
+	if err := hook("stage"); err != nil {
+		return "", err
+	}
 	if _, err := f.Write(encodeHeader(key, version, uint64(max(size, 0)))); err != nil {
 		return "", err
 	}

@@ -96,11 +96,12 @@ func childIncr(ctx context.Context, s *Store, _, arg string) error {
 // childTxnStop stops forever at point arg of a transaction writing a and
 // x/b and deleting c.
 func childTxnStop(ctx context.Context, s *Store, _, arg string) error {
-	testHook = func(point string) {
+	testHook = func(point string) error {
 		if point == arg {
 			fmt.Println("stopped")
 			select {}
 		}
+		return nil
 	}
 	_, err := s.Txn(ctx, []store.TxnOp{
 		store.PutOp("a", []byte("new"), store.Unconditional),

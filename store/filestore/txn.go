@@ -28,7 +28,11 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 
 	out := make([]store.Version, len(ops))
 	var j journal
-	defer func() { // staged files not published (a no-op for published ones)
+	journaled := false // a journal may name the staged files: they are recovery's
+	defer func() {     // staged files not published (a no-op for published ones)
+		if journaled {
+			return
+		}
 		for _, jo := range j.Ops {
 			if jo.Staged != "" {
 				os.Remove(filepath.Join(s.dir, tmpDir, jo.Staged))
@@ -63,8 +67,9 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 	if len(j.Ops) == 0 {
 		return out, nil
 	}
-	hook("checked")
-	if kind, err := s.commit(stripes, j); err != nil {
+	_ = hook("checked")
+	kind, err := s.commit(stripes, j, &journaled)
+	if err != nil {
 		return nil, opErr(op, ops[0].Key, kind, err)
 	}
 	return out, nil
@@ -88,13 +93,22 @@ func (s *Store) checkConds(ops []store.TxnOp) error {
 
 // commit applies j, through a committed journal when it writes more than
 // one key. On failure it returns the error's kind: ErrTransient when
-// nothing happened, ErrUnknownOutcome when the transaction may have.
-func (s *Store) commit(stripes []int, j journal) (kind, err error) {
+// nothing happened, ErrUnknownOutcome when the transaction may have. It
+// sets *journaled once a journal may exist: from then on the staged files
+// belong to recovery (the next locker of these stripes, or Open, rolls the
+// journal forward), and the caller must not remove them even if applying
+// fails here.
+func (s *Store) commit(stripes []int, j journal, journaled *bool) (kind, err error) {
 	name := ""
 	if len(j.Ops) > 1 {
 		if name, err = s.commitJournal(stripes, j); err != nil {
-			if _, serr := os.Stat(filepath.Join(s.dir, txnDir, name)); serr != nil {
+			_, serr := os.Stat(filepath.Join(s.dir, txnDir, name))
+			if errors.Is(serr, os.ErrNotExist) {
 				return store.ErrTransient, err // no journal: nothing happened
+			}
+			*journaled = true
+			if serr != nil { // cannot tell: recovery decides
+				return store.ErrUnknownOutcome, err
 			}
 			// The journal is visible though not known durable: finish the
 			// transaction, but do not promise it.
@@ -103,7 +117,8 @@ func (s *Store) commit(stripes []int, j journal) (kind, err error) {
 			}
 			return store.ErrUnknownOutcome, err
 		}
-		hook("committed")
+		*journaled = true
+		_ = hook("committed")
 	}
 	err = s.apply(name, j)
 	s.notify()

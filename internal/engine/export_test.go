@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"context"
+	"sync"
+	"testing"
+)
+
+// Held is an engine whose first commit is held (see openHeld), for the
+// external tests that drive the S3 and Consul handlers on it.
+type Held = heldEngine
+
+// OpenHeldFailing opens a held engine on which a commit fails once the
+// file would outgrow maxSize (the fault hook of a full disk).
+func OpenHeldFailing(t *testing.T, maxSize int) *Held {
+	return openHeldIn(t, t.TempDir(), Options{NoSync: true, maxSize: maxSize})
+}
+
+// OpenHeldIn opens a held engine on dir with fsync on (a real disk's
+// failures).
+func OpenHeldIn(t *testing.T, dir string) *Held { return openHeldIn(t, dir, Options{}) }
+
+// StartFirst starts the held first commit and waits until it is held.
+func (h *heldEngine) StartFirst(t *testing.T, wg *sync.WaitGroup) { h.startFirst(t, wg) }
+
+// Queued is the number of Updates queued behind the held commit.
+func (h *heldEngine) Queued() int { return len(h.reqs) }
+
+// Release lets the held commit finish once n Updates are queued.
+func (h *heldEngine) Release(n int) { h.release(n) }
+
+// PutLarge queues an Update writing a value of size bytes to key.
+func (h *heldEngine) PutLarge(key string, size int) error {
+	_, err := h.Update(context.Background(), func(tx *Tx) error {
+		tx.PutKV(KV{Key: key, Value: make([]byte, size)})
+		return nil
+	})
+	return err
+}
+
+// SetSyncFault makes every later commit of e fail after its writes reached
+// the file, as an fsync that reports EIO (see syncFault).
+func SetSyncFault(e *Engine, err error) { e.syncFault = func() error { return err } }
