@@ -101,6 +101,14 @@ func (h *Handler) copyObject(q *request) error {
 	if err != nil {
 		return err
 	}
+	tagDirective := q.r.Header.Get("x-amz-tagging-directive")
+	if tagDirective != "" && tagDirective != "COPY" && tagDirective != "REPLACE" {
+		return errInvalidArgument("Unknown tagging directive.", "x-amz-tagging-directive", tagDirective)
+	}
+	tags, err := headerTags(q.r)
+	if err != nil {
+		return err
+	}
 	src, body, _, err := h.openSource(q, cs, nil)
 	if err != nil {
 		return err
@@ -120,9 +128,12 @@ func (h *Handler) copyObject(q *request) error {
 		return err
 	}
 	v := version{ETag: etagOfMD5(in.md5), Size: in.size, Inline: in.blob == "", Segments: in.segments(),
-		ContentType: src.ContentType, Meta: src.Meta, Headers: src.Headers}
+		ContentType: src.ContentType, Meta: src.Meta, Headers: src.Headers, Tags: src.Tags}
 	if directive == "REPLACE" {
 		v.ContentType, v.Meta, v.Headers = ct, meta, hdrs
+	}
+	if tagDirective == "REPLACE" {
+		v.Tags = tags
 	}
 	res, err := h.publish(q, cond, &snap, v, in.inline)
 	if err != nil {

@@ -261,7 +261,18 @@ func (h *Handler) routeBucket(q *request, m string) error {
 }
 
 func (h *Handler) routeObject(q *request, m string) error {
-	for _, unsupported := range []string{"acl", "tagging", "retention", "legal-hold", "torrent", "restore", "select", "attributes"} {
+	if q.has("tagging") {
+		switch m {
+		case http.MethodGet:
+			return h.getObjectTagging(q)
+		case http.MethodPut:
+			return h.putObjectTagging(q, false)
+		case http.MethodDelete:
+			return h.putObjectTagging(q, true)
+		}
+		return errMethodNotAllowed(m, "OBJECT")
+	}
+	for _, unsupported := range []string{"acl", "retention", "legal-hold", "torrent", "restore", "select", "attributes"} {
 		if q.has(unsupported) {
 			return errNotImplemented("A header or query you provided implies functionality that is not implemented")
 		}

@@ -72,6 +72,7 @@ type version struct {
 	Inline      bool              `json:"in,omitempty"`
 	Segments    []segment         `json:"seg,omitempty"`
 	Parts       int               `json:"pc,omitempty"` // multipart part count
+	Tags        map[string]string `json:"tg,omitempty"` // object tags
 }
 
 func (v *version) modTime() time.Time { return time.Unix(0, v.Modified).UTC() }
@@ -90,6 +91,7 @@ type uploadRec struct {
 	Meta        map[string]string `json:"m,omitempty"`
 	Headers     map[string]string `json:"h,omitempty"`
 	Snapshot    uint64            `json:"snap"` // s3m of the key at create
+	Tags        map[string]string `json:"tg,omitempty"`
 }
 
 type partRec struct {

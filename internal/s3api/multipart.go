@@ -123,6 +123,10 @@ func (h *Handler) createMultipartUpload(q *request) error {
 	if err != nil {
 		return err
 	}
+	tags, err := headerTags(q.r)
+	if err != nil {
+		return err
+	}
 	var id string
 	_, err = h.e.Update(q.ctx, func(tx *engine.Tx) error {
 		s := store{tx: tx}
@@ -133,7 +137,7 @@ func (h *Handler) createMultipartUpload(q *request) error {
 		_, _ = rand.Read(rnd[:])
 		id = fmt.Sprintf("%016x%s", tx.Index(), hex.EncodeToString(rnd[:]))
 		rec := uploadRec{Initiated: time.Now().UnixNano(), ContentType: ct, Meta: meta, Headers: hdrs,
-			Snapshot: s.mod(q.bucket, q.key)}
+			Snapshot: s.mod(q.bucket, q.key), Tags: tags}
 		if err := tx.Bucket(tblUploads).Put(uploadKey(q.bucket, q.key, id), mustJSON(rec)); err != nil {
 			return err
 		}
@@ -304,7 +308,7 @@ func (h *Handler) assemble(s store, id string, up uploadRec, list []completePart
 	for i, n := range nums {
 		byNum[n] = recs[i]
 	}
-	v := version{ContentType: up.ContentType, Meta: up.Meta, Headers: up.Headers, Parts: len(list)}
+	v := version{ContentType: up.ContentType, Meta: up.Meta, Headers: up.Headers, Parts: len(list), Tags: up.Tags}
 	etags := make([]string, 0, len(list))
 	for _, p := range list {
 		rec, ok := byNum[p.PartNumber]

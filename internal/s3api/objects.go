@@ -23,6 +23,10 @@ func (h *Handler) putObject(q *request) error {
 	if err != nil {
 		return err
 	}
+	tags, err := headerTags(q.r)
+	if err != nil {
+		return err
+	}
 	wantMD5, err := contentMD5(q.r)
 	if err != nil {
 		return err
@@ -49,7 +53,7 @@ func (h *Handler) putObject(q *request) error {
 	}
 	v := version{
 		ETag: etagOfMD5(in.md5), Size: in.size, ContentType: ct, Headers: hdrs, Meta: meta,
-		Inline: in.blob == "", Segments: in.segments(),
+		Inline: in.blob == "", Segments: in.segments(), Tags: tags,
 	}
 	res, err := h.publish(q, cond, &snap, v, in.inline)
 	if err != nil {
@@ -164,31 +168,8 @@ func (h *Handler) lookup(bucket, key, versionID string, byID bool, method string
 			return err
 		}
 		versioning = b.Versioning
-		var ok bool
-		if byID {
-			v, ok, err = s.versionByID(bucket, key, versionID)
-		} else {
-			v, ok, err = s.current(bucket, key)
-		}
-		if err != nil {
+		if v, err = s.find(bucket, key, versionID, byID, method); err != nil {
 			return err
-		}
-		switch {
-		case !ok && byID:
-			return errNoSuchVersion(key, versionID)
-		case !ok:
-			return errNoSuchKey(key)
-		case v.Marker && byID:
-			e := errMethodNotAllowed(method, "DeleteMarker")
-			e.withHeader("x-amz-delete-marker", "true")
-			e.withHeader("Last-Modified", v.modTime().Format(http.TimeFormat))
-			e.withHeader("x-amz-version-id", v.VersionID)
-			return e
-		case v.Marker:
-			e := errNoSuchKey(key)
-			e.withHeader("x-amz-delete-marker", "true")
-			e.withHeader("x-amz-version-id", v.VersionID)
-			return e
 		}
 		if v.Inline {
 			data = s.inline(bucket, key, v)
@@ -196,6 +177,43 @@ func (h *Handler) lookup(bucket, key, versionID string, byID bool, method string
 		return nil
 	})
 	return v, data, versioning, err
+}
+
+// find returns the version a request addresses (the current one, or
+// versionID when byID), with the errors AWS gives for a missing key, a
+// missing version and a delete marker.
+func (s store) find(bucket, key, versionID string, byID bool, method string) (version, error) {
+	var (
+		v   version
+		ok  bool
+		err error
+	)
+	if byID {
+		v, ok, err = s.versionByID(bucket, key, versionID)
+	} else {
+		v, ok, err = s.current(bucket, key)
+	}
+	if err != nil {
+		return v, err
+	}
+	switch {
+	case !ok && byID:
+		return v, errNoSuchVersion(key, versionID)
+	case !ok:
+		return v, errNoSuchKey(key)
+	case v.Marker && byID:
+		e := errMethodNotAllowed(method, "DeleteMarker")
+		e.withHeader("x-amz-delete-marker", "true")
+		e.withHeader("Last-Modified", v.modTime().Format(http.TimeFormat))
+		e.withHeader("x-amz-version-id", v.VersionID)
+		return v, e
+	case v.Marker:
+		e := errNoSuchKey(key)
+		e.withHeader("x-amz-delete-marker", "true")
+		e.withHeader("x-amz-version-id", v.VersionID)
+		return v, e
+	}
+	return v, nil
 }
 
 // getObject serves GET (withBody) and HEAD.
@@ -270,6 +288,7 @@ func (h *Handler) writeObjectHeaders(q *request, v version, versioning string) {
 		hd["x-amz-meta-"+k] = []string{val}
 	}
 	setVersionHeader(q.w, versioning, v.VersionID)
+	setTagCount(q.w, v.Tags)
 	for param, header := range map[string]string{
 		"response-content-type": "Content-Type", "response-content-language": "Content-Language",
 		"response-expires": "Expires", "response-cache-control": "Cache-Control",
