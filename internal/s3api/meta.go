@@ -73,6 +73,7 @@ type version struct {
 	Segments    []segment         `json:"seg,omitempty"`
 	Parts       int               `json:"pc,omitempty"` // multipart part count
 	Tags        map[string]string `json:"tg,omitempty"` // object tags
+	Upload      string            `json:"up,omitempty"` // the multipart upload it completed
 }
 
 func (v *version) modTime() time.Time { return time.Unix(0, v.Modified).UTC() }

@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -258,9 +259,17 @@ func (h *Handler) completeMultipartUpload(q *request) error {
 		if err != nil {
 			return err
 		}
-		up, err := s.mustUpload(q.bucket, q.key, id)
+		up, ok, err := s.upload(q.bucket, q.key, id)
 		if err != nil {
 			return err
+		}
+		if !ok {
+			done, found, err := s.completedBy(q.bucket, q.key, id, req.Parts)
+			if err != nil || !found {
+				return cmp.Or(err, error(errNoSuchUpload(id)))
+			}
+			res.v, res.versioning = done, b.Versioning
+			return nil
 		}
 		v, err := h.assemble(s, id, up, req.Parts)
 		if err != nil {
@@ -282,6 +291,7 @@ func (h *Handler) completeMultipartUpload(q *request) error {
 			return err
 		}
 		v.Modified = time.Now().UnixNano()
+		v.Upload = id
 		dropped = append(dropped, s.putVersion(q.bucket, q.key, b.Versioning, v, nil)...)
 		res.dropped, res.versioning = dropped, b.Versioning
 		res.v, _, err = s.current(q.bucket, q.key)
@@ -295,6 +305,31 @@ func (h *Handler) completeMultipartUpload(q *request) error {
 	return writeXML(q.w, http.StatusOK, completeMultipartUploadResult{
 		NS: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: res.v.ETag,
 	})
+}
+
+// completedBy finds the version that upload id became, for a repeated
+// CompleteMultipartUpload: it answers as the first one did when the part
+// list is the same (its multipart ETag matches) and the version still
+// exists.
+func (s store) completedBy(bucket, key, id string, list []completePart) (version, bool, error) {
+	etags := make([]string, 0, len(list))
+	for _, p := range list {
+		etags = append(etags, p.ETag)
+	}
+	want, err := multipartETag(etags)
+	if err != nil {
+		return version{}, false, nil
+	}
+	vs, err := s.versions(bucket, key)
+	if err != nil {
+		return version{}, false, err
+	}
+	for _, v := range vs {
+		if v.Upload == id && v.Parts == len(list) && v.ETag == want {
+			return v, true, nil
+		}
+	}
+	return version{}, false, nil
 }
 
 // assemble checks the listed parts against the uploaded ones (InvalidPart,
