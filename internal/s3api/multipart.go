@@ -443,7 +443,7 @@ func (h *Handler) listMultipartUploads(q *request) error {
 	}
 	prefix, delim := q.query.Get("prefix"), q.query.Get("delimiter")
 	keyMarker, idMarker := q.query.Get("key-marker"), q.query.Get("upload-id-marker")
-	res := listMultipartUploadsResult{NS: s3NS, Bucket: q.bucket, KeyMarker: keyMarker, UploadIDMarker: idMarker,
+	res := listMultipartUploadsResult{NS: s3NS, Bucket: q.bucket, KeyMarker: encodeIf(enc, keyMarker), UploadIDMarker: idMarker,
 		Prefix: encodeIf(enc, prefix), Delimiter: encodeIf(enc, delim), MaxUploads: max, EncodingType: enc}
 	err = h.e.View(func(tx *engine.Tx) error {
 		s := store{tx: tx}
@@ -490,6 +490,7 @@ func (h *Handler) listMultipartUploads(q *request) error {
 		if !res.IsTruncated {
 			res.NextKeyMarker, res.NextUploadIDMarker = "", ""
 		}
+		res.NextKeyMarker = encodeIf(enc, res.NextKeyMarker)
 		return nil
 	})
 	if err != nil {
