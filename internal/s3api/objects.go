@@ -239,7 +239,7 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 			rng = byteRange{0, v.Size - 1}
 		}
 		var body *objectReader
-		if withBody && v.Size > 0 {
+		if withBody && rng.length() > 0 {
 			body, err = h.openRange(v, data, rng)
 			if errors.Is(err, errBlobGone) && attempt < 3 {
 				continue // replaced between lookup and open: read again
@@ -254,7 +254,10 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 		hd.Set("Content-Length", strconv.FormatInt(max(rng.length(), 0), 10))
 		status := http.StatusOK
 		if partial {
-			hd.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", rng.Start, rng.End, v.Size))
+			// An empty part has no byte range to name.
+			if rng.length() > 0 {
+				hd.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", rng.Start, rng.End, v.Size))
+			}
 			status = http.StatusPartialContent
 		}
 		q.w.WriteHeader(status)
@@ -408,5 +411,7 @@ func (h *Handler) readRange(q *request, v version) (byteRange, bool, error) {
 	for i := 0; i < n-1; i++ {
 		off += v.Segments[i].Size
 	}
-	return byteRange{off, off + v.Segments[n-1].Size - 1}, v.Segments[n-1].Size > 0, nil
+	// An empty part is an empty partial answer (End = Start-1), never the
+	// whole object.
+	return byteRange{off, off + v.Segments[n-1].Size - 1}, true, nil
 }
