@@ -143,6 +143,10 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"PUT with two checksums", "PUT", "/bad/k", "other", []string{"x-amz-checksum-crc32", checksumOf("crc32", "other"), "x-amz-checksum-sha1", checksumOf("sha1", "other")}, 400, "InvalidRequest"},
 		{"part with a wrong x-amz-checksum-crc32c", "PUT", partPath("3"), "xyz", []string{"x-amz-checksum-crc32c", checksumOf("crc32c", "xy")}, 400, "BadDigest"},
 		{"delete objects with a wrong x-amz-checksum-sha256", "POST", "/bad?delete", "<Delete><Object><Key>k</Key></Object></Delete>", []string{"x-amz-checksum-sha256", checksumOf("sha256", "<Delete/>")}, 400, "BadDigest"},
+		{"key not UTF-8: PUT", "PUT", "/bad/h%FF", "x", nil, 400, "InvalidURI"},
+		{"key not UTF-8: multipart", "POST", "/bad/%AE%8A-?uploads", "", nil, 400, "InvalidURI"},
+		{"key not UTF-8: copy source", "PUT", "/bad/new", "", []string{"x-amz-copy-source", "/bad/k%FF"}, 400, "InvalidURI"},
+		{"key not UTF-8: GET", "GET", "/bad/%AE%8A-", "", nil, 400, "InvalidURI"},
 		{"key too long", "PUT", "/bad/" + strings.Repeat("k", MaxKeyLength+1), "x", nil, 400, "KeyTooLongError"},
 		// Preconditions.
 		{"PUT If-None-Match * over an object", "PUT", "/bad/k", "other", []string{"If-None-Match", "*"}, 412, "PreconditionFailed"},

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/latchkey/latchkey/internal/engine"
 )
@@ -31,6 +32,9 @@ func parseCopySource(q *request) (copySource, error) {
 	}
 	if !validBucketName(b) {
 		return copySource{}, errInvalidBucketName(b)
+	}
+	if !utf8.ValidString(k) {
+		return copySource{}, errInvalidURI()
 	}
 	cs := copySource{bucket: b, key: k}
 	if query != "" {

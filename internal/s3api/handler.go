@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/s3api/sigv4"
@@ -195,6 +196,9 @@ func splitPath(p string, req *request) error {
 	}
 	if len(key) > MaxKeyLength {
 		return errKeyTooLong()
+	}
+	if !utf8.ValidString(key) {
+		return errInvalidURI()
 	}
 	if !validKeyChars(key) {
 		return errInvalidArgument("Object key contains an unsupported character", "key", "")
