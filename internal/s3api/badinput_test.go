@@ -147,6 +147,15 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"key not UTF-8: multipart", "POST", "/bad/%AE%8A-?uploads", "", nil, 400, "InvalidURI"},
 		{"key not UTF-8: copy source", "PUT", "/bad/new", "", []string{"x-amz-copy-source", "/bad/k%FF"}, 400, "InvalidURI"},
 		{"key not UTF-8: GET", "GET", "/bad/%AE%8A-", "", nil, 400, "InvalidURI"},
+		// Server-side encryption is not implemented: refused, never pretended.
+		{"SSE-S3 PUT", "PUT", "/bad/new", "x", []string{"x-amz-server-side-encryption", "AES256"}, 501, "NotImplemented"},
+		{"SSE-KMS PUT", "PUT", "/bad/k", "x", []string{"x-amz-server-side-encryption", "aws:kms", "x-amz-server-side-encryption-aws-kms-key-id", "k1"}, 501, "NotImplemented"},
+		{"SSE unknown method", "PUT", "/bad/new", "x", []string{"x-amz-server-side-encryption", "AES512"}, 400, "InvalidArgument"},
+		{"SSE-S3 multipart", "POST", "/bad/new?uploads", "", []string{"x-amz-server-side-encryption", "AES256"}, 501, "NotImplemented"},
+		{"SSE-S3 copy", "PUT", "/bad/new", "", []string{"x-amz-copy-source", "/bad/k", "x-amz-server-side-encryption", "AES256"}, 501, "NotImplemented"},
+		{"SSE-C PUT", "PUT", "/bad/new", "x", []string{"x-amz-server-side-encryption-customer-algorithm", "AES256"}, 501, "NotImplemented"},
+		{"SSE-C part", "PUT", partPath("3"), "xyz", []string{"x-amz-server-side-encryption-customer-algorithm", "AES256"}, 501, "NotImplemented"},
+		{"SSE-C GET of an unencrypted object", "GET", "/bad/k", "", []string{"x-amz-server-side-encryption-customer-algorithm", "AES256"}, 400, "InvalidRequest"},
 		{"key too long", "PUT", "/bad/" + strings.Repeat("k", MaxKeyLength+1), "x", nil, 400, "KeyTooLongError"},
 		// Preconditions.
 		{"PUT If-None-Match * over an object", "PUT", "/bad/k", "other", []string{"If-None-Match", "*"}, 412, "PreconditionFailed"},

@@ -265,6 +265,9 @@ func (h *Handler) routeBucket(q *request, m string) error {
 }
 
 func (h *Handler) routeObject(q *request, m string) error {
+	if err := checkSSE(q.r); err != nil {
+		return err
+	}
 	if q.has("tagging") {
 		switch m {
 		case http.MethodGet:
