@@ -156,6 +156,12 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"SSE-C PUT", "PUT", "/bad/new", "x", []string{"x-amz-server-side-encryption-customer-algorithm", "AES256"}, 501, "NotImplemented"},
 		{"SSE-C part", "PUT", partPath("3"), "xyz", []string{"x-amz-server-side-encryption-customer-algorithm", "AES256"}, 501, "NotImplemented"},
 		{"SSE-C GET of an unencrypted object", "GET", "/bad/k", "", []string{"x-amz-server-side-encryption-customer-algorithm", "AES256"}, 400, "InvalidRequest"},
+		{"multipart: unknown checksum algorithm", "POST", "/bad/new?uploads", "", []string{"x-amz-checksum-algorithm", "MD4"}, 400, "InvalidRequest"},
+		{"multipart: SHA256 full-object", "POST", "/bad/new?uploads", "", []string{"x-amz-checksum-algorithm", "SHA256", "x-amz-checksum-type", "FULL_OBJECT"}, 400, "InvalidRequest"},
+		{"multipart: CRC64NVME composite", "POST", "/bad/new?uploads", "", []string{"x-amz-checksum-algorithm", "CRC64NVME", "x-amz-checksum-type", "COMPOSITE"}, 400, "InvalidRequest"},
+		{"multipart: checksum type alone", "POST", "/bad/new?uploads", "", []string{"x-amz-checksum-type", "COMPOSITE"}, 400, "InvalidRequest"},
+		{"attributes: none asked", "GET", "/bad/k?attributes", "", nil, 400, "InvalidArgument"},
+		{"attributes: unknown", "GET", "/bad/k?attributes", "", []string{"x-amz-object-attributes", "ETag,Colour"}, 400, "InvalidArgument"},
 		{"key too long", "PUT", "/bad/" + strings.Repeat("k", MaxKeyLength+1), "x", nil, 400, "KeyTooLongError"},
 		// Preconditions.
 		{"PUT If-None-Match * over an object", "PUT", "/bad/k", "other", []string{"If-None-Match", "*"}, 412, "PreconditionFailed"},

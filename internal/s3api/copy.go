@@ -139,6 +139,9 @@ func (h *Handler) copyObject(q *request) error {
 	if tagDirective == "REPLACE" {
 		v.Tags = tags
 	}
+	if src.Checksum != nil && src.Checksum.Type == checksumFullObject {
+		v.Checksum = src.Checksum // the same bytes
+	}
 	res, err := h.publish(q, cond, &snap, v, in.inline)
 	if err != nil {
 		h.discard(in)
@@ -163,8 +166,10 @@ func (h *Handler) uploadPartCopy(q *request) error {
 	if err != nil {
 		return err
 	}
+	var up uploadRec
 	if err := h.e.View(func(tx *engine.Tx) error {
-		_, err := store{tx: tx}.mustUpload(q.bucket, q.key, id)
+		var err error
+		up, err = store{tx: tx}.mustUpload(q.bucket, q.key, id)
 		return err
 	}); err != nil {
 		return err
@@ -191,12 +196,14 @@ func (h *Handler) uploadPartCopy(q *request) error {
 		return err
 	}
 	defer body.Close()
-	in, err := h.ingest(body, max(r.length(), 0), false)
+	src, computed := hashing(body, up.ChecksumAlg)
+	in, err := h.ingest(src, max(r.length(), 0), false)
 	if err != nil {
 		return err
 	}
 	etag := etagOfMD5(in.md5)
-	if err := h.putPart(q, id, n, partRec{ETag: etag, Size: in.size, Blob: in.blob}); err != nil {
+	ck := computedChecksum(computed)
+	if err := h.putPart(q, id, n, partRec{ETag: etag, Size: in.size, Blob: in.blob, Checksum: ck}); err != nil {
 		h.discard(in)
 		return err
 	}

@@ -279,6 +279,9 @@ func (h *Handler) routeObject(q *request, m string) error {
 		}
 		return errMethodNotAllowed(m, "OBJECT")
 	}
+	if q.has("attributes") && m == http.MethodGet {
+		return h.getObjectAttributes(q)
+	}
 	for _, unsupported := range []string{"acl", "retention", "legal-hold", "torrent", "restore", "select", "attributes"} {
 		if q.has(unsupported) {
 			return errNotImplemented("A header or query you provided implies functionality that is not implemented")

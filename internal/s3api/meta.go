@@ -74,6 +74,8 @@ type version struct {
 	Parts       int               `json:"pc,omitempty"` // multipart part count
 	Tags        map[string]string `json:"tg,omitempty"` // object tags
 	Upload      string            `json:"up,omitempty"` // the multipart upload it completed
+	Checksum    *objectChecksum   `json:"ck,omitempty"`
+	PartSums    []string          `json:"pck,omitempty"` // multipart: each part's checksum (Checksum.Alg)
 }
 
 func (v *version) modTime() time.Time { return time.Unix(0, v.Modified).UTC() }
@@ -93,13 +95,16 @@ type uploadRec struct {
 	Headers     map[string]string `json:"h,omitempty"`
 	Snapshot    uint64            `json:"snap"` // s3m of the key at create
 	Tags        map[string]string `json:"tg,omitempty"`
+	ChecksumAlg string            `json:"ca,omitempty"` // x-amz-checksum-algorithm, lower case
+	ChecksumTyp string            `json:"cty,omitempty"`
 }
 
 type partRec struct {
-	ETag     string `json:"e"`
-	Size     int64  `json:"s"`
-	Modified int64  `json:"t"`
-	Blob     string `json:"b"`
+	ETag     string          `json:"e"`
+	Size     int64           `json:"s"`
+	Modified int64           `json:"t"`
+	Blob     string          `json:"b"`
+	Checksum *objectChecksum `json:"ck,omitempty"`
 }
 
 // versionID encodes an engine index so that IDs sort newest first.

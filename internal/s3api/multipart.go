@@ -128,6 +128,10 @@ func (h *Handler) createMultipartUpload(q *request) error {
 	if err != nil {
 		return err
 	}
+	alg, typ, err := uploadChecksum(q.r)
+	if err != nil {
+		return err
+	}
 	var id string
 	_, err = h.e.Update(q.ctx, func(tx *engine.Tx) error {
 		s := store{tx: tx}
@@ -138,7 +142,8 @@ func (h *Handler) createMultipartUpload(q *request) error {
 		_, _ = rand.Read(rnd[:])
 		id = fmt.Sprintf("%016x%s", tx.Index(), hex.EncodeToString(rnd[:]))
 		rec := uploadRec{Initiated: time.Now().UnixNano(), ContentType: ct, Meta: meta, Headers: hdrs,
-			Snapshot: s.mod(q.bucket, q.key), Tags: tags}
+			Snapshot: s.mod(q.bucket, q.key), Tags: tags,
+			ChecksumAlg: alg, ChecksumTyp: typ}
 		if err := tx.Bucket(tblUploads).Put(uploadKey(q.bucket, q.key, id), mustJSON(rec)); err != nil {
 			return err
 		}
@@ -147,6 +152,10 @@ func (h *Handler) createMultipartUpload(q *request) error {
 	})
 	if err != nil {
 		return err
+	}
+	if alg != "" {
+		q.w.Header().Set("x-amz-checksum-algorithm", strings.ToUpper(alg))
+		q.w.Header().Set("x-amz-checksum-type", typ)
 	}
 	return writeXML(q.w, http.StatusOK, initiateMultipartUploadResult{NS: s3NS, Bucket: q.bucket, Key: q.key, UploadID: id})
 }
@@ -177,8 +186,10 @@ func (h *Handler) uploadPart(q *request) error {
 	if size > MaxObjectSize {
 		return errEntityTooLarge()
 	}
+	var up uploadRec
 	if err := h.e.View(func(tx *engine.Tx) error {
-		_, err := store{tx: tx}.mustUpload(q.bucket, q.key, id)
+		var err error
+		up, err = store{tx: tx}.mustUpload(q.bucket, q.key, id)
 		return err
 	}); err != nil {
 		return err
@@ -187,15 +198,24 @@ func (h *Handler) uploadPart(q *request) error {
 	if err != nil {
 		return err
 	}
+	// The upload's algorithm is computed here too, for parts whose client
+	// sent no checksum, so that Complete can derive the object's.
+	body, computed := hashing(body, up.ChecksumAlg)
 	in, err := h.ingestChecked(body, size, false, wantMD5, sum)
 	if err != nil {
 		return err
 	}
+	ck := verifiedChecksum(q, sum, computed)
+	if ck != nil && up.ChecksumAlg != "" && ck.Alg != up.ChecksumAlg {
+		h.discard(in)
+		return errInvalidRequest("Checksum Type mismatch occurred, expected checksum Type: " + up.ChecksumAlg + ", actual checksum Type: " + ck.Alg)
+	}
 	etag := etagOfMD5(in.md5)
-	if err := h.putPart(q, id, n, partRec{ETag: etag, Size: in.size, Blob: in.blob}); err != nil {
+	if err := h.putPart(q, id, n, partRec{ETag: etag, Size: in.size, Blob: in.blob, Checksum: ck}); err != nil {
 		h.discard(in)
 		return err
 	}
+	setChecksumHeaders(q.w, ck)
 	q.w.Header().Set("ETag", etag)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
@@ -304,6 +324,7 @@ func (h *Handler) completeMultipartUpload(q *request) error {
 	setVersionHeader(q.w, res.versioning, res.v.VersionID)
 	return writeXML(q.w, http.StatusOK, completeMultipartUploadResult{
 		NS: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: res.v.ETag,
+		checksumFields: checksumXML(res.v.Checksum),
 	})
 }
 
@@ -350,7 +371,11 @@ func (h *Handler) assemble(s store, id string, up uploadRec, list []completePart
 		if !ok || unquote(p.ETag) != unquote(rec.ETag) {
 			return version{}, errInvalidPart()
 		}
+		if c := p.checksum(up.ChecksumAlg); c != "" && (rec.Checksum == nil || rec.Checksum.Value != c) {
+			return version{}, errInvalidPart()
+		}
 	}
+	chosen := make([]partRec, 0, len(list))
 	for i, p := range list {
 		rec := byNum[p.PartNumber]
 		if i < len(list)-1 && rec.Size < h.opts.MinPartSize {
@@ -359,6 +384,12 @@ func (h *Handler) assemble(s store, id string, up uploadRec, list []completePart
 		etags = append(etags, rec.ETag)
 		v.Segments = append(v.Segments, segment{Blob: rec.Blob, Size: rec.Size})
 		v.Size += rec.Size
+		chosen = append(chosen, rec)
+	}
+	if v.Checksum = multipartChecksum(up.ChecksumAlg, up.ChecksumTyp, chosen); v.Checksum != nil {
+		for _, rec := range chosen {
+			v.PartSums = append(v.PartSums, rec.Checksum.Value)
+		}
 	}
 	v.ETag, err = multipartETag(etags)
 	return v, err

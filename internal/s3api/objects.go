@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/engine"
@@ -53,7 +54,10 @@ func (h *Handler) putObject(q *request) error {
 	}
 	v := version{
 		ETag: etagOfMD5(in.md5), Size: in.size, ContentType: ct, Headers: hdrs, Meta: meta,
-		Inline: in.blob == "", Segments: in.segments(), Tags: tags,
+		Inline: in.blob == "", Segments: in.segments(), Tags: tags, Checksum: verifiedChecksum(q, sum, nil),
+	}
+	if v.Checksum != nil {
+		v.Checksum.Type = checksumFullObject
 	}
 	res, err := h.publish(q, cond, &snap, v, in.inline)
 	if err != nil {
@@ -62,6 +66,7 @@ func (h *Handler) putObject(q *request) error {
 	}
 	h.removeBlobs(res.dropped)
 	setVersionHeader(q.w, res.versioning, res.v.VersionID)
+	setChecksumHeaders(q.w, res.v.Checksum)
 	q.w.Header().Set("ETag", res.v.ETag)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
@@ -250,6 +255,10 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 			defer body.Close()
 		}
 		h.writeObjectHeaders(q, v, versioning)
+		if !partial && strings.EqualFold(q.r.Header.Get("x-amz-checksum-mode"), "ENABLED") {
+			// The whole object's checksum describes only a whole body.
+			setChecksumHeaders(q.w, v.Checksum)
+		}
 		hd := q.w.Header()
 		hd.Set("Content-Length", strconv.FormatInt(max(rng.length(), 0), 10))
 		status := http.StatusOK
