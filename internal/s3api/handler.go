@@ -63,6 +63,9 @@ type Options struct {
 	Anonymous bool
 	// Region is reported by GetBucketLocation; "" means "us-east-1".
 	Region string
+	// Domain, when set, enables virtual-hosted-style requests
+	// (BUCKET.Domain[:port]/KEY) next to path style (see BucketFromHost).
+	Domain string
 	// MinPartSize is the minimum size of every part but the last in
 	// CompleteMultipartUpload; 0 means DefaultMinPartSize (AWS's 5 MiB).
 	// Lower it only for tests.
@@ -171,7 +174,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error
 		defer body.Close()
 		req.body = body
 	}
-	if err := splitPath(r.URL.EscapedPath(), req); err != nil {
+	path := r.URL.EscapedPath()
+	if b, ok := BucketFromHost(r.Host, h.opts.Domain); ok {
+		path = "/" + url.PathEscape(b) + path
+	}
+	if err := splitPath(path, req); err != nil {
 		return err
 	}
 	return h.route(req)
