@@ -87,6 +87,11 @@ func TestChecksumsKeptHTTP(t *testing.T) {
 			b, _ := base64.StdEncoding.DecodeString(checksumOf(alg, p))
 			raw = append(raw, b...)
 		}
+		lp := string(s.mustDo(200, "GET", "/cks/mp-"+alg+"?uploadId="+m.id, nil).Body)
+		if !strings.Contains(lp, "<Checksum"+tc.alg+">"+checksumOf(alg, parts[0])+"</Checksum"+tc.alg+">") ||
+			!strings.Contains(lp, "<ChecksumAlgorithm>"+tc.alg+"</ChecksumAlgorithm>") {
+			t.Fatalf("%s ListParts: %s", alg, lp)
+		}
 		r := m.complete(nil, 1, 2)
 		want := checksumOf(alg, strings.Join(parts, ""))
 		if tc.wantType == "COMPOSITE" {

@@ -152,7 +152,8 @@ func (h *Handler) copyObject(q *request) error {
 	if src.VersionID != nullVersion {
 		q.w.Header().Set("x-amz-copy-source-version-id", src.VersionID)
 	}
-	return writeXML(q.w, http.StatusOK, copyObjectResult{NS: s3NS, ETag: res.v.ETag, LastModified: isoTime(res.v.modTime())})
+	return writeXML(q.w, http.StatusOK, copyObjectResult{NS: s3NS, ETag: res.v.ETag, LastModified: isoTime(res.v.modTime()),
+		checksumFields: checksumXML(res.v.Checksum)})
 }
 
 // uploadPartCopy fills a part from (a range of) an existing object.
@@ -207,5 +208,6 @@ func (h *Handler) uploadPartCopy(q *request) error {
 		h.discard(in)
 		return err
 	}
-	return writeXML(q.w, http.StatusOK, copyPartResult{NS: s3NS, ETag: etag, LastModified: isoTime(time.Now())})
+	return writeXML(q.w, http.StatusOK, copyPartResult{NS: s3NS, ETag: etag, LastModified: isoTime(time.Now()),
+		checksumFields: checksumXML(ck)})
 }

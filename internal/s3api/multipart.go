@@ -436,8 +436,12 @@ func (h *Handler) listParts(q *request) error {
 		Owner: theOwner, StorageClass: "STANDARD", PartNumberMarker: marker, MaxParts: maxParts}
 	err = h.e.View(func(tx *engine.Tx) error {
 		s := store{tx: tx}
-		if _, err := s.mustUpload(q.bucket, q.key, id); err != nil {
+		up, err := s.mustUpload(q.bucket, q.key, id)
+		if err != nil {
 			return err
+		}
+		if up.ChecksumAlg != "" {
+			res.ChecksumAlgorithm, res.ChecksumType = strings.ToUpper(up.ChecksumAlg), up.ChecksumTyp
 		}
 		nums, recs, err := s.parts(id)
 		if err != nil {
@@ -452,7 +456,8 @@ func (h *Handler) listParts(q *request) error {
 				break
 			}
 			r := recs[i]
-			res.Parts = append(res.Parts, partInfo{PartNumber: n, LastModified: isoTime(time.Unix(0, r.Modified)), ETag: r.ETag, Size: r.Size})
+			res.Parts = append(res.Parts, partInfo{PartNumber: n, LastModified: isoTime(time.Unix(0, r.Modified)), ETag: r.ETag, Size: r.Size,
+				checksumFields: checksumXML(r.Checksum)})
 			res.NextPartNumberMarker = n
 		}
 		return nil

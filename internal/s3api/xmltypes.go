@@ -187,6 +187,7 @@ type partInfo struct {
 	LastModified string `xml:"LastModified"`
 	ETag         string `xml:"ETag"`
 	Size         int64  `xml:"Size"`
+	checksumFields
 }
 
 type listPartsResult struct {
@@ -202,6 +203,8 @@ type listPartsResult struct {
 	NextPartNumberMarker int        `xml:"NextPartNumberMarker"`
 	MaxParts             int        `xml:"MaxParts"`
 	IsTruncated          bool       `xml:"IsTruncated"`
+	ChecksumAlgorithm    string     `xml:"ChecksumAlgorithm,omitempty"`
+	ChecksumType         string     `xml:"ChecksumType,omitempty"`
 	Parts                []partInfo `xml:"Part"`
 }
 
@@ -236,6 +239,7 @@ type copyObjectResult struct {
 	NS           string   `xml:"xmlns,attr"`
 	LastModified string   `xml:"LastModified"`
 	ETag         string   `xml:"ETag"`
+	checksumFields
 }
 
 type copyPartResult struct {
@@ -243,6 +247,7 @@ type copyPartResult struct {
 	NS           string   `xml:"xmlns,attr"`
 	LastModified string   `xml:"LastModified"`
 	ETag         string   `xml:"ETag"`
+	checksumFields
 }
 
 type deleteRequest struct {
