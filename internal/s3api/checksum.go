@@ -17,7 +17,8 @@ import (
 // requests served in anonymous mode, which never reach the verifier, and
 // DeleteObjects, a POST whose checksum header describes its XML body.
 // (CompleteMultipartUpload's checksum headers describe the whole object,
-// not the request body, and are not checked here.)
+// not the request body: checkCompleteChecksum compares them with the
+// checksum derived from the parts.)
 
 // bodyChecksum is the x-amz-checksum-* header of a request body, hashed
 // while the body streams through it (it is an io.Writer).
@@ -197,8 +198,22 @@ func multipartChecksum(alg, typ string, parts []partRec) *objectChecksum {
 	return &objectChecksum{Alg: alg, Type: typ, Value: base64.StdEncoding.EncodeToString(out)}
 }
 
-// partChecksumFromXML is the checksum a CompleteMultipartUpload <Part>
-// states for alg ("" when none).
+// checkCompleteChecksum compares the object checksum a
+// CompleteMultipartUpload states in x-amz-checksum-<alg> (the whole
+// object's, not the request body's) with the one derived from the parts.
+func checkCompleteChecksum(r *http.Request, c *objectChecksum) error {
+	if c == nil {
+		return nil
+	}
+	if v := strings.TrimSpace(r.Header.Get("x-amz-checksum-" + c.Alg)); v != "" && v != c.Value {
+		return newErr(http.StatusBadRequest, "BadDigest",
+			"The "+strings.ToUpper(c.Alg)+" you specified did not match the calculated checksum.")
+	}
+	return nil
+}
+
+// checksum is the checksum a CompleteMultipartUpload <Part> states for
+// alg ("" when none).
 func (p completePart) checksum(alg string) string {
 	switch alg {
 	case "crc32":

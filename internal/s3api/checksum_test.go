@@ -92,11 +92,18 @@ func TestChecksumsKeptHTTP(t *testing.T) {
 			!strings.Contains(lp, "<ChecksumAlgorithm>"+tc.alg+"</ChecksumAlgorithm>") {
 			t.Fatalf("%s ListParts: %s", alg, lp)
 		}
-		r := m.complete(nil, 1, 2)
 		want := checksumOf(alg, strings.Join(parts, ""))
 		if tc.wantType == "COMPOSITE" {
 			want = checksumOf(alg, string(raw)) + "-2"
 		}
+		before := s.stateOf()
+		if r := m.complete([]string{"x-amz-checksum-" + alg, checksumOf(alg, "other")}, 1, 2); r.Status != 400 || r.err().Code != "BadDigest" {
+			t.Fatalf("%s complete with a wrong object checksum: %d %s", alg, r.Status, r.Body)
+		}
+		if after := s.stateOf(); after != before {
+			t.Fatalf("%s: a refused complete changed state", alg)
+		}
+		r := m.complete([]string{"x-amz-checksum-" + alg, want}, 1, 2)
 		wantXML := "<Checksum" + tc.alg + ">" + want + "</Checksum" + tc.alg + "><ChecksumType>" + tc.wantType + "</ChecksumType>"
 		if r.Status != 200 || !strings.Contains(string(r.Body), wantXML) {
 			t.Fatalf("%s complete: %d %s, want %s", alg, r.Status, r.Body, wantXML)

@@ -295,6 +295,9 @@ func (h *Handler) completeMultipartUpload(q *request) error {
 		if err != nil {
 			return err
 		}
+		if err := checkCompleteChecksum(q.r, v.Checksum); err != nil {
+			return err
+		}
 		st, err := s.state(q.bucket, q.key)
 		if err != nil {
 			return err
