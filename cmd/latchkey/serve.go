@@ -51,6 +51,8 @@ func serveFlags(cfg *server.Config, logLevel *string) []serveFlag {
 			help: "S3 secret access key"},
 		{name: "anonymous", env: "LATCHKEY_ANONYMOUS", isBool: true, set: boolean(&cfg.Anonymous),
 			help: "serve unsigned S3 requests instead of answering 403 AccessDenied"},
+		{name: "s3-domain", env: "LATCHKEY_S3_DOMAIN", arg: "DOMAIN", set: str(&cfg.S3Domain),
+			help: "also serve virtual-hosted-style S3 requests: Host BUCKET.DOMAIN addresses BUCKET (as MinIO's MINIO_DOMAIN)"},
 		{name: "tls-cert", env: "LATCHKEY_TLS_CERT", arg: "FILE", set: str(&cfg.TLSCert),
 			help: "serve HTTPS with this PEM certificate (with --tls-key)"},
 		{name: "tls-key", env: "LATCHKEY_TLS_KEY", arg: "FILE", set: str(&cfg.TLSKey),

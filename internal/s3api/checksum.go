@@ -3,7 +3,9 @@ package s3api
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"hash"
+	"io"
 	"net/http"
 	"strings"
 
@@ -15,7 +17,8 @@ import (
 // requests served in anonymous mode, which never reach the verifier, and
 // DeleteObjects, a POST whose checksum header describes its XML body.
 // (CompleteMultipartUpload's checksum headers describe the whole object,
-// not the request body, and are not checked here.)
+// not the request body: checkCompleteChecksum compares them with the
+// checksum derived from the parts.)
 
 // bodyChecksum is the x-amz-checksum-* header of a request body, hashed
 // while the body streams through it (it is an io.Writer).
@@ -57,4 +60,232 @@ func (c *bodyChecksum) verify() error {
 	}
 	return newErr(http.StatusBadRequest, "BadDigest",
 		"The "+strings.ToUpper(c.alg)+" you specified did not match the calculated checksum.")
+}
+
+// Checksums kept with objects. A version keeps the verified (or, for
+// multipart uploads, derived) x-amz-checksum-* value and returns it on the
+// write, on GET/HEAD with x-amz-checksum-mode: ENABLED and in
+// GetObjectAttributes. Objects written without a checksum get none: unlike
+// S3 the server adds no default CRC64NVME.
+
+// Checksum types, as S3 names them.
+const (
+	checksumFullObject = "FULL_OBJECT"
+	checksumComposite  = "COMPOSITE"
+)
+
+// objectChecksum is a checksum kept with a version or a part.
+type objectChecksum struct {
+	Alg   string `json:"a"`           // "crc32", "crc32c", "crc64nvme", "sha1", "sha256"
+	Value string `json:"v"`           // base64; a composite one ends in "-N"
+	Type  string `json:"t,omitempty"` // FULL_OBJECT or COMPOSITE; "" on parts
+}
+
+// verifiedChecksum is the x-amz-checksum-* value the body was verified
+// against: the handler's own (unsigned plain bodies) or the one the SigV4
+// layer verified (header or trailer). computed, when set, is the server's
+// own hash of the body, used when the client sent none.
+func verifiedChecksum(q *request, sum *bodyChecksum, computed *bodyChecksum) *objectChecksum {
+	if sum != nil {
+		return &objectChecksum{Alg: sum.alg, Value: base64.StdEncoding.EncodeToString(sum.want)}
+	}
+	if b, ok := q.body.(sigv4.Body); ok {
+		h := b.Checksums()
+		for _, alg := range sigv4.ChecksumAlgorithms {
+			if v := strings.TrimSpace(h.Get("x-amz-checksum-" + alg)); v != "" {
+				return &objectChecksum{Alg: alg, Value: v}
+			}
+		}
+	}
+	return computedChecksum(computed)
+}
+
+// computedChecksum is the server's own hash of a body (nil for none).
+func computedChecksum(c *bodyChecksum) *objectChecksum {
+	if c == nil {
+		return nil
+	}
+	return &objectChecksum{Alg: c.alg, Value: base64.StdEncoding.EncodeToString(c.h.Sum(nil))}
+}
+
+// hashing returns body teed into a new hash of alg ("" : body unchanged).
+func hashing(body io.Reader, alg string) (io.Reader, *bodyChecksum) {
+	if alg == "" {
+		return body, nil
+	}
+	c := &bodyChecksum{alg: alg, h: sigv4.NewChecksumHash(alg)}
+	return io.TeeReader(body, c), c
+}
+
+// setChecksumHeaders answers with a kept checksum.
+func setChecksumHeaders(w http.ResponseWriter, c *objectChecksum) {
+	if c == nil {
+		return
+	}
+	w.Header().Set("x-amz-checksum-"+c.Alg, c.Value)
+	if c.Type != "" {
+		w.Header().Set("x-amz-checksum-type", c.Type)
+	}
+}
+
+// uploadChecksum parses CreateMultipartUpload's x-amz-checksum-algorithm
+// and x-amz-checksum-type: the algorithm (lower case, "" for none) and the
+// type, defaulting as S3 does (FULL_OBJECT for CRC64NVME, COMPOSITE for the
+// others).
+func uploadChecksum(r *http.Request) (alg, typ string, err error) {
+	a := strings.ToLower(r.Header.Get("x-amz-checksum-algorithm"))
+	typ = strings.ToUpper(r.Header.Get("x-amz-checksum-type"))
+	if a == "" {
+		if typ != "" {
+			return "", "", errInvalidRequest("The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.")
+		}
+		return "", "", nil
+	}
+	if sigv4.NewChecksumHash(a) == nil {
+		return "", "", errInvalidRequest("Checksum algorithm provided is unsupported. Please try again with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]")
+	}
+	switch {
+	case typ == "" && a == "crc64nvme":
+		typ = checksumFullObject
+	case typ == "":
+		typ = checksumComposite
+	case typ != checksumFullObject && typ != checksumComposite:
+		return "", "", errInvalidRequest("Value for x-amz-checksum-type header is invalid.")
+	case typ == checksumFullObject && crcPoly(a) == 0, typ == checksumComposite && a == "crc64nvme":
+		return "", "", errInvalidRequest("The " + strings.ToUpper(a) + " checksum algorithm does not support the " + typ + " checksum type.")
+	}
+	return a, typ, nil
+}
+
+// multipartChecksum derives the object checksum of a completed upload
+// from its parts' checksums: COMPOSITE is the hash of the concatenated raw
+// part checksums with "-N"; FULL_OBJECT is the CRC of the whole object,
+// combined from the parts' CRCs and sizes. nil when the upload declared no
+// algorithm or a part lacks its checksum (written before checksums were
+// kept).
+func multipartChecksum(alg, typ string, parts []partRec) *objectChecksum {
+	if alg == "" {
+		return nil
+	}
+	h := sigv4.NewChecksumHash(alg)
+	var crc uint64
+	for i, p := range parts {
+		if p.Checksum == nil || p.Checksum.Alg != alg {
+			return nil
+		}
+		raw, err := base64.StdEncoding.DecodeString(p.Checksum.Value)
+		if err != nil {
+			return nil
+		}
+		if typ == checksumComposite {
+			h.Write(raw)
+			continue
+		}
+		v := beUint(raw)
+		if i == 0 {
+			crc = v
+		} else {
+			crc = crcCombine(alg, crc, v, p.Size)
+		}
+	}
+	if typ == checksumComposite {
+		return &objectChecksum{Alg: alg, Type: typ, Value: fmt.Sprintf("%s-%d", base64.StdEncoding.EncodeToString(h.Sum(nil)), len(parts))}
+	}
+	out := make([]byte, h.Size())
+	for i := range out {
+		out[len(out)-1-i] = byte(crc >> (8 * i))
+	}
+	return &objectChecksum{Alg: alg, Type: typ, Value: base64.StdEncoding.EncodeToString(out)}
+}
+
+// checkCompleteChecksum compares the object checksum a
+// CompleteMultipartUpload states in x-amz-checksum-<alg> (the whole
+// object's, not the request body's) with the one derived from the parts.
+func checkCompleteChecksum(r *http.Request, c *objectChecksum) error {
+	if c == nil {
+		return nil
+	}
+	if v := strings.TrimSpace(r.Header.Get("x-amz-checksum-" + c.Alg)); v != "" && v != c.Value {
+		return newErr(http.StatusBadRequest, "BadDigest",
+			"The "+strings.ToUpper(c.Alg)+" you specified did not match the calculated checksum.")
+	}
+	return nil
+}
+
+// checksum is the checksum a CompleteMultipartUpload <Part> states for
+// alg ("" when none).
+func (p completePart) checksum(alg string) string {
+	switch alg {
+	case "crc32":
+		return p.ChecksumCRC32
+	case "crc32c":
+		return p.ChecksumCRC32C
+	case "crc64nvme":
+		return p.ChecksumCRC64NVME
+	case "sha1":
+		return p.ChecksumSHA1
+	case "sha256":
+		return p.ChecksumSHA256
+	}
+	return ""
+}
+
+func beUint(b []byte) uint64 {
+	var v uint64
+	for _, c := range b {
+		v = v<<8 | uint64(c)
+	}
+	return v
+}
+
+// crcPoly is the reflected polynomial and width of the CRCs that have a
+// full-object multipart checksum (0 for the others).
+func crcPoly(alg string) (poly uint64) {
+	switch alg {
+	case "crc32":
+		return 0xEDB88320
+	case "crc32c":
+		return 0x82F63B78
+	case "crc64nvme":
+		return 0x9A6C9329AC4BC9B5
+	}
+	return 0
+}
+
+func crcWidth(alg string) uint {
+	if alg == "crc64nvme" {
+		return 64
+	}
+	return 32
+}
+
+// crcCombine is the CRC of A‖B from crc(A), crc(B) and len(B), for a
+// reflected CRC with pre- and post-inversion (zlib's crc32_combine,
+// generalised to the widths here): crc(A)·x^(8·len(B)) mod P ⊕ crc(B).
+func crcCombine(alg string, crcA, crcB uint64, lenB int64) uint64 {
+	poly, w := crcPoly(alg), crcWidth(alg)
+	top := uint64(1) << (w - 1) // x^0 in the reflected representation
+	mul := func(a, b uint64) uint64 {
+		var p uint64
+		for m := top; m != 0; m >>= 1 {
+			if a&m != 0 {
+				p ^= b
+			}
+			if b&1 != 0 {
+				b = b>>1 ^ poly
+			} else {
+				b >>= 1
+			}
+		}
+		return p
+	}
+	// x^(8·lenB): square x^(2^k) for each set bit of 8·lenB.
+	p, sq := top, top>>1 // x^0, x^1
+	for n := uint64(lenB) * 8; n != 0; n >>= 1 {
+		if n&1 != 0 {
+			p = mul(sq, p)
+		}
+		sq = mul(sq, sq)
+	}
+	return mul(p, crcA) ^ crcB
 }

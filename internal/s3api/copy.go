@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/latchkey/latchkey/internal/engine"
 )
@@ -31,6 +32,9 @@ func parseCopySource(q *request) (copySource, error) {
 	}
 	if !validBucketName(b) {
 		return copySource{}, errInvalidBucketName(b)
+	}
+	if !utf8.ValidString(k) {
+		return copySource{}, errInvalidURI()
 	}
 	cs := copySource{bucket: b, key: k}
 	if query != "" {
@@ -101,6 +105,14 @@ func (h *Handler) copyObject(q *request) error {
 	if err != nil {
 		return err
 	}
+	tagDirective := q.r.Header.Get("x-amz-tagging-directive")
+	if tagDirective != "" && tagDirective != "COPY" && tagDirective != "REPLACE" {
+		return errInvalidArgument("Unknown tagging directive.", "x-amz-tagging-directive", tagDirective)
+	}
+	tags, err := headerTags(q.r)
+	if err != nil {
+		return err
+	}
 	src, body, _, err := h.openSource(q, cs, nil)
 	if err != nil {
 		return err
@@ -120,9 +132,15 @@ func (h *Handler) copyObject(q *request) error {
 		return err
 	}
 	v := version{ETag: etagOfMD5(in.md5), Size: in.size, Inline: in.blob == "", Segments: in.segments(),
-		ContentType: src.ContentType, Meta: src.Meta, Headers: src.Headers}
+		ContentType: src.ContentType, Meta: src.Meta, Headers: src.Headers, Tags: src.Tags}
 	if directive == "REPLACE" {
 		v.ContentType, v.Meta, v.Headers = ct, meta, hdrs
+	}
+	if tagDirective == "REPLACE" {
+		v.Tags = tags
+	}
+	if src.Checksum != nil && src.Checksum.Type == checksumFullObject {
+		v.Checksum = src.Checksum // the same bytes
 	}
 	res, err := h.publish(q, cond, &snap, v, in.inline)
 	if err != nil {
@@ -134,7 +152,8 @@ func (h *Handler) copyObject(q *request) error {
 	if src.VersionID != nullVersion {
 		q.w.Header().Set("x-amz-copy-source-version-id", src.VersionID)
 	}
-	return writeXML(q.w, http.StatusOK, copyObjectResult{NS: s3NS, ETag: res.v.ETag, LastModified: isoTime(res.v.modTime())})
+	return writeXML(q.w, http.StatusOK, copyObjectResult{NS: s3NS, ETag: res.v.ETag, LastModified: isoTime(res.v.modTime()),
+		checksumFields: checksumXML(res.v.Checksum)})
 }
 
 // uploadPartCopy fills a part from (a range of) an existing object.
@@ -148,8 +167,10 @@ func (h *Handler) uploadPartCopy(q *request) error {
 	if err != nil {
 		return err
 	}
+	var up uploadRec
 	if err := h.e.View(func(tx *engine.Tx) error {
-		_, err := store{tx: tx}.mustUpload(q.bucket, q.key, id)
+		var err error
+		up, err = store{tx: tx}.mustUpload(q.bucket, q.key, id)
 		return err
 	}); err != nil {
 		return err
@@ -176,14 +197,17 @@ func (h *Handler) uploadPartCopy(q *request) error {
 		return err
 	}
 	defer body.Close()
-	in, err := h.ingest(body, max(r.length(), 0), false)
+	src, computed := hashing(body, up.ChecksumAlg)
+	in, err := h.ingest(src, max(r.length(), 0), false)
 	if err != nil {
 		return err
 	}
 	etag := etagOfMD5(in.md5)
-	if err := h.putPart(q, id, n, partRec{ETag: etag, Size: in.size, Blob: in.blob}); err != nil {
+	ck := computedChecksum(computed)
+	if err := h.putPart(q, id, n, partRec{ETag: etag, Size: in.size, Blob: in.blob, Checksum: ck}); err != nil {
 		h.discard(in)
 		return err
 	}
-	return writeXML(q.w, http.StatusOK, copyPartResult{NS: s3NS, ETag: etag, LastModified: isoTime(time.Now())})
+	return writeXML(q.w, http.StatusOK, copyPartResult{NS: s3NS, ETag: etag, LastModified: isoTime(time.Now()),
+		checksumFields: checksumXML(ck)})
 }

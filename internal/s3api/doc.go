@@ -26,6 +26,9 @@
 // legal in keys. Every failure is rendered by one function as S3's XML
 // error body.
 //
-// Known restrictions: object keys may not contain NUL; path-style
-// addressing only; no ACLs, policies, tagging, lifecycle or encryption.
+// Object tags, kept checksums (composite or full-object for multipart),
+// GetObjectAttributes and virtual-hosted-style addressing (Options.Domain)
+// are implemented; server-side encryption is refused, never pretended.
+// Known restrictions: object keys may not contain NUL; no ACLs, policies or
+// lifecycle. docs/wire-s3.md lists every known difference from AWS.
 package s3api

@@ -157,6 +157,10 @@ var (
 		e.BucketName = b
 		return e
 	}
+	// errInvalidURI is S3's answer to a key that is not valid UTF-8.
+	errInvalidURI = func() *Error {
+		return newErr(http.StatusBadRequest, "InvalidURI", "Couldn't parse the specified URI.")
+	}
 	errKeyTooLong = func() *Error {
 		return newErr(http.StatusBadRequest, "KeyTooLongError", "Your key is too long")
 	}

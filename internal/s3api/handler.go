@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/s3api/sigv4"
@@ -62,6 +63,9 @@ type Options struct {
 	Anonymous bool
 	// Region is reported by GetBucketLocation; "" means "us-east-1".
 	Region string
+	// Domain, when set, enables virtual-hosted-style requests
+	// (BUCKET.Domain[:port]/KEY) next to path style (see BucketFromHost).
+	Domain string
 	// MinPartSize is the minimum size of every part but the last in
 	// CompleteMultipartUpload; 0 means DefaultMinPartSize (AWS's 5 MiB).
 	// Lower it only for tests.
@@ -170,7 +174,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error
 		defer body.Close()
 		req.body = body
 	}
-	if err := splitPath(r.URL.EscapedPath(), req); err != nil {
+	path := r.URL.EscapedPath()
+	if b, ok := BucketFromHost(r.Host, h.opts.Domain); ok {
+		path = "/" + url.PathEscape(b) + path
+	}
+	if err := splitPath(path, req); err != nil {
 		return err
 	}
 	return h.route(req)
@@ -195,6 +203,9 @@ func splitPath(p string, req *request) error {
 	}
 	if len(key) > MaxKeyLength {
 		return errKeyTooLong()
+	}
+	if !utf8.ValidString(key) {
+		return errInvalidURI()
 	}
 	if !validKeyChars(key) {
 		return errInvalidArgument("Object key contains an unsupported character", "key", "")
@@ -261,7 +272,24 @@ func (h *Handler) routeBucket(q *request, m string) error {
 }
 
 func (h *Handler) routeObject(q *request, m string) error {
-	for _, unsupported := range []string{"acl", "tagging", "retention", "legal-hold", "torrent", "restore", "select", "attributes"} {
+	if err := checkSSE(q.r); err != nil {
+		return err
+	}
+	if q.has("tagging") {
+		switch m {
+		case http.MethodGet:
+			return h.getObjectTagging(q)
+		case http.MethodPut:
+			return h.putObjectTagging(q, false)
+		case http.MethodDelete:
+			return h.putObjectTagging(q, true)
+		}
+		return errMethodNotAllowed(m, "OBJECT")
+	}
+	if q.has("attributes") && m == http.MethodGet {
+		return h.getObjectAttributes(q)
+	}
+	for _, unsupported := range []string{"acl", "retention", "legal-hold", "torrent", "restore", "select", "attributes"} {
 		if q.has(unsupported) {
 			return errNotImplemented("A header or query you provided implies functionality that is not implemented")
 		}

@@ -116,7 +116,8 @@ func decodeToken(tok string) (string, bool) {
 }
 
 // s3URLEncode encodes a key for encoding-type=url the way S3 does: like a
-// URL query value, but spaces as "+" and "/" kept.
+// URL path segment with "/" kept: a space is %20 and "+" is %2B (as
+// ceph/s3-tests' encoding tests, which run against AWS, expect).
 func s3URLEncode(s string) string {
 	const hex = "0123456789ABCDEF"
 	var b strings.Builder
@@ -126,8 +127,6 @@ func s3URLEncode(s string) string {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
 			c == '-', c == '_', c == '.', c == '~', c == '/':
 			b.WriteByte(c)
-		case c == ' ':
-			b.WriteByte('+')
 		default:
 			b.WriteByte('%')
 			b.WriteByte(hex[c>>4])

@@ -169,14 +169,14 @@ func TestListObjectsV2HTTP(t *testing.T) {
 	}
 	// encoding-type=url encodes keys and common prefixes.
 	p = list("encoding-type=url&prefix=docs/")
-	if p.EncodingType != "url" || len(p.Contents) != 2 || p.Contents[0].Key != "docs/a+b.txt" || p.Contents[1].Key != "docs/%C3%BC%2B%3F.txt" {
+	if p.EncodingType != "url" || len(p.Contents) != 2 || p.Contents[0].Key != "docs/a%20b.txt" || p.Contents[1].Key != "docs/%C3%BC%2B%3F.txt" {
 		t.Fatalf("url encoding of keys: %+v", p)
 	}
 	s.put("/lst/"+url.PathEscape("sp ace/k"), "v")
 	p = list("encoding-type=url&delimiter=/")
 	found := false
 	for _, c := range p.CommonPrefixes {
-		found = found || c.Prefix == "sp+ace/"
+		found = found || c.Prefix == "sp%20ace/"
 	}
 	if !found {
 		t.Fatalf("common prefix not url-encoded: %+v", p.CommonPrefixes)
@@ -204,7 +204,7 @@ func TestListVersionsDelimiterAndUploads(t *testing.T) {
 	}
 	r := s.mustDo(200, "GET", "/lvd?versions&delimiter=/&encoding-type=url", nil)
 	body := string(r.Body)
-	for _, want := range []string{"<Prefix>a/</Prefix>", "<Prefix>c+d/</Prefix>", "<Key>b</Key>", "<EncodingType>url</EncodingType>"} {
+	for _, want := range []string{"<Prefix>a/</Prefix>", "<Prefix>c%20d/</Prefix>", "<Key>b</Key>", "<EncodingType>url</EncodingType>"} {
 		if !strings.Contains(body, want) {
 			t.Fatalf("missing %s in %s", want, body)
 		}
@@ -275,5 +275,40 @@ func TestListVersionsDelimiterAndUploads(t *testing.T) {
 	r = s.mustDo(200, "GET", "/lvd?uploads&delimiter=/", nil)
 	if !strings.Contains(string(r.Body), "<Prefix>u/</Prefix>") || strings.Count(string(r.Body), "<Upload>") != 1 {
 		t.Fatalf("uploads with delimiter: %s", r.Body)
+	}
+}
+
+// TestListEncodingURL: with encoding-type=url every field S3 encodes
+// carries a space as %20 and "+" as %2B, "/" kept (ceph/s3-tests
+// test_bucket_list_encoding_basic, which runs against AWS).
+func TestListEncodingURL(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.bucket("enc")
+	for _, k := range []string{"foo+1/bar", "foo/bar/xyzzy", "quux ab/thud", "asdf+b", "a b c"} {
+		s.put("/enc/"+strings.ReplaceAll(strings.ReplaceAll(k, "+", "%2B"), " ", "%20"), "x")
+	}
+	s.createMPU("/enc/up%20load")
+	s.createMPU("/enc/up%20load2")
+	cases := []struct {
+		query string
+		want  []string
+	}{
+		{"?encoding-type=url&delimiter=/", []string{"<Key>asdf%2Bb</Key>", "<Key>a%20b%20c</Key>", "<Prefix>quux%20ab/</Prefix>", "<Prefix>foo%2B1/</Prefix>"}},
+		{"?encoding-type=url&prefix=a%20&marker=a%20a&delimiter=%20", []string{"<Prefix>a%20</Prefix>", "<Marker>a%20a</Marker>", "<Delimiter>%20</Delimiter>", "<Prefix>a%20b%20</Prefix>"}},
+		{"?encoding-type=url&max-keys=1&delimiter=/&marker=a%20", []string{"<NextMarker>a%20b%20c</NextMarker>"}},
+		{"?list-type=2&encoding-type=url&start-after=a%20a&prefix=a%20", []string{"<StartAfter>a%20a</StartAfter>", "<Key>a%20b%20c</Key>", "<Prefix>a%20</Prefix>"}},
+		{"?versions&encoding-type=url&key-marker=a%20a&max-keys=1", []string{"<KeyMarker>a%20a</KeyMarker>", "<NextKeyMarker>a%20b%20c</NextKeyMarker>", "<Key>a%20b%20c</Key>"}},
+		{"?uploads&encoding-type=url&key-marker=up%20a&max-uploads=1", []string{"<KeyMarker>up%20a</KeyMarker>", "<NextKeyMarker>up%20load</NextKeyMarker>", "<Key>up%20load</Key>"}},
+	}
+	for _, tc := range cases {
+		body := string(s.mustDo(200, "GET", "/enc"+tc.query, nil).Body)
+		for _, w := range tc.want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s: %s lacks %s", tc.query, body, w)
+			}
+		}
+		if strings.Contains(body, "+") {
+			t.Errorf("%s: a + in %s", tc.query, body)
+		}
 	}
 }

@@ -72,6 +72,10 @@ type version struct {
 	Inline      bool              `json:"in,omitempty"`
 	Segments    []segment         `json:"seg,omitempty"`
 	Parts       int               `json:"pc,omitempty"` // multipart part count
+	Tags        map[string]string `json:"tg,omitempty"` // object tags
+	Upload      string            `json:"up,omitempty"` // the multipart upload it completed
+	Checksum    *objectChecksum   `json:"ck,omitempty"`
+	PartSums    []string          `json:"pck,omitempty"` // multipart: each part's checksum (Checksum.Alg)
 }
 
 func (v *version) modTime() time.Time { return time.Unix(0, v.Modified).UTC() }
@@ -90,13 +94,17 @@ type uploadRec struct {
 	Meta        map[string]string `json:"m,omitempty"`
 	Headers     map[string]string `json:"h,omitempty"`
 	Snapshot    uint64            `json:"snap"` // s3m of the key at create
+	Tags        map[string]string `json:"tg,omitempty"`
+	ChecksumAlg string            `json:"ca,omitempty"` // x-amz-checksum-algorithm, lower case
+	ChecksumTyp string            `json:"cty,omitempty"`
 }
 
 type partRec struct {
-	ETag     string `json:"e"`
-	Size     int64  `json:"s"`
-	Modified int64  `json:"t"`
-	Blob     string `json:"b"`
+	ETag     string          `json:"e"`
+	Size     int64           `json:"s"`
+	Modified int64           `json:"t"`
+	Blob     string          `json:"b"`
+	Checksum *objectChecksum `json:"ck,omitempty"`
 }
 
 // versionID encodes an engine index so that IDs sort newest first.

@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -123,6 +124,14 @@ func (h *Handler) createMultipartUpload(q *request) error {
 	if err != nil {
 		return err
 	}
+	tags, err := headerTags(q.r)
+	if err != nil {
+		return err
+	}
+	alg, typ, err := uploadChecksum(q.r)
+	if err != nil {
+		return err
+	}
 	var id string
 	_, err = h.e.Update(q.ctx, func(tx *engine.Tx) error {
 		s := store{tx: tx}
@@ -133,7 +142,8 @@ func (h *Handler) createMultipartUpload(q *request) error {
 		_, _ = rand.Read(rnd[:])
 		id = fmt.Sprintf("%016x%s", tx.Index(), hex.EncodeToString(rnd[:]))
 		rec := uploadRec{Initiated: time.Now().UnixNano(), ContentType: ct, Meta: meta, Headers: hdrs,
-			Snapshot: s.mod(q.bucket, q.key)}
+			Snapshot: s.mod(q.bucket, q.key), Tags: tags,
+			ChecksumAlg: alg, ChecksumTyp: typ}
 		if err := tx.Bucket(tblUploads).Put(uploadKey(q.bucket, q.key, id), mustJSON(rec)); err != nil {
 			return err
 		}
@@ -142,6 +152,10 @@ func (h *Handler) createMultipartUpload(q *request) error {
 	})
 	if err != nil {
 		return err
+	}
+	if alg != "" {
+		q.w.Header().Set("x-amz-checksum-algorithm", strings.ToUpper(alg))
+		q.w.Header().Set("x-amz-checksum-type", typ)
 	}
 	return writeXML(q.w, http.StatusOK, initiateMultipartUploadResult{NS: s3NS, Bucket: q.bucket, Key: q.key, UploadID: id})
 }
@@ -172,8 +186,10 @@ func (h *Handler) uploadPart(q *request) error {
 	if size > MaxObjectSize {
 		return errEntityTooLarge()
 	}
+	var up uploadRec
 	if err := h.e.View(func(tx *engine.Tx) error {
-		_, err := store{tx: tx}.mustUpload(q.bucket, q.key, id)
+		var err error
+		up, err = store{tx: tx}.mustUpload(q.bucket, q.key, id)
 		return err
 	}); err != nil {
 		return err
@@ -182,15 +198,24 @@ func (h *Handler) uploadPart(q *request) error {
 	if err != nil {
 		return err
 	}
+	// The upload's algorithm is computed here too, for parts whose client
+	// sent no checksum, so that Complete can derive the object's.
+	body, computed := hashing(body, up.ChecksumAlg)
 	in, err := h.ingestChecked(body, size, false, wantMD5, sum)
 	if err != nil {
 		return err
 	}
+	ck := verifiedChecksum(q, sum, computed)
+	if ck != nil && up.ChecksumAlg != "" && ck.Alg != up.ChecksumAlg {
+		h.discard(in)
+		return errInvalidRequest("Checksum Type mismatch occurred, expected checksum Type: " + up.ChecksumAlg + ", actual checksum Type: " + ck.Alg)
+	}
 	etag := etagOfMD5(in.md5)
-	if err := h.putPart(q, id, n, partRec{ETag: etag, Size: in.size, Blob: in.blob}); err != nil {
+	if err := h.putPart(q, id, n, partRec{ETag: etag, Size: in.size, Blob: in.blob, Checksum: ck}); err != nil {
 		h.discard(in)
 		return err
 	}
+	setChecksumHeaders(q.w, ck)
 	q.w.Header().Set("ETag", etag)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
@@ -254,12 +279,23 @@ func (h *Handler) completeMultipartUpload(q *request) error {
 		if err != nil {
 			return err
 		}
-		up, err := s.mustUpload(q.bucket, q.key, id)
+		up, ok, err := s.upload(q.bucket, q.key, id)
 		if err != nil {
 			return err
 		}
+		if !ok {
+			done, found, err := s.completedBy(q.bucket, q.key, id, req.Parts)
+			if err != nil || !found {
+				return cmp.Or(err, error(errNoSuchUpload(id)))
+			}
+			res.v, res.versioning = done, b.Versioning
+			return nil
+		}
 		v, err := h.assemble(s, id, up, req.Parts)
 		if err != nil {
+			return err
+		}
+		if err := checkCompleteChecksum(q.r, v.Checksum); err != nil {
 			return err
 		}
 		st, err := s.state(q.bucket, q.key)
@@ -278,6 +314,7 @@ func (h *Handler) completeMultipartUpload(q *request) error {
 			return err
 		}
 		v.Modified = time.Now().UnixNano()
+		v.Upload = id
 		dropped = append(dropped, s.putVersion(q.bucket, q.key, b.Versioning, v, nil)...)
 		res.dropped, res.versioning = dropped, b.Versioning
 		res.v, _, err = s.current(q.bucket, q.key)
@@ -290,7 +327,33 @@ func (h *Handler) completeMultipartUpload(q *request) error {
 	setVersionHeader(q.w, res.versioning, res.v.VersionID)
 	return writeXML(q.w, http.StatusOK, completeMultipartUploadResult{
 		NS: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: res.v.ETag,
+		checksumFields: checksumXML(res.v.Checksum),
 	})
+}
+
+// completedBy finds the version that upload id became, for a repeated
+// CompleteMultipartUpload: it answers as the first one did when the part
+// list is the same (its multipart ETag matches) and the version still
+// exists.
+func (s store) completedBy(bucket, key, id string, list []completePart) (version, bool, error) {
+	etags := make([]string, 0, len(list))
+	for _, p := range list {
+		etags = append(etags, p.ETag)
+	}
+	want, err := multipartETag(etags)
+	if err != nil {
+		return version{}, false, nil
+	}
+	vs, err := s.versions(bucket, key)
+	if err != nil {
+		return version{}, false, err
+	}
+	for _, v := range vs {
+		if v.Upload == id && v.Parts == len(list) && v.ETag == want {
+			return v, true, nil
+		}
+	}
+	return version{}, false, nil
 }
 
 // assemble checks the listed parts against the uploaded ones (InvalidPart,
@@ -304,14 +367,18 @@ func (h *Handler) assemble(s store, id string, up uploadRec, list []completePart
 	for i, n := range nums {
 		byNum[n] = recs[i]
 	}
-	v := version{ContentType: up.ContentType, Meta: up.Meta, Headers: up.Headers, Parts: len(list)}
+	v := version{ContentType: up.ContentType, Meta: up.Meta, Headers: up.Headers, Parts: len(list), Tags: up.Tags}
 	etags := make([]string, 0, len(list))
 	for _, p := range list {
 		rec, ok := byNum[p.PartNumber]
 		if !ok || unquote(p.ETag) != unquote(rec.ETag) {
 			return version{}, errInvalidPart()
 		}
+		if c := p.checksum(up.ChecksumAlg); c != "" && (rec.Checksum == nil || rec.Checksum.Value != c) {
+			return version{}, errInvalidPart()
+		}
 	}
+	chosen := make([]partRec, 0, len(list))
 	for i, p := range list {
 		rec := byNum[p.PartNumber]
 		if i < len(list)-1 && rec.Size < h.opts.MinPartSize {
@@ -320,6 +387,12 @@ func (h *Handler) assemble(s store, id string, up uploadRec, list []completePart
 		etags = append(etags, rec.ETag)
 		v.Segments = append(v.Segments, segment{Blob: rec.Blob, Size: rec.Size})
 		v.Size += rec.Size
+		chosen = append(chosen, rec)
+	}
+	if v.Checksum = multipartChecksum(up.ChecksumAlg, up.ChecksumTyp, chosen); v.Checksum != nil {
+		for _, rec := range chosen {
+			v.PartSums = append(v.PartSums, rec.Checksum.Value)
+		}
 	}
 	v.ETag, err = multipartETag(etags)
 	return v, err
@@ -366,8 +439,12 @@ func (h *Handler) listParts(q *request) error {
 		Owner: theOwner, StorageClass: "STANDARD", PartNumberMarker: marker, MaxParts: maxParts}
 	err = h.e.View(func(tx *engine.Tx) error {
 		s := store{tx: tx}
-		if _, err := s.mustUpload(q.bucket, q.key, id); err != nil {
+		up, err := s.mustUpload(q.bucket, q.key, id)
+		if err != nil {
 			return err
+		}
+		if up.ChecksumAlg != "" {
+			res.ChecksumAlgorithm, res.ChecksumType = strings.ToUpper(up.ChecksumAlg), up.ChecksumTyp
 		}
 		nums, recs, err := s.parts(id)
 		if err != nil {
@@ -382,7 +459,8 @@ func (h *Handler) listParts(q *request) error {
 				break
 			}
 			r := recs[i]
-			res.Parts = append(res.Parts, partInfo{PartNumber: n, LastModified: isoTime(time.Unix(0, r.Modified)), ETag: r.ETag, Size: r.Size})
+			res.Parts = append(res.Parts, partInfo{PartNumber: n, LastModified: isoTime(time.Unix(0, r.Modified)), ETag: r.ETag, Size: r.Size,
+				checksumFields: checksumXML(r.Checksum)})
 			res.NextPartNumberMarker = n
 		}
 		return nil
@@ -404,7 +482,7 @@ func (h *Handler) listMultipartUploads(q *request) error {
 	}
 	prefix, delim := q.query.Get("prefix"), q.query.Get("delimiter")
 	keyMarker, idMarker := q.query.Get("key-marker"), q.query.Get("upload-id-marker")
-	res := listMultipartUploadsResult{NS: s3NS, Bucket: q.bucket, KeyMarker: keyMarker, UploadIDMarker: idMarker,
+	res := listMultipartUploadsResult{NS: s3NS, Bucket: q.bucket, KeyMarker: encodeIf(enc, keyMarker), UploadIDMarker: idMarker,
 		Prefix: encodeIf(enc, prefix), Delimiter: encodeIf(enc, delim), MaxUploads: max, EncodingType: enc}
 	err = h.e.View(func(tx *engine.Tx) error {
 		s := store{tx: tx}
@@ -451,6 +529,7 @@ func (h *Handler) listMultipartUploads(q *request) error {
 		if !res.IsTruncated {
 			res.NextKeyMarker, res.NextUploadIDMarker = "", ""
 		}
+		res.NextKeyMarker = encodeIf(enc, res.NextKeyMarker)
 		return nil
 	})
 	if err != nil {

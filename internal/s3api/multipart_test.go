@@ -226,3 +226,45 @@ func TestMultipartConditionalSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatedComplete: a CompleteMultipartUpload repeated after it
+// succeeded (an SDK retry after a lost response) answers 200 with the same
+// ETag and version, and changes nothing; a different part list for the
+// completed upload stays an error.
+func TestRepeatedComplete(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, versioning := range []string{"", "Enabled"} {
+		bucket := "rc" + strings.ToLower(versioning) + "b"
+		s.bucket(bucket)
+		if versioning != "" {
+			s.versioned(bucket, versioning)
+		}
+		m := s.createMPU("/" + bucket + "/obj")
+		m.part(1, "first part")
+		m.part(2, "second")
+		first := m.complete(nil, 1, 2)
+		if first.Status != 200 {
+			t.Fatalf("complete: %d %s", first.Status, first.Body)
+		}
+		before := s.stateOf()
+		again := m.complete(nil, 1, 2)
+		if again.Status != 200 || string(again.Body) != string(first.Body) ||
+			again.Header.Get("x-amz-version-id") != first.Header.Get("x-amz-version-id") {
+			t.Fatalf("%s: repeated complete: %d %s %q, want 200 %s %q", bucket, again.Status, again.Body,
+				again.Header.Get("x-amz-version-id"), first.Body, first.Header.Get("x-amz-version-id"))
+		}
+		if after := s.stateOf(); after != before {
+			t.Fatalf("repeated complete changed state:\n%s\n%s", before, after)
+		}
+		if r := m.complete(nil, 2); r.Status != 404 || r.err().Code != "NoSuchUpload" {
+			t.Fatalf("%s: complete with another part list: %d %s", bucket, r.Status, r.Body)
+		}
+		// Once the object is replaced the upload is gone for good.
+		s.put("/"+bucket+"/obj", "overwritten")
+		if versioning == "" {
+			if r := m.complete(nil, 1, 2); r.Status != 404 || r.err().Code != "NoSuchUpload" {
+				t.Fatalf("%s: complete after overwrite: %d %s", bucket, r.Status, r.Body)
+			}
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/engine"
@@ -20,6 +21,10 @@ func (h *Handler) putObject(q *request) error {
 		return cerr
 	}
 	ct, hdrs, meta, err := objectAttrs(q.r)
+	if err != nil {
+		return err
+	}
+	tags, err := headerTags(q.r)
 	if err != nil {
 		return err
 	}
@@ -49,7 +54,10 @@ func (h *Handler) putObject(q *request) error {
 	}
 	v := version{
 		ETag: etagOfMD5(in.md5), Size: in.size, ContentType: ct, Headers: hdrs, Meta: meta,
-		Inline: in.blob == "", Segments: in.segments(),
+		Inline: in.blob == "", Segments: in.segments(), Tags: tags, Checksum: verifiedChecksum(q, sum, nil),
+	}
+	if v.Checksum != nil {
+		v.Checksum.Type = checksumFullObject
 	}
 	res, err := h.publish(q, cond, &snap, v, in.inline)
 	if err != nil {
@@ -58,6 +66,7 @@ func (h *Handler) putObject(q *request) error {
 	}
 	h.removeBlobs(res.dropped)
 	setVersionHeader(q.w, res.versioning, res.v.VersionID)
+	setChecksumHeaders(q.w, res.v.Checksum)
 	q.w.Header().Set("ETag", res.v.ETag)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
@@ -164,31 +173,8 @@ func (h *Handler) lookup(bucket, key, versionID string, byID bool, method string
 			return err
 		}
 		versioning = b.Versioning
-		var ok bool
-		if byID {
-			v, ok, err = s.versionByID(bucket, key, versionID)
-		} else {
-			v, ok, err = s.current(bucket, key)
-		}
-		if err != nil {
+		if v, err = s.find(bucket, key, versionID, byID, method); err != nil {
 			return err
-		}
-		switch {
-		case !ok && byID:
-			return errNoSuchVersion(key, versionID)
-		case !ok:
-			return errNoSuchKey(key)
-		case v.Marker && byID:
-			e := errMethodNotAllowed(method, "DeleteMarker")
-			e.withHeader("x-amz-delete-marker", "true")
-			e.withHeader("Last-Modified", v.modTime().Format(http.TimeFormat))
-			e.withHeader("x-amz-version-id", v.VersionID)
-			return e
-		case v.Marker:
-			e := errNoSuchKey(key)
-			e.withHeader("x-amz-delete-marker", "true")
-			e.withHeader("x-amz-version-id", v.VersionID)
-			return e
 		}
 		if v.Inline {
 			data = s.inline(bucket, key, v)
@@ -196,6 +182,43 @@ func (h *Handler) lookup(bucket, key, versionID string, byID bool, method string
 		return nil
 	})
 	return v, data, versioning, err
+}
+
+// find returns the version a request addresses (the current one, or
+// versionID when byID), with the errors AWS gives for a missing key, a
+// missing version and a delete marker.
+func (s store) find(bucket, key, versionID string, byID bool, method string) (version, error) {
+	var (
+		v   version
+		ok  bool
+		err error
+	)
+	if byID {
+		v, ok, err = s.versionByID(bucket, key, versionID)
+	} else {
+		v, ok, err = s.current(bucket, key)
+	}
+	if err != nil {
+		return v, err
+	}
+	switch {
+	case !ok && byID:
+		return v, errNoSuchVersion(key, versionID)
+	case !ok:
+		return v, errNoSuchKey(key)
+	case v.Marker && byID:
+		e := errMethodNotAllowed(method, "DeleteMarker")
+		e.withHeader("x-amz-delete-marker", "true")
+		e.withHeader("Last-Modified", v.modTime().Format(http.TimeFormat))
+		e.withHeader("x-amz-version-id", v.VersionID)
+		return v, e
+	case v.Marker:
+		e := errNoSuchKey(key)
+		e.withHeader("x-amz-delete-marker", "true")
+		e.withHeader("x-amz-version-id", v.VersionID)
+		return v, e
+	}
+	return v, nil
 }
 
 // getObject serves GET (withBody) and HEAD.
@@ -221,7 +244,7 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 			rng = byteRange{0, v.Size - 1}
 		}
 		var body *objectReader
-		if withBody && v.Size > 0 {
+		if withBody && rng.length() > 0 {
 			body, err = h.openRange(v, data, rng)
 			if errors.Is(err, errBlobGone) && attempt < 3 {
 				continue // replaced between lookup and open: read again
@@ -232,11 +255,18 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 			defer body.Close()
 		}
 		h.writeObjectHeaders(q, v, versioning)
+		if !partial && strings.EqualFold(q.r.Header.Get("x-amz-checksum-mode"), "ENABLED") {
+			// The whole object's checksum describes only a whole body.
+			setChecksumHeaders(q.w, v.Checksum)
+		}
 		hd := q.w.Header()
 		hd.Set("Content-Length", strconv.FormatInt(max(rng.length(), 0), 10))
 		status := http.StatusOK
 		if partial {
-			hd.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", rng.Start, rng.End, v.Size))
+			// An empty part has no byte range to name.
+			if rng.length() > 0 {
+				hd.Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", rng.Start, rng.End, v.Size))
+			}
 			status = http.StatusPartialContent
 		}
 		q.w.WriteHeader(status)
@@ -270,6 +300,7 @@ func (h *Handler) writeObjectHeaders(q *request, v version, versioning string) {
 		hd["x-amz-meta-"+k] = []string{val}
 	}
 	setVersionHeader(q.w, versioning, v.VersionID)
+	setTagCount(q.w, v.Tags)
 	for param, header := range map[string]string{
 		"response-content-type": "Content-Type", "response-content-language": "Content-Language",
 		"response-expires": "Expires", "response-cache-control": "Cache-Control",
@@ -389,5 +420,7 @@ func (h *Handler) readRange(q *request, v version) (byteRange, bool, error) {
 	for i := 0; i < n-1; i++ {
 		off += v.Segments[i].Size
 	}
-	return byteRange{off, off + v.Segments[n-1].Size - 1}, v.Segments[n-1].Size > 0, nil
+	// An empty part is an empty partial answer (End = Start-1), never the
+	// whole object.
+	return byteRange{off, off + v.Segments[n-1].Size - 1}, true, nil
 }

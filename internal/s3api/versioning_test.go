@@ -3,6 +3,7 @@ package s3api
 import (
 	"encoding/xml"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -198,4 +199,37 @@ func TestVersionedConditionalWrites(t *testing.T) {
 		t.Fatalf("versions: %d", len(p.Entries))
 	}
 	_ = fmt.Sprint()
+}
+
+// TestVersionIDHeader: x-amz-version-id is absent on PUT, Complete, Copy
+// and GET of a bucket that never had versioning enabled, and "null" in a
+// suspended one.
+func TestVersionIDHeader(t *testing.T) {
+	s := newTestServer(t, nil)
+	for _, tc := range []struct{ bucket, status, want string }{{"never", "", ""}, {"susp", "Suspended", "null"}} {
+		s.bucket(tc.bucket)
+		if tc.status != "" {
+			s.versioned(tc.bucket, "Enabled")
+			s.versioned(tc.bucket, tc.status)
+		}
+		b := "/" + tc.bucket
+		got := map[string]http.Header{}
+		got["put"] = s.mustDo(200, "PUT", b+"/k", []byte("v")).Header
+		got["copy"] = s.mustDo(200, "PUT", b+"/c", nil, "x-amz-copy-source", b+"/k").Header
+		m := s.createMPU(b + "/mp")
+		m.part(1, "abc")
+		r := m.complete(nil, 1)
+		if r.Status != 200 {
+			t.Fatalf("complete: %d %s", r.Status, r.Body)
+		}
+		got["complete"] = r.Header
+		got["get"] = s.mustDo(200, "GET", b+"/k", nil).Header
+		got["head"] = s.mustDo(200, "HEAD", b+"/mp", nil).Header
+		got["tagging"] = s.mustDo(200, "PUT", b+"/k?tagging", []byte(tagXML("a", "b"))).Header
+		for op, h := range got {
+			if v, ok := h["X-Amz-Version-Id"]; tc.want == "" && ok || tc.want != "" && h.Get("x-amz-version-id") != tc.want {
+				t.Errorf("%s %s: x-amz-version-id %q, want %q", tc.bucket, op, v, tc.want)
+			}
+		}
+	}
 }

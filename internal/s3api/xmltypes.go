@@ -131,8 +131,45 @@ type completeMultipartUpload struct {
 }
 
 type completePart struct {
-	PartNumber int    `xml:"PartNumber"`
-	ETag       string `xml:"ETag"`
+	PartNumber        int    `xml:"PartNumber"`
+	ETag              string `xml:"ETag"`
+	ChecksumCRC32     string `xml:"ChecksumCRC32"`
+	ChecksumCRC32C    string `xml:"ChecksumCRC32C"`
+	ChecksumCRC64NVME string `xml:"ChecksumCRC64NVME"`
+	ChecksumSHA1      string `xml:"ChecksumSHA1"`
+	ChecksumSHA256    string `xml:"ChecksumSHA256"`
+}
+
+// checksumFields are the Checksum* elements of a response.
+type checksumFields struct {
+	ChecksumCRC32     string `xml:"ChecksumCRC32,omitempty"`
+	ChecksumCRC32C    string `xml:"ChecksumCRC32C,omitempty"`
+	ChecksumCRC64NVME string `xml:"ChecksumCRC64NVME,omitempty"`
+	ChecksumSHA1      string `xml:"ChecksumSHA1,omitempty"`
+	ChecksumSHA256    string `xml:"ChecksumSHA256,omitempty"`
+	ChecksumType      string `xml:"ChecksumType,omitempty"`
+}
+
+// checksumXML renders a kept checksum as response elements.
+func checksumXML(c *objectChecksum) checksumFields {
+	var f checksumFields
+	if c == nil {
+		return f
+	}
+	switch c.Alg {
+	case "crc32":
+		f.ChecksumCRC32 = c.Value
+	case "crc32c":
+		f.ChecksumCRC32C = c.Value
+	case "crc64nvme":
+		f.ChecksumCRC64NVME = c.Value
+	case "sha1":
+		f.ChecksumSHA1 = c.Value
+	case "sha256":
+		f.ChecksumSHA256 = c.Value
+	}
+	f.ChecksumType = c.Type
+	return f
 }
 
 type completeMultipartUploadResult struct {
@@ -142,6 +179,7 @@ type completeMultipartUploadResult struct {
 	Bucket   string   `xml:"Bucket"`
 	Key      string   `xml:"Key"`
 	ETag     string   `xml:"ETag"`
+	checksumFields
 }
 
 type partInfo struct {
@@ -149,6 +187,7 @@ type partInfo struct {
 	LastModified string `xml:"LastModified"`
 	ETag         string `xml:"ETag"`
 	Size         int64  `xml:"Size"`
+	checksumFields
 }
 
 type listPartsResult struct {
@@ -164,6 +203,8 @@ type listPartsResult struct {
 	NextPartNumberMarker int        `xml:"NextPartNumberMarker"`
 	MaxParts             int        `xml:"MaxParts"`
 	IsTruncated          bool       `xml:"IsTruncated"`
+	ChecksumAlgorithm    string     `xml:"ChecksumAlgorithm,omitempty"`
+	ChecksumType         string     `xml:"ChecksumType,omitempty"`
 	Parts                []partInfo `xml:"Part"`
 }
 
@@ -198,6 +239,7 @@ type copyObjectResult struct {
 	NS           string   `xml:"xmlns,attr"`
 	LastModified string   `xml:"LastModified"`
 	ETag         string   `xml:"ETag"`
+	checksumFields
 }
 
 type copyPartResult struct {
@@ -205,6 +247,7 @@ type copyPartResult struct {
 	NS           string   `xml:"xmlns,attr"`
 	LastModified string   `xml:"LastModified"`
 	ETag         string   `xml:"ETag"`
+	checksumFields
 }
 
 type deleteRequest struct {

@@ -36,6 +36,10 @@ type Config struct {
 	AccessKey, SecretKey string
 	// Anonymous serves unsigned S3 requests instead of refusing them.
 	Anonymous bool
+	// S3Domain, when set, also serves virtual-hosted-style S3 requests:
+	// a Host of BUCKET.S3Domain (any port) addresses BUCKET, and every path
+	// of such a host is an object key (none is Consul's /v1/ or /-/).
+	S3Domain string
 
 	// TLSCert and TLSKey, when set (both or neither), serve HTTPS.
 	TLSCert, TLSKey string

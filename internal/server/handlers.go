@@ -58,6 +58,7 @@ func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 	a.s3 = s3api.New(e, s3api.Options{
 		Auth:      sigv4.New(sigv4.Credentials{ak: sk}.Lookup, nil),
 		Anonymous: cfg.Anonymous,
+		Domain:    cfg.S3Domain,
 		Logger:    cfg.Logger,
 	})
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/latchkey/latchkey/internal/s3api"
 )
 
 // Reserved paths of the operational endpoints.
@@ -16,6 +18,8 @@ const (
 // router dispatches on the escaped path; see the package doc.
 type router struct {
 	consul, s3, ops http.Handler
+	// s3Domain is Config.S3Domain: hosts under it are S3 only.
+	s3Domain string
 	// stopping ends when shutdown begins: it ends Consul blocking queries
 	// (which then answer with the current state, as on their own timeout)
 	// while every other request in flight runs to completion.
@@ -24,6 +28,10 @@ type router struct {
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.EscapedPath()
+	if _, ok := s3api.BucketFromHost(r.Host, rt.s3Domain); ok {
+		rt.s3.ServeHTTP(w, r)
+		return
+	}
 	switch {
 	case p == "/v1" || strings.HasPrefix(p, "/v1/"):
 		if isBlockingQuery(r) {

@@ -70,6 +70,7 @@ func New(cfg Config) (*Server, error) {
 		s3:       m.instrument("s3", a.s3, cfg.Logger),
 		ops:      m.instrument("ops", s.opsHandler(), cfg.Logger),
 		stopping: s.stopping,
+		s3Domain: cfg.S3Domain,
 	}
 	return s, nil
 }
