@@ -206,7 +206,7 @@ func (h *Handler) sessionRead(w http.ResponseWriter, r *http.Request, watch stri
 		return err
 	}
 	var out []*sessionEntry
-	idx, err := h.block(r.Context(), qo, watch, func(tx *engine.Tx) (uint64, error) {
+	idx, err := h.block(r.Context(), qo, h.touchWait(watch), func(tx *engine.Tx) (uint64, error) {
 		out = collect(tx)
 		if out == nil {
 			out = []*sessionEntry{}
