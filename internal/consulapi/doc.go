@@ -21,6 +21,15 @@
 // table live in memory and restart with the server, as on a Consul leader
 // change.
 //
+// # Identical writes
+//
+// As in Consul (since 1.7), a set, cas or re-acquire whose result equals
+// the stored entry (Value, Flags, Session, LockIndex) answers true, keeps
+// ModifyIndex and wakes no watcher. Options.BumpIdenticalWrites (serve
+// --consul-bump-identical-writes) gives every successful write a fresh
+// ModifyIndex instead, latchkey's former rule. store/consulstore writes a
+// fresh Flags nonce on every write, so its versions stay unique either way.
+//
 // # Limits
 //
 // Every limit is explicit and answered in Consul's format: values up to
@@ -37,17 +46,6 @@
 //
 // # Deliberate differences from Consul
 //
-//   - Identical writes are not skipped. Consul (since 1.7) answers a set,
-//     cas or acquire that would change nothing with true and leaves
-//     ModifyIndex as it was, so several clients' cas=N with the same
-//     value all succeed at index N. latchkey gives every successful
-//     write a fresh ModifyIndex: one index, one winner, which the store
-//     contract ("every successful Put returns a new version") and the
-//     durable-CAS benchmark count on. What a client can observe is only
-//     an extra wake of a blocking query or a CAS that loses and re-reads,
-//     both of which Consul clients handle anyway.
-//     Options.SkipIdenticalWrites turns Consul's rule on (tests use it to
-//     check clients against it).
 //   - Keys are taken as Consul up to 1.21.4 took them: any printable path,
 //     not cleaned. Consul's HTTP mux redirects a//b and a/../b (301) and
 //     1.21.6 rejects traversal-looking keys (CVE-2025-11392); here such
