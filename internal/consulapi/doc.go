@@ -61,10 +61,15 @@
 //     and one with an unknown token 403 "ACL not found".
 //   - Node, Service and Check txn operations get a 409 error entry
 //     ("latchkey serves KV operations only"); KV is all this server holds.
-//   - Sessions have one check, serfHealth, which never fails: a session
-//     ends only by destroy or TTL. The lock-delay table and TTL timers
-//     live in memory; a restart is a Consul leader change (timers restart
-//     at TTL×2, lock-delays are forgotten).
+//   - The catalog is only what session health checks need (catalog.go):
+//     nodes, services and checks registered through /v1/catalog/register
+//     or the agent, with no check runners (a check's status is what was
+//     last registered or set with /v1/agent/check/pass|warn|fail|update),
+//     and this server's own node, whose serfHealth always passes. A check
+//     turning critical or being deregistered invalidates the sessions
+//     naming it, as in Consul. The lock-delay table and TTL timers live in
+//     memory; a restart is a Consul leader change (timers restart at
+//     TTL×2, lock-delays are forgotten).
 //   - A KV value sent without Content-Length is counted as it is read
 //     (Consul trusted Content-Length before 1.21.6, CVE-2025-11374); past
 //     the limit it gets the 413 text Consul's txn endpoint uses for such
