@@ -39,7 +39,38 @@ const (
 	catalogTouch  = "\x00consul/catalog"
 	// maxCatalogBody bounds a register body.
 	maxCatalogBody = 64 << 10
+	// maxCatalogNodes bounds the registered nodes (this server's own not
+	// counted), maxNodeEntries the services and the checks of one node.
+	// Past them a registration is 400 and changes nothing.
+	maxCatalogNodes = 1024
+	maxNodeEntries  = 256
 )
+
+// countPrefix counts the catalog records under prefix, stopping past limit.
+func countPrefix(tx *engine.Tx, prefix []byte, limit int) int {
+	b := tx.ReadBucket(bucketCatalog)
+	if b == nil {
+		return 0
+	}
+	n := 0
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n <= limit; k, _ = c.Next() {
+		n++
+	}
+	return n
+}
+
+// roomFor reports a 400 when adding key (absent so far) would pass limit
+// records under prefix.
+func roomFor(tx *engine.Tx, key, prefix []byte, limit int, what string) error {
+	if b := tx.ReadBucket(bucketCatalog); b != nil && b.Get(key) != nil {
+		return nil
+	}
+	if countPrefix(tx, prefix, limit) >= limit {
+		return errorf(http.StatusBadRequest, "Too many %s (limit %d)", what, limit)
+	}
+	return nil
+}
 
 var keyCatalogIndex = []byte("catalog-index")
 
@@ -264,6 +295,9 @@ func (h *Handler) putCheck(tx *engine.Tx, c *healthCheck) ([]string, error) {
 		}
 		c.ServiceName, c.ServiceTags = svc.Service, nonNil(svc.Tags)
 	}
+	if err := roomFor(tx, catalogKey("c", c.Node, c.CheckID), []byte("c"+c.Node+"\x00"), maxNodeEntries, "checks on node "+c.Node); err != nil {
+		return nil, err
+	}
 	c.CreateIndex, c.ModifyIndex = tx.Index(), tx.Index()
 	if old, ok := loadJSON[healthCheck](tx, catalogKey("c", c.Node, c.CheckID)); ok {
 		c.CreateIndex = old.CreateIndex
@@ -297,6 +331,9 @@ func (h *Handler) register(tx *engine.Tx, reg *catalogRegistration, addr string)
 			if reg.Address == "" {
 				return nil, badRequest("Must provide address if SkipNodeUpdate is not set")
 			}
+			if err := roomFor(tx, []byte("n"+reg.Node), []byte("n"), maxCatalogNodes, "nodes"); err != nil {
+				return nil, err
+			}
 			n := &catalogNode{ID: reg.ID, Node: reg.Node, Address: reg.Address, Datacenter: h.opts.Datacenter,
 				TaggedAddresses: reg.TaggedAddresses, Meta: reg.NodeMeta, CreateIndex: tx.Index(), ModifyIndex: tx.Index()}
 			if old, ok := loadJSON[catalogNode](tx, []byte("n"+reg.Node)); ok {
@@ -320,6 +357,9 @@ func (h *Handler) register(tx *engine.Tx, reg *catalogRegistration, addr string)
 			s.ID = s.Service
 		}
 		s.Tags = nonNil(s.Tags)
+		if err := roomFor(tx, catalogKey("s", reg.Node, s.ID), []byte("s"+reg.Node+"\x00"), maxNodeEntries, "services on node "+reg.Node); err != nil {
+			return nil, err
+		}
 		putJSON(tx, catalogKey("s", reg.Node, s.ID), s)
 		catalogChanged(tx)
 	}

@@ -117,4 +117,15 @@ func TestCatalogNodeSessions(t *testing.T) {
 	if checks, _, err := c.Health().Node("foo", nil); err != nil || len(checks) != 0 {
 		t.Fatalf("health of a deregistered node: %+v %v", checks, err)
 	}
+
+	// Limits: one registration past 256 checks on a node is refused whole.
+	var many []string
+	for i := range maxNodeEntries + 1 {
+		many = append(many, `{"CheckID":"c`+itoa(uint64(i))+`","Status":"passing"}`)
+	}
+	s.expect(t, "PUT", "/v1/catalog/register", `{"Node":"bar","Address":"127.0.0.3","Checks":[`+strings.Join(many, ",")+`]}`,
+		400, "Too many checks on node bar (limit 256)")
+	if nodes, _, err := c.Catalog().Nodes(nil); err != nil || len(nodes) != 1 {
+		t.Fatalf("catalog after a refused registration: %+v %v", nodes, err)
+	}
 }
