@@ -8,7 +8,7 @@ import (
 	"github.com/latchkey/latchkey/internal/engine"
 )
 
-// block runs a read as a Consul blocking query (spec §2). run reads inside
+// block runs a read as a Consul blocking query. run reads inside
 // a snapshot and returns the result's index; it must reset whatever it
 // captures, because it runs once per wake.
 //

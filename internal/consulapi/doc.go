@@ -2,7 +2,7 @@
 // API: /v1/kv, /v1/txn, /v1/session/* and the few agent, status, catalog
 // and health endpoints clients call, served from the durable engine.
 //
-// It reproduces the wire behaviour described in ../shared/spec/consul-kv.md
+// It reproduces Consul's wire behaviour (docs/wire-consul.md lists it)
 // closely enough that github.com/hashicorp/consul/api (KV, Txn, Session,
 // Lock, Semaphore) works unmodified: a CAS that does not apply is HTTP 200
 // with body false; a missing key is 404 with an empty body and the meta

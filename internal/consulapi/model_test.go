@@ -22,7 +22,7 @@ type modelEntry struct {
 // TestKVRandomAgainstModel runs random KV writes (set, cas with a fresh,
 // stale or zero index, acquire and release by two sessions, delete,
 // delete-cas, session destroy) over raw HTTP and checks after each one
-// that every key matches a tiny reference model of spec §1.4–1.5 and
+// that every key matches a tiny reference model of Consul's rules
 // §3.3, and that ModifyIndex moved exactly when the model says a write
 // happened. It runs twice: with Options.BumpIdenticalWrites (every write
 // bumps ModifyIndex) and by default, where identical writes are skipped as
