@@ -23,7 +23,7 @@ type modelEntry struct {
 // stale or zero index, acquire and release by two sessions, delete,
 // delete-cas, session destroy) over raw HTTP and checks after each one
 // that every key matches a tiny reference model of Consul's rules
-// §3.3, and that ModifyIndex moved exactly when the model says a write
+// (sets, cas, locks, sessions), and that ModifyIndex moved exactly when the model says a write
 // happened. It runs twice: with Options.BumpIdenticalWrites (every write
 // bumps ModifyIndex) and by default, where identical writes are skipped as
 // Consul skips them; values and flags repeat so that identical writes
