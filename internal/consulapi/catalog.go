@@ -322,6 +322,9 @@ func (h *Handler) register(tx *engine.Tx, reg *catalogRegistration, addr string)
 	if reg.Node == "" {
 		return nil, badRequest("Must provide node")
 	}
+	if reg.Datacenter != "" && reg.Datacenter != h.opts.Datacenter {
+		return nil, serverError("No path to datacenter")
+	}
 	if _, ok := h.node(tx, reg.Node, addr); !ok || !reg.SkipNodeUpdate {
 		if reg.Node == h.opts.NodeName {
 			if !reg.SkipNodeUpdate {
@@ -440,8 +443,12 @@ func (h *Handler) deregister(tx *engine.Tx, node, serviceID, checkID string) ([]
 }
 
 // catalogWrite runs fn in one Update, disarms the timers of the sessions
-// it invalidated and answers true.
+// it invalidated and answers: true on /v1/catalog/, an empty 200 on the
+// agent's endpoints, as Consul does.
 func (h *Handler) catalogWrite(w http.ResponseWriter, r *http.Request, fn func(tx *engine.Tx) ([]string, error)) error {
+	if err := h.parseDC(r.URL.Query()); err != nil {
+		return err
+	}
 	var gone []string
 	if _, err := h.e.Update(r.Context(), func(tx *engine.Tx) error {
 		var err error
@@ -452,6 +459,10 @@ func (h *Handler) catalogWrite(w http.ResponseWriter, r *http.Request, fn func(t
 	}
 	for _, id := range gone {
 		h.sess.disarm(id)
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1/agent/") {
+		w.WriteHeader(http.StatusOK)
+		return nil
 	}
 	writeJSON(w, r, 0, true)
 	return nil

@@ -105,6 +105,9 @@ func TestCatalogNodeSessions(t *testing.T) {
 		!strings.Contains(err.Error(), "Missing check 'serfHealth' registration") {
 		t.Fatalf("default session on another node: %v", err)
 	}
+	s.expect(t, "PUT", "/v1/catalog/register", `{"Node":"baz","Address":"127.0.0.4","Datacenter":"dc9"}`, 500, "No path to datacenter")
+	s.expect(t, "PUT", "/v1/agent/check/register", `{"ID":"a","Status":"passing"}`, 200, "")
+	s.expect(t, "PUT", "/v1/catalog/deregister", `{"Node":"node-test","CheckID":"a"}`, 200, "true")
 	// A check for a service that is not registered is refused.
 	s.expect(t, "PUT", "/v1/catalog/register", `{"Node":"foo","SkipNodeUpdate":true,"Check":{"CheckID":"x","ServiceID":"nope"}}`,
 		500, "Missing service registration")
