@@ -45,6 +45,8 @@ func serveFlags(cfg *server.Config, logLevel *string) []serveFlag {
 			help: "require this token on every /v1/ request (X-Consul-Token, ?token= or Authorization: Bearer)"},
 		{name: "consul-anonymous", env: "LATCHKEY_CONSUL_ANONYMOUS", isBool: true, set: boolean(&cfg.ConsulAnonymous),
 			help: "serve the Consul API without --acl-token on a non-loopback address (refused otherwise)"},
+		{name: "consul-bump-identical-writes", env: "LATCHKEY_CONSUL_BUMP_IDENTICAL_WRITES", isBool: true, set: boolean(&cfg.ConsulBumpIdenticalWrites),
+			help: "give every Consul KV write a new ModifyIndex, even one identical to the stored entry (Consul skips those)"},
 		{name: "access-key", env: "LATCHKEY_ACCESS_KEY", arg: "KEY", set: str(&cfg.AccessKey),
 			help: "S3 access key id (with --secret-key; default: a pair generated once and kept in the data directory)"},
 		{name: "secret-key", env: "LATCHKEY_SECRET_KEY", arg: "SECRET", set: str(&cfg.SecretKey),

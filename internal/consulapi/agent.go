@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+
+	"github.com/latchkey/latchkey/internal/engine"
 )
 
 // The agent, status, catalog and health endpoints that clients call
@@ -17,6 +20,11 @@ import (
 const consulVersion = "1.21.6"
 
 func (h *Handler) serveAgent(w http.ResponseWriter, r *http.Request, path string) error {
+	if r.Method == http.MethodPut {
+		if ok, err := h.serveCatalogWrite(w, r, path); ok {
+			return err
+		}
+	}
 	if r.Method != http.MethodGet {
 		return methodNotAllowed(r.Method, "OPTIONS,GET")
 	}
@@ -45,23 +53,30 @@ func (h *Handler) serveAgent(w http.ResponseWriter, r *http.Request, path string
 	case path == "/v1/catalog/datacenters":
 		writeJSON(w, r, 0, []string{h.opts.Datacenter})
 	case path == "/v1/catalog/nodes":
-		setQueryMeta(w, 1, "leader")
-		writeJSON(w, r, 0, []any{map[string]any{
-			"ID": nodeID(h.opts.NodeName), "Node": h.opts.NodeName, "Address": addr,
-			"Datacenter": h.opts.Datacenter, "TaggedAddresses": map[string]string{"lan": addr},
-			"Meta": map[string]string{}, "CreateIndex": 1, "ModifyIndex": 1,
-		}})
+		var nodes []*catalogNode
+		var idx uint64
+		if err := h.e.View(func(tx *engine.Tx) error {
+			nodes = append(scanJSON[catalogNode](tx, []byte("n")), h.selfNode(addr))
+			idx = catalogIndex(tx)
+			return nil
+		}); err != nil {
+			return err
+		}
+		slices.SortFunc(nodes, func(a, b *catalogNode) int { return strings.Compare(a.Node, b.Node) })
+		setQueryMeta(w, idx, "leader")
+		writeJSON(w, r, 0, nodes)
 	case strings.HasPrefix(path, "/v1/health/node/"):
 		node := strings.TrimPrefix(path, "/v1/health/node/")
-		checks := []any{}
-		if node == h.opts.NodeName {
-			checks = append(checks, map[string]any{
-				"Node": node, "CheckID": serfHealth, "Name": "Serf Health Status", "Status": "passing",
-				"Notes": "", "Output": "Agent alive and reachable", "ServiceID": "", "ServiceName": "",
-				"ServiceTags": []string{}, "Type": "", "CreateIndex": 1, "ModifyIndex": 1,
-			})
+		checks := []*healthCheck{}
+		var idx uint64
+		if err := h.e.View(func(tx *engine.Tx) error {
+			checks = append(checks, h.nodeChecks(tx, node)...)
+			idx = catalogIndex(tx)
+			return nil
+		}); err != nil {
+			return err
 		}
-		setQueryMeta(w, 1, "leader")
+		setQueryMeta(w, idx, "leader")
 		writeJSON(w, r, 0, checks)
 	default:
 		return errorf(http.StatusNotFound, "404 page not found")

@@ -8,17 +8,16 @@ import (
 	"github.com/latchkey/latchkey/internal/engine"
 )
 
-// block runs a read as a Consul blocking query (spec §2). run reads inside
+// block runs a read as a Consul blocking query. run reads inside
 // a snapshot and returns the result's index; it must reset whatever it
 // captures, because it runs once per wake.
 //
 // With qo.index 0 the read runs once. Otherwise it runs until its index is
 // strictly greater than qo.index or qo.wait has passed; on timeout the
 // current state is returned like any other answer. Between runs it waits
-// on the engine for a commit touching watch (a key or prefix), so there is
-// no polling; a wake for a neighbour with the same prefix just re-runs the
-// read.
-func (h *Handler) block(ctx context.Context, qo queryOptions, watch string, run func(tx *engine.Tx) (uint64, error)) (uint64, error) {
+// on the engine with wait (kvWait or touchWait), so there is no polling; a
+// wake for a neighbour with the same prefix just re-runs the read.
+func (h *Handler) block(ctx context.Context, qo queryOptions, wait waitFunc, run func(tx *engine.Tx) (uint64, error)) (uint64, error) {
 	if qo.index > 0 {
 		select {
 		case h.blocking <- struct{}{}:
@@ -41,7 +40,7 @@ func (h *Handler) block(ctx context.Context, qo queryOptions, watch string, run 
 		if err != nil || qo.index == 0 || idx > qo.index {
 			return idx, err
 		}
-		werr := h.e.Wait(ctx, watch, snap)
+		werr := wait(ctx, snap)
 		switch {
 		case werr == nil:
 			continue
@@ -53,6 +52,22 @@ func (h *Handler) block(ctx context.Context, qo queryOptions, watch string, run 
 			return 0, werr
 		}
 	}
+}
+
+// waitFunc waits for a commit after the given index that concerns a
+// blocking query.
+type waitFunc func(ctx context.Context, after uint64) error
+
+// kvWait waits for a write or delete of a KV key under prefix: only KV
+// keys, so S3 and session writes never wake a KV query, not even one on
+// the whole root.
+func (h *Handler) kvWait(prefix string) waitFunc {
+	return func(ctx context.Context, after uint64) error { return h.e.Wait(ctx, prefix, after) }
+}
+
+// touchWait waits for a Touch of a name under prefix (sessions).
+func (h *Handler) touchWait(prefix string) waitFunc {
+	return func(ctx context.Context, after uint64) error { return h.e.WaitTouched(ctx, prefix, after) }
 }
 
 func (h *Handler) readOnce(run func(tx *engine.Tx) (uint64, error)) (uint64, error) {

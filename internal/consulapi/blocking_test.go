@@ -25,7 +25,7 @@ func get(t *testing.T, h *Handler, path string) (int, uint64, string, time.Durat
 
 // On timeout a blocking query answers the current state with the current
 // index, which may equal the requested one or be below it (an index from
-// the future blocks until the timeout) — spec §2.4.
+// the future blocks until the timeout).
 func TestSyncBlockingTimeoutAnswersCurrentState(t *testing.T) {
 	inBubble(t, func(t *testing.T, h *Handler) {
 		call(t, h, "PUT", "/v1/kv/k", "v")
@@ -58,7 +58,7 @@ func TestSyncBlockingTimeoutAnswersCurrentState(t *testing.T) {
 	})
 }
 
-// A single-key query wakes only for its own key (spec §1.8): writes to a
+// A single-key query wakes only for its own key: writes to a
 // sibling that shares its name as a prefix, and to other keys, leave it
 // waiting. A list query wakes for writes and deletes under its prefix
 // (tombstones count) and not for writes elsewhere; its index then moves

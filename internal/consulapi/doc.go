@@ -2,7 +2,7 @@
 // API: /v1/kv, /v1/txn, /v1/session/* and the few agent, status, catalog
 // and health endpoints clients call, served from the durable engine.
 //
-// It reproduces the wire behaviour described in ../shared/spec/consul-kv.md
+// It reproduces Consul's wire behaviour (docs/wire-consul.md lists it)
 // closely enough that github.com/hashicorp/consul/api (KV, Txn, Session,
 // Lock, Semaphore) works unmodified: a CAS that does not apply is HTTP 200
 // with body false; a missing key is 404 with an empty body and the meta
@@ -21,6 +21,15 @@
 // table live in memory and restart with the server, as on a Consul leader
 // change.
 //
+// # Identical writes
+//
+// As in Consul (since 1.7), a set, cas or re-acquire whose result equals
+// the stored entry (Value, Flags, Session, LockIndex) answers true, keeps
+// ModifyIndex and wakes no watcher. Options.BumpIdenticalWrites (serve
+// --consul-bump-identical-writes) gives every successful write a fresh
+// ModifyIndex instead, latchkey's former rule. store/consulstore writes a
+// fresh Flags nonce on every write, so its versions stay unique either way.
+//
 // # Limits
 //
 // Every limit is explicit and answered in Consul's format: values up to
@@ -37,17 +46,6 @@
 //
 // # Deliberate differences from Consul
 //
-//   - Identical writes are not skipped. Consul (since 1.7) answers a set,
-//     cas or acquire that would change nothing with true and leaves
-//     ModifyIndex as it was, so several clients' cas=N with the same
-//     value all succeed at index N. latchkey gives every successful
-//     write a fresh ModifyIndex: one index, one winner, which the store
-//     contract ("every successful Put returns a new version") and the
-//     durable-CAS benchmark count on. What a client can observe is only
-//     an extra wake of a blocking query or a CAS that loses and re-reads,
-//     both of which Consul clients handle anyway.
-//     Options.SkipIdenticalWrites turns Consul's rule on (tests use it to
-//     check clients against it).
 //   - Keys are taken as Consul up to 1.21.4 took them: any printable path,
 //     not cleaned. Consul's HTTP mux redirects a//b and a/../b (301) and
 //     1.21.6 rejects traversal-looking keys (CVE-2025-11392); here such
@@ -63,10 +61,15 @@
 //     and one with an unknown token 403 "ACL not found".
 //   - Node, Service and Check txn operations get a 409 error entry
 //     ("latchkey serves KV operations only"); KV is all this server holds.
-//   - Sessions have one check, serfHealth, which never fails: a session
-//     ends only by destroy or TTL. The lock-delay table and TTL timers
-//     live in memory; a restart is a Consul leader change (timers restart
-//     at TTL×2, lock-delays are forgotten).
+//   - The catalog is only what session health checks need (catalog.go):
+//     nodes, services and checks registered through /v1/catalog/register
+//     or the agent, with no check runners (a check's status is what was
+//     last registered or set with /v1/agent/check/pass|warn|fail|update),
+//     and this server's own node, whose serfHealth always passes. A check
+//     turning critical or being deregistered invalidates the sessions
+//     naming it, as in Consul. The lock-delay table and TTL timers live in
+//     memory; a restart is a Consul leader change (timers restart at
+//     TTL×2, lock-delays are forgotten).
 //   - A KV value sent without Content-Length is counted as it is read
 //     (Consul trusted Content-Length before 1.21.6, CVE-2025-11374); past
 //     the limit it gets the 413 text Consul's txn endpoint uses for such

@@ -49,13 +49,14 @@ type Options struct {
 	DefaultQueryTime time.Duration
 	// MaxQueryTime caps ?wait. Default 10m.
 	MaxQueryTime time.Duration
-	// SkipIdenticalWrites makes a set, cas or acquire whose result would
-	// equal the stored entry (Key, Value, Flags, Session, LockIndex)
-	// write nothing, keep ModifyIndex and wake no watcher, and still
-	// answer true, as Consul (since 1.7) does. Default false: every
-	// successful write gets a fresh ModifyIndex (see the package doc for
-	// why). Tests turn it on to check clients against Consul's rule.
-	SkipIdenticalWrites bool
+	// BumpIdenticalWrites gives every successful set, cas and acquire a
+	// fresh ModifyIndex and wakes its watchers, even when the result
+	// equals the stored entry (Key, Value, Flags, Session, LockIndex).
+	// Default false: such a write is skipped as Consul (since 1.7) skips
+	// it: it answers true, keeps ModifyIndex and wakes no watcher. The
+	// bumping rule (latchkey's before) suits clients that take "a write
+	// succeeded" to mean "the index moved", which Consul never promised.
+	BumpIdenticalWrites bool
 	// MaxBlockingQueries caps the blocking queries waiting at once (each
 	// holds a connection and a goroutine); one more is answered 429.
 	// Default 8192.

@@ -8,12 +8,12 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
-// With Options.SkipIdenticalWrites, a write that would change nothing is
-// skipped as Consul skips it: true, same ModifyIndex, no watcher woken.
-// By default every write bumps ModifyIndex.
+// By default a write that would change nothing is skipped as Consul skips
+// it: true, same ModifyIndex, no watcher woken. With
+// Options.BumpIdenticalWrites every write bumps ModifyIndex.
 func TestIdenticalWrites(t *testing.T) {
 	for _, skip := range []bool{false, true} {
-		s := newTestServer(t, &Options{SkipIdenticalWrites: skip, MinSessionTTL: 100 * time.Millisecond})
+		s := newTestServer(t, &Options{BumpIdenticalWrites: !skip, MinSessionTTL: 100 * time.Millisecond})
 		kv := s.client.KV()
 		bumped := func(step string, before uint64) uint64 {
 			t.Helper()
@@ -75,5 +75,51 @@ func TestIdenticalWrites(t *testing.T) {
 			t.Errorf("skip=%v: txn set answered %s; key is at %d", skip, body, p.ModifyIndex)
 		}
 		bumped("identical txn set", idx)
+	}
+}
+
+// By default, as in Consul: one value written three times with the
+// official client keeps the ModifyIndex of the first write and answers no
+// blocking query (`consul watch -type key` runs its handler once). A list
+// query on the whole root, waiting from the first write's index, is
+// answered by the next real change, at that change's index.
+func TestIdenticalWritesSkippedByDefault(t *testing.T) {
+	s := newTestServer(t, nil)
+	kv := s.client.KV()
+	put := func(key, value string, flags uint64) {
+		t.Helper()
+		if _, err := kv.Put(&api.KVPair{Key: key, Value: []byte(value), Flags: flags}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("cfg/k", "v1", 7)
+	first := mustGet(t, kv, "cfg/k")
+	_, meta, err := kv.List("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan uint64, 1)
+	go func() {
+		_, m, err := kv.List("", &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: time.Minute})
+		if err != nil {
+			answered <- 0
+			return
+		}
+		answered <- m.LastIndex
+	}()
+	for range 3 {
+		put("cfg/k", "v1", 7)
+	}
+	if p := mustGet(t, kv, "cfg/k"); p.ModifyIndex != first.ModifyIndex || p.CreateIndex != first.CreateIndex {
+		t.Errorf("three identical writes moved the entry from %d/%d to %d/%d (Create/Modify)",
+			first.CreateIndex, first.ModifyIndex, p.CreateIndex, p.ModifyIndex)
+	}
+	if _, m, err := kv.Get("cfg/k", nil); err != nil || m.LastIndex != meta.LastIndex {
+		t.Errorf("X-Consul-Index after identical writes = %d (%v), want %d", m.LastIndex, err, meta.LastIndex)
+	}
+	put("cfg/other", "x", 0)
+	other := mustGet(t, kv, "cfg/other")
+	if got := <-answered; got != other.ModifyIndex {
+		t.Errorf("the blocking list was answered at index %d, want %d (the first real change): an identical write woke it", got, other.ModifyIndex)
 	}
 }

@@ -49,7 +49,7 @@ func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, key string) erro
 		return badRequest("Missing key name")
 	}
 	var out []*dirEntry
-	idx, err := h.block(r.Context(), qo, key, func(tx *engine.Tx) (uint64, error) {
+	idx, err := h.block(r.Context(), qo, h.kvWait(key), func(tx *engine.Tx) (uint64, error) {
 		out = out[:0]
 		if recurse {
 			for _, kv := range tx.ListKV(key, "", 0) {
@@ -98,7 +98,7 @@ func (h *Handler) kvKeys(w http.ResponseWriter, r *http.Request, prefix string) 
 		return err
 	}
 	var keys []string
-	idx, err := h.block(r.Context(), qo, prefix, func(tx *engine.Tx) (uint64, error) {
+	idx, err := h.block(r.Context(), qo, h.kvWait(prefix), func(tx *engine.Tx) (uint64, error) {
 		keys = keys[:0]
 		for _, kv := range tx.ListKV(prefix, "", 0) {
 			keys = append(keys, kv.Key)

@@ -209,12 +209,15 @@ func (h *Handler) lock(tx kvTx, cur engine.KV, exists bool, op kvOp) ([]*dirEntr
 // store writes next, keeping the session→keys index in step with the
 // key's holder.
 //
-// Consul (since 1.7) skips a write identical to the stored entry: no new
-// ModifyIndex, no watcher woken, still true. latchkey writes anyway unless
-// Options.SkipIdenticalWrites is set: see the package doc.
+// As Consul (since 1.7, state store kvsSetTxn) does, a write identical to
+// the stored entry is skipped: no new ModifyIndex, no watcher woken, still
+// true, and the answer carries the stored entry's indexes. That covers
+// set, cas (once its index matched) and a holder's re-acquire; a release
+// clears Session and a set after an acquire resets LockIndex, so those
+// always write. Options.BumpIdenticalWrites writes anyway.
 func (h *Handler) store(tx kvTx, cur engine.KV, exists bool, next engine.KV) *dirEntry {
 	next.Value = normValue(next.Value)
-	if h.opts.SkipIdenticalWrites && exists && identical(cur, next) {
+	if !h.opts.BumpIdenticalWrites && exists && identical(cur, next) {
 		return toDir(cur)
 	}
 	old := ""

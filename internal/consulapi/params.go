@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// queryOptions are the common query parameters of reads (spec §1.1).
+// queryOptions are the common query parameters of reads.
 type queryOptions struct {
 	index       uint64        // blocking index; 0 = do not block
 	wait        time.Duration // blocking timeout including jitter

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Query parameters as Consul parses them (spec §1.1): present whatever
+// Query parameters as Consul parses them: present whatever
 // the value, empty wait/index/max_stale ignored, wait checked before
 // index.
 func TestParamsParsing(t *testing.T) {

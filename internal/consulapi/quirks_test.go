@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Raw-HTTP checks of the wire quirks in ../shared/spec/consul-kv.md.
+// Raw-HTTP checks of Consul's wire quirks (docs/wire-consul.md).
 
 func TestQuirkMissingKey404EmptyBodyWithMeta(t *testing.T) {
 	s := newTestServer(t, nil)

@@ -75,9 +75,6 @@ func (h *Handler) newSession(body []byte) (*sessionEntry, error) {
 	if se.Node == "" {
 		se.Node = h.opts.NodeName
 	}
-	if se.Node != h.opts.NodeName {
-		return nil, serverError("Missing node registration")
-	}
 	switch se.Behavior {
 	case "":
 		se.Behavior = behaviorRelease
@@ -94,30 +91,22 @@ func (h *Handler) newSession(body []byte) (*sessionEntry, error) {
 			return nil, serverError("Invalid Session TTL '%d', must be between [%v=%v]", ttl, h.opts.MinSessionTTL, maxSessionTTL)
 		}
 	}
+	// Consul's session endpoint: neither Checks nor NodeChecks means
+	// serfHealth, whatever ServiceChecks holds.
 	switch {
-	case req.Checks == nil && req.NodeChecks == nil && req.ServiceChecks == nil:
+	case req.Checks == nil && req.NodeChecks == nil:
 		se.NodeChecks = []string{serfHealth}
-	default:
-		if req.NodeChecks != nil {
-			se.NodeChecks = *req.NodeChecks
-		}
-		if req.Checks != nil {
-			se.Checks = *req.Checks
-			if req.NodeChecks == nil {
-				se.NodeChecks = *req.Checks
-			}
-		}
-		if req.ServiceChecks != nil {
-			se.ServiceChecks = *req.ServiceChecks
+	case req.NodeChecks != nil:
+		se.NodeChecks = *req.NodeChecks
+	}
+	if req.Checks != nil {
+		se.Checks = *req.Checks
+		if req.NodeChecks == nil {
+			se.NodeChecks = *req.Checks
 		}
 	}
-	for _, c := range se.NodeChecks {
-		if c != serfHealth {
-			return nil, serverError("Missing check '%s' registration", c)
-		}
-	}
-	for _, c := range se.ServiceChecks {
-		return nil, serverError("Missing check '%s' registration", c.ID)
+	if req.ServiceChecks != nil {
+		se.ServiceChecks = *req.ServiceChecks
 	}
 	return se, nil
 }
@@ -148,6 +137,9 @@ func (h *Handler) sessionCreate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if _, err := h.e.Update(r.Context(), func(tx *engine.Tx) error {
+		if err := h.sessionChecksOK(tx, se); err != nil {
+			return err
+		}
 		saveSession(tx, se)
 		return nil
 	}); err != nil {
@@ -206,7 +198,7 @@ func (h *Handler) sessionRead(w http.ResponseWriter, r *http.Request, watch stri
 		return err
 	}
 	var out []*sessionEntry
-	idx, err := h.block(r.Context(), qo, watch, func(tx *engine.Tx) (uint64, error) {
+	idx, err := h.block(r.Context(), qo, h.touchWait(watch), func(tx *engine.Tx) (uint64, error) {
 		out = collect(tx)
 		if out == nil {
 			out = []*sessionEntry{}

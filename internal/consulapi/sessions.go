@@ -195,27 +195,8 @@ func (s *sessions) close() {
 // Invalidating a missing session does nothing.
 func (h *Handler) invalidate(ctx context.Context, id string) error {
 	_, err := h.e.Update(ctx, func(tx *engine.Tx) error {
-		se, ok := loadSession(tx, id)
-		if !ok {
-			return nil
-		}
-		deleteSession(tx, id)
-		for _, key := range heldKeys(tx, id) {
-			unindexHeld(tx, id, key)
-			kv, ok := tx.GetKV(key)
-			if !ok || kv.Session != id {
-				continue
-			}
-			if se.Behavior == behaviorDelete {
-				tx.DeleteKV(key)
-			} else {
-				kv.Session = ""
-				tx.PutKV(kv)
-			}
-			// Set inside the transaction so that no acquire can slip in
-			// between the commit and the delay; setting it again when the
-			// engine re-runs fn is harmless.
-			h.sess.setLockDelay(key, time.Duration(se.LockDelay))
+		if se, ok := loadSession(tx, id); ok {
+			h.invalidateTx(tx, se)
 		}
 		return nil
 	})
@@ -224,4 +205,28 @@ func (h *Handler) invalidate(ctx context.Context, id string) error {
 	}
 	h.sess.disarm(id)
 	return nil
+}
+
+// invalidateTx is invalidate inside tx, for a session that exists; the
+// caller disarms its timer once tx has committed.
+func (h *Handler) invalidateTx(tx *engine.Tx, se *sessionEntry) {
+	id := se.ID
+	deleteSession(tx, id)
+	for _, key := range heldKeys(tx, id) {
+		unindexHeld(tx, id, key)
+		kv, ok := tx.GetKV(key)
+		if !ok || kv.Session != id {
+			continue
+		}
+		if se.Behavior == behaviorDelete {
+			tx.DeleteKV(key)
+		} else {
+			kv.Session = ""
+			tx.PutKV(kv)
+		}
+		// Set inside the transaction so that no acquire can slip in
+		// between the commit and the delay; setting it again when the
+		// engine re-runs fn is harmless.
+		h.sess.setLockDelay(key, time.Duration(se.LockDelay))
+	}
 }

@@ -64,7 +64,7 @@ func TestClientRenewPeriodic(t *testing.T) {
 	}
 }
 
-// LockDelay decoding (spec §3.1): numbers are nanoseconds, strings Go
+// LockDelay decoding: numbers are nanoseconds, strings Go
 // durations, anything under 1000ns is taken as seconds (negative too);
 // a bare numeric string is a decode error.
 func TestSessionLockDelayDecoding(t *testing.T) {
@@ -103,7 +103,7 @@ func TestSessionLockDelayDecoding(t *testing.T) {
 }
 
 // A lock-delay refuses only acquire (and txn lock): set, cas, delete and
-// release go through (spec §3.3).
+// release go through.
 func TestLockDelayBlocksOnlyAcquire(t *testing.T) {
 	s := newTestServer(t, nil)
 	create := func() string {
@@ -126,7 +126,7 @@ func TestLockDelayBlocksOnlyAcquire(t *testing.T) {
 	s.expect(t, "PUT", "/v1/kv/other?acquire="+s2, "y", 200, "true")
 }
 
-// ACL token precedence (spec §1.1): ?token=, then X-Consul-Token, then
+// ACL token precedence: ?token=, then X-Consul-Token, then
 // Authorization: Bearer; the first one present decides.
 func TestACLTokenPrecedence(t *testing.T) {
 	s := newTestServer(t, &Options{ACLToken: "right"})

@@ -120,7 +120,7 @@ func TestSyncLockDelayDefaults(t *testing.T) {
 	}
 }
 
-// Blocking-query timeouts (spec §2): no wait → 5m, a wait above 10m → 10m,
+// Blocking-query timeouts: no wait → 5m, a wait above 10m → 10m,
 // plus jitter below wait/16; on timeout the answer is the current state
 // with the same index. A write ends the wait at once.
 func TestSyncBlockingTimeouts(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Every /v1/txn KV verb over raw HTTP (spec §4): what a success returns
+// Every /v1/txn KV verb over raw HTTP: what a success returns
 // and the exact Errors[].What of each failure.
 func TestTxnVerbsOnTheWire(t *testing.T) {
 	s := newTestServer(t, nil)

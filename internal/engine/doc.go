@@ -26,7 +26,8 @@
 //     so a second engine (in this or another process) on the same directory
 //     fails with ErrLocked.
 //   - Watches without polling: Wait blocks until a commit touches a key under
-//     a prefix; only waiters of touched prefixes are woken.
+//     a prefix; only waiters of touched prefixes are woken. KV keys and the
+//     names layers Touch (S3, sessions) are separate: Wait and WaitTouched.
 //   - Blobs: large bodies stream to files under dir/blobs, fsynced and named
 //     before a transaction adopts them by id.
 //

@@ -259,7 +259,7 @@ func TestWaitWakesOnPrefixNotSibling(t *testing.T) {
 		t.Fatalf("woke %q, want a/", got)
 	}
 	e.watch.mu.Lock()
-	_, bStill := e.watch.byPfx["b/"]
+	_, bStill := e.watch.byPfx[kvSpace+"b/"]
 	e.watch.mu.Unlock()
 	if !bStill {
 		t.Fatal("the b/ waiter was woken by a write to a/x")

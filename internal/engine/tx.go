@@ -40,15 +40,15 @@ func (tx *Tx) Index() uint64 { return tx.index }
 // Writable reports whether tx is an Update transaction.
 func (tx *Tx) Writable() bool { return tx.write }
 
-// Touch marks key as changed by this transaction, so that Wait callers
-// whose prefix covers key wake after commit; it also makes the Update
-// consume its index. PutKV and DeleteKV touch their key themselves. Layers
-// using raw buckets call Touch with a key of their own naming (for example
-// "\x00session/<id>").
-func (tx *Tx) Touch(key string) {
+// Touch marks name as changed by this transaction, so that WaitTouched
+// callers whose prefix covers name wake after commit; it also makes the
+// Update consume its index. Layers using raw buckets call Touch with a
+// name of their own (for example "\x00session/<id>"). Touched names are
+// not KV keys: they never wake Wait (PutKV and DeleteKV wake those).
+func (tx *Tx) Touch(name string) {
 	tx.mustWrite()
 	tx.changed = true
-	tx.touched = append(tx.touched, key)
+	tx.touched = append(tx.touched, touchSpace+name)
 }
 
 func (tx *Tx) mustWrite() {
@@ -112,7 +112,7 @@ func (tx *Tx) DeleteKV(key string) bool {
 
 func (tx *Tx) kvChanged(key string) {
 	tx.changed = true
-	tx.touched = append(tx.touched, key)
+	tx.touched = append(tx.touched, kvSpace+key)
 	must(tx.btx.Bucket(bucketMeta).Put(keyKVIndex, u64(tx.index)))
 }
 

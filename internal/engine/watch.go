@@ -11,6 +11,17 @@ import (
 // whose index is older than the ring returns at once (callers re-check).
 const ringSize = 4096
 
+// Watch keys live in two spaces that never match each other: KV keys
+// (PutKV, DeleteKV), watched with Wait, and the names layers Touch for
+// their own records (S3 buckets and objects, sessions, uploads), watched
+// with WaitTouched. So a waiter on the whole KV root (prefix "") is not
+// woken by an S3 PUT or a session renewal, whatever the name's spelling.
+// The registry stores every key and prefix with its space's letter first.
+const (
+	kvSpace    = "k"
+	touchSpace = "t"
+)
+
 type commitRec struct {
 	index uint64
 	keys  []string
@@ -150,9 +161,10 @@ func (w *watchers) close() {
 	w.lengths = map[int]int{}
 }
 
-// Wait blocks until a commit with an index greater than after has touched
-// a key starting with prefix (a KV write or delete, or a Tx.Touch), or ctx
-// ends (ctx's error), or the engine closes (ErrClosed) or fails (its Err).
+// Wait blocks until a commit with an index greater than after has written
+// or deleted a KV key starting with prefix, or ctx ends (ctx's error), or
+// the engine closes (ErrClosed) or fails (its Err). Names given to
+// Tx.Touch never match: wait for those with WaitTouched.
 //
 // Pass as after the index you last observed, typically tx.Index() of the
 // View you read from: a commit that lands between that View and the call
@@ -160,6 +172,17 @@ func (w *watchers) close() {
 // (when after is older than the recent-commit memory); callers re-check.
 // A waiter is woken only by commits touching its prefix.
 func (e *Engine) Wait(ctx context.Context, prefix string, after uint64) error {
+	return e.wait(ctx, kvSpace+prefix, after)
+}
+
+// WaitTouched is Wait for the names given to Tx.Touch: it returns once a
+// commit with an index greater than after has touched a name starting
+// with prefix. KV writes never match.
+func (e *Engine) WaitTouched(ctx context.Context, prefix string, after uint64) error {
+	return e.wait(ctx, touchSpace+prefix, after)
+}
+
+func (e *Engine) wait(ctx context.Context, prefix string, after uint64) error {
 	wt, err := e.watch.register(prefix, after)
 	if err != nil || wt == nil {
 		return err

@@ -156,3 +156,68 @@ func TestWaitLosesNoWakeups(t *testing.T) {
 		}
 	}
 }
+
+// A waiter on the whole KV root (prefix "") is woken only by KV keys: the
+// names layers Touch (S3 objects and buckets, sessions) live in another
+// space, however they are spelt. A Touch-only commit leaves the waiter
+// registered; a KV write then wakes it. And a waiter on a touched name
+// (WaitTouched) is woken by Touch, never by a KV key of the same spelling.
+func TestKVRootWaiterIgnoresTouchedNames(t *testing.T) {
+	e, err := Open(t.TempDir(), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	start := e.Index()
+	woke := make(chan error, 1)
+	go func() { woke <- e.Wait(t.Context(), "", start) }()
+	registered := func(want int) {
+		t.Helper()
+		for n := -1; n != want; {
+			e.watch.mu.Lock()
+			n = 0
+			for _, set := range e.watch.byPfx {
+				n += len(set)
+			}
+			e.watch.mu.Unlock()
+			if n != want {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}
+	registered(1)
+	for _, name := range []string{"\x00s3/bkt/obj", "\x00s3u/upload", "\x00consul/session/x", "app/config"} {
+		if _, err := e.Update(t.Context(), func(tx *Tx) error { tx.Touch(name); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.watch.mu.Lock()
+	n := len(e.watch.byPfx)
+	e.watch.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("after 4 Touch-only commits %d waiters are registered, want the KV-root waiter still waiting", n)
+	}
+	put(t, e, "app/config", "v")
+	if err := <-woke; err != nil {
+		t.Fatalf("KV write: Wait = %v", err)
+	}
+
+	// The other way round: a KV key spelt like a touched name does not
+	// wake a waiter on touched names.
+	start = e.Index()
+	go func() { woke <- e.WaitTouched(t.Context(), "\x00s3/", start) }()
+	registered(1)
+	put(t, e, "\x00s3/bkt/obj", "v")
+	e.watch.mu.Lock()
+	n = len(e.watch.byPfx)
+	e.watch.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("a KV write woke a waiter on touched names")
+	}
+	if _, err := e.Update(t.Context(), func(tx *Tx) error { tx.Touch("\x00s3/bkt/obj"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-woke; err != nil {
+		t.Fatalf("Touch: WaitTouched = %v", err)
+	}
+}

@@ -30,6 +30,10 @@ type Config struct {
 	// listener: nothing is served unauthenticated beyond this machine
 	// unless explicitly enabled. On loopback no token is needed.
 	ConsulAnonymous bool
+	// ConsulBumpIdenticalWrites gives every successful Consul KV write a
+	// fresh ModifyIndex, even one identical to the stored entry (which
+	// Consul, and latchkey by default, skip without waking watchers).
+	ConsulBumpIdenticalWrites bool
 
 	// AccessKey and SecretKey are the S3 credentials. When both are empty
 	// the S3 layer generates a pair once and keeps it in DataDir.

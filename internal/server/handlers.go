@@ -40,7 +40,8 @@ func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 		}
 	}()
 
-	consul, err := consulapi.New(e, &consulapi.Options{NodeName: cfg.NodeName, ACLToken: cfg.ACLToken, Logger: cfg.Logger})
+	consul, err := consulapi.New(e, &consulapi.Options{NodeName: cfg.NodeName, ACLToken: cfg.ACLToken, Logger: cfg.Logger,
+		BumpIdenticalWrites: cfg.ConsulBumpIdenticalWrites})
 	if err != nil {
 		return nil, err
 	}

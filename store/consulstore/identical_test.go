@@ -8,13 +8,13 @@ import (
 	"github.com/latchkey/latchkey/store"
 )
 
-// Against a server that skips identical writes as Consul does, rewriting
+// Against our server, which skips identical writes as Consul does, rewriting
 // the same value still gives a new version every time (the Flags nonce),
 // through Put and through Txn: the contract's "every successful Put
 // returns a version different from every version the key had before".
 func TestIdenticalWritesGetNewVersions(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t, startServer(t, &consulapi.Options{SkipIdenticalWrites: true}), "")
+	s := openTest(t, startServer(t, &consulapi.Options{}), "")
 	seen := map[store.Version]string{}
 	note := func(v store.Version, what string) {
 		t.Helper()
