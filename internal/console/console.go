@@ -156,7 +156,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
-	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("Referrer-Policy", "same-origin") // "no-referrer" would make chromium send Origin: null on our own form posts
 	p := r.URL.Path
 	if api, ok := strings.CutPrefix(p, APIPrefix); ok {
 		h.serveAPI(w, r, api)

@@ -69,7 +69,7 @@
     return bounds[bounds.length - 1];
   }
 
-  var prev = null;
+  var prev = null, samples = 0;
   function field(name, v) {
     var el = document.querySelector('[data-field="' + name + '"]');
     if (el) el.textContent = v;
@@ -102,6 +102,8 @@
         defs.forEach(function (d) { plots[d.id].setData([t].concat(series[d.id])); });
       }
       prev = m;
+      samples++;
+      charts.setAttribute("data-samples", String(samples));
     }).catch(function () {});
   }
   poll();
