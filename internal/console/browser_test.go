@@ -49,7 +49,7 @@ func browser(t *testing.T) *tab {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.WindowSize(1200, 760),
+		chromedp.WindowSize(1200, 900),
 		chromedp.Flag("disable-gpu", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 	)

@@ -47,7 +47,7 @@
     charts.appendChild(box);
     series[d.id] = d.labels.map(function () { return []; });
     var opts = {
-      width: Math.max(480, Math.min(560, charts.clientWidth - 20)), height: 180,
+      width: Math.max(300, Math.floor(charts.clientWidth / 2) - 30), height: 150,
       series: [{}].concat(d.labels.map(function (l, i) { return { label: l, stroke: colors[i], width: 1.5 }; })),
       axes: [{}, { size: 60 }],
       scales: { y: { range: function (u, min, max) { return [0, Math.max(max * 1.1, 1e-9)]; } } }
