@@ -447,3 +447,44 @@ func TestOverviewMetrics(t *testing.T) {
 		t.Fatalf("metrics: %+v", o.Metrics)
 	}
 }
+
+func TestLocksPagingAndSort(t *testing.T) {
+	f := start(t, "")
+	for i := range 150 {
+		f.put(fmt.Sprintf("locks/plain%03d", i), []byte("not a lock"))
+	}
+	f.staleLease("locks/zz-old", "old@h")
+	f.acquire("locks/zz-new", "new@h")
+	var p1, p2 locksJSON
+	f.api("/-/api/locks?prefix=locks/", &p1)
+	if len(p1.Locks) != 0 || p1.Next != "locks/plain100" {
+		t.Fatalf("first page: %d locks, next %q; want none among 100 plain keys, next locks/plain100", len(p1.Locks), p1.Next)
+	}
+	f.api("/-/api/locks?sort=age&prefix=locks/&from="+url.QueryEscape(p1.Next), &p2)
+	if len(p2.Locks) != 2 || p2.Locks[0].Key != "locks/zz-old" || p2.Locks[1].Key != "locks/zz-new" || p2.Next != "" {
+		t.Fatalf("second page sorted by age: %+v", p2)
+	}
+}
+
+func TestMethods(t *testing.T) {
+	f := start(t, "")
+	for _, p := range []string{"/-/api/overview", "/ui/", "/ui/kv/raw?key=x", "/ui/static/app.js"} {
+		req, _ := http.NewRequest("DELETE", f.srv.URL+p, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusMethodNotAllowed {
+			t.Errorf("DELETE %s: %d", p, resp.StatusCode)
+		}
+	}
+	resp, err := http.Head(f.srv.URL + "/ui/locks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Security-Policy") == "" {
+		t.Errorf("HEAD /ui/locks: %d", resp.StatusCode)
+	}
+}
