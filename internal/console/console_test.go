@@ -11,11 +11,16 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	awscreds "github.com/aws/aws-sdk-go-v2/credentials"
 	consul "github.com/hashicorp/consul/api"
 	"github.com/minio/minio-go/v7"
 
 	"github.com/latchkey/latchkey/internal/console"
+	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/s3store"
 )
 
 type locksJSON struct {
@@ -486,5 +491,47 @@ func TestMethods(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Security-Policy") == "" {
 		t.Errorf("HEAD /ui/locks: %d", resp.StatusCode)
+	}
+}
+
+// Leases kept by an s3:// store in one of this server's buckets.
+func TestS3StoreLeases(t *testing.T) {
+	f := start(t, "")
+	ctx := context.Background()
+	if err := f.s3().MakeBucket(ctx, "locks-bkt", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := s3store.Open(ctx, "locks-bkt", "", &s3store.Options{Endpoint: f.srv.URL, Region: "us-east-1",
+		Credentials: awscreds.NewStaticCredentialsProvider(f.srv.AccessKey, f.srv.SecretKey, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	lk, err := lease.NewLocker(s, "jobs/deploy", &lease.Options{Holder: "ci@runner", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lk.TryAcquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "jobs/other", []byte("not a lease"), store.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	var got locksJSON
+	f.api("/-/api/locks?bucket=locks-bkt&prefix=jobs/", &got)
+	if len(got.Locks) != 1 || got.Locks[0].Key != "jobs/deploy" || got.Locks[0].Holder != "ci@runner" ||
+		got.Locks[0].Token != l.Token() || got.Locks[0].State != console.StateHeld {
+		t.Fatalf("S3 leases: %+v", got)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.api("/-/api/locks?bucket=locks-bkt&prefix=jobs/", &got)
+	if len(got.Locks) != 1 || got.Locks[0].State != console.StateReleased {
+		t.Fatalf("S3 lease after release: %+v", got)
+	}
+	if code, _, _ := f.get("/-/api/locks?bucket=nope"); code != http.StatusNotFound {
+		t.Fatalf("missing bucket: %d", code)
 	}
 }

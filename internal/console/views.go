@@ -111,6 +111,9 @@ type Lock struct {
 // found among them.
 type Locks struct {
 	Prefix string `json:"prefix"`
+	// Bucket, when set, reads the lease records of an s3:// store kept
+	// in this server's bucket instead of the KV key space.
+	Bucket string `json:"bucket,omitempty"`
 	Sort   string `json:"sort"`
 	Locks  []Lock `json:"locks"`
 	// Scanned is how many keys this page read; Next, when set, is where
@@ -190,9 +193,16 @@ func (h *Handler) locks(r *http.Request) (any, error) {
 		return nil, err
 	}
 	sortBy, _ := param(r, "sort")
+	bucket, err := param(r, "bucket")
+	if err != nil {
+		return nil, err
+	}
 	now := h.o.Now()
-	out := Locks{Prefix: prefix, Sort: sortBy, Locks: []Lock{}}
+	out := Locks{Prefix: prefix, Sort: sortBy, Bucket: bucket, Locks: []Lock{}}
 	err = h.o.Engine.View(func(tx *engine.Tx) error {
+		if bucket != "" {
+			return h.s3Locks(tx, &out, from, now)
+		}
 		tx.ScanKV(prefix, from, func(kv engine.KV) bool {
 			if out.Scanned >= h.o.PageSize {
 				out.Next = kv.Key
@@ -225,6 +235,47 @@ func (h *Handler) locks(r *http.Request) (any, error) {
 		sort.SliceStable(out.Locks, func(i, j int) bool { return out.Locks[i].Age > out.Locks[j].Age })
 	}
 	return out, err
+}
+
+// s3Locks reads the lease records among the current objects of one page
+// of out.Bucket (an s3:// store on this server). Lease records are small,
+// so they are stored inline; larger objects are not read.
+func (h *Handler) s3Locks(tx *engine.Tx, out *Locks, from string, now time.Time) error {
+	if _, ok := s3api.ConsoleBucket(tx, out.Bucket); !ok {
+		return errNotFoundf("no bucket %q", out.Bucket)
+	}
+	vs, more := s3api.ConsoleVersions(tx, out.Bucket, out.Prefix, from, h.o.PageSize)
+	for _, v := range vs {
+		if !v.Latest {
+			continue
+		}
+		out.Scanned++
+		if v.DeleteMarker || v.Size > 4<<10 {
+			continue
+		}
+		body, ok := s3api.ConsoleInline(tx, out.Bucket, v.Key, v.Index)
+		if !ok {
+			continue
+		}
+		if rec, ok := asLease(stripS3StoreHeader(body)); ok {
+			out.Locks = append(out.Locks, leaseLock(engine.KV{Key: v.Key, ModifyIndex: v.Index}, rec, now))
+		}
+	}
+	if more && len(vs) > 0 {
+		out.Next = vs[len(vs)-1].Key
+	}
+	return nil
+}
+
+// stripS3StoreHeader drops the line an s3:// store (package s3store) puts
+// in front of every value: "latchkey-s3store-v1 <nonce>\n".
+func stripS3StoreHeader(b []byte) []byte {
+	if bytes.HasPrefix(b, []byte("latchkey-s3store-")) {
+		if i := bytes.IndexByte(b, '\n'); i >= 0 && i < 128 {
+			return b[i+1:]
+		}
+	}
+	return b
 }
 
 // Sessions is the sessions page.

@@ -69,6 +69,7 @@ type ObjectVersion struct {
 	Modified     time.Time `json:"modified"`
 	ContentType  string    `json:"content_type,omitempty"`
 	Parts        int       `json:"parts,omitempty"`
+	Index        uint64    `json:"index"` // engine index of the write
 }
 
 // ConsoleVersions returns the versions of the keys of bucket that start
@@ -89,7 +90,7 @@ func ConsoleVersions(tx *engine.Tx, bucket, prefix, after string, limit int) (_ 
 	last := ""
 	c := b.Cursor()
 	for k, v := c.Seek(start); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-		key, _, ok := splitVersionKey(k, bp)
+		key, index, ok := splitVersionKey(k, bp)
 		if !ok {
 			continue
 		}
@@ -102,7 +103,7 @@ func ConsoleVersions(tx *engine.Tx, bucket, prefix, after string, limit int) (_ 
 		}
 		out = append(out, ObjectVersion{
 			Key: key, VersionID: rec.VersionID, Latest: key != last, DeleteMarker: rec.Marker,
-			ETag: rec.ETag, Size: rec.Size, Modified: rec.modTime(), ContentType: rec.ContentType, Parts: rec.Parts,
+			ETag: rec.ETag, Size: rec.Size, Modified: rec.modTime(), ContentType: rec.ContentType, Parts: rec.Parts, Index: index,
 		})
 		last = key
 	}
@@ -162,4 +163,18 @@ func ConsoleCount(tx *engine.Tx, table string, limit int) (n int, more bool) {
 		n++
 	}
 	return n, false
+}
+
+// ConsoleInline returns the body of one version of key when it is stored
+// inline (small objects), else false.
+func ConsoleInline(tx *engine.Tx, bucket, key string, index uint64) ([]byte, bool) {
+	b := tx.ReadBucket(tblData)
+	if b == nil {
+		return nil, false
+	}
+	v := b.Get(versionKey(bucket, key, index))
+	if v == nil {
+		return nil, false
+	}
+	return bytes.Clone(v), true
 }
