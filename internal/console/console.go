@@ -3,6 +3,7 @@ package console
 import (
 	"crypto/subtle"
 	"embed"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -322,7 +323,8 @@ func (h *Handler) authorized(r *http.Request) bool {
 	}
 	var tok string
 	if c, err := r.Cookie(CookieName); err == nil {
-		tok = c.Value
+		b, _ := base64.RawURLEncoding.DecodeString(c.Value)
+		tok = string(b)
 	} else if t := r.Header.Get("X-Consul-Token"); t != "" {
 		tok = t
 	} else if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
@@ -387,7 +389,8 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 			h.render(w, r, http.StatusForbidden, "login", "that is not the server's ACL token")
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: tok, Path: "/", HttpOnly: true,
+		// base64: a token may hold bytes a cookie value cannot (space, ';', '"').
+		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: base64.RawURLEncoding.EncodeToString([]byte(tok)), Path: "/", HttpOnly: true,
 			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 	default:

@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
@@ -533,5 +535,22 @@ func TestS3StoreLeases(t *testing.T) {
 	}
 	if code, _, _ := f.get("/-/api/locks?bucket=nope"); code != http.StatusNotFound {
 		t.Fatalf("missing bucket: %d", code)
+	}
+}
+
+// A token with characters a cookie cannot carry as they are still logs in.
+func TestLoginTokenAnyBytes(t *testing.T) {
+	const tok = `a b;c="d",é`
+	f := start(t, tok)
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.PostForm(f.srv.URL+"/ui/login?next=/ui/kv", url.Values{"token": {tok}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/ui/kv" || !bytes.Contains(b, []byte("(root)")) {
+		t.Fatalf("after login: %d at %s\n%s", resp.StatusCode, resp.Request.URL, b)
 	}
 }
