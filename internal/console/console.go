@@ -321,16 +321,16 @@ func (h *Handler) authorized(r *http.Request) bool {
 	if h.o.ACLToken == "" {
 		return true
 	}
-	var tok string
 	if c, err := r.Cookie(CookieName); err == nil {
-		b, _ := base64.RawURLEncoding.DecodeString(c.Value)
-		tok = string(b)
-	} else if t := r.Header.Get("X-Consul-Token"); t != "" {
-		tok = t
-	} else if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-		tok = strings.TrimSpace(a[7:])
+		if b, err := base64.RawURLEncoding.DecodeString(c.Value); err == nil && h.tokenOK(string(b)) {
+			return true
+		}
 	}
-	return h.tokenOK(tok)
+	if h.tokenOK(r.Header.Get("X-Consul-Token")) {
+		return true
+	}
+	a := r.Header.Get("Authorization")
+	return len(a) > 7 && strings.EqualFold(a[:7], "bearer ") && h.tokenOK(strings.TrimSpace(a[7:]))
 }
 
 func (h *Handler) tokenOK(tok string) bool {

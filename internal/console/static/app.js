@@ -55,8 +55,9 @@
     plots[d.id] = new uPlot(opts, [t].concat(series[d.id]), box);
   });
 
-  function quantile(bounds, counts, q) {
-    var total = counts.length ? counts[counts.length - 1] : 0;
+  // As Histogram.Quantile in metrics.go: linear inside the bucket; in
+  // the +Inf bucket, the last finite bound.
+  function quantile(bounds, counts, total, q) {
     if (!total) return null;
     var rank = q * total, below = 0, lo = 0;
     for (var i = 0; i < counts.length; i++) {
@@ -96,7 +97,8 @@
         t.push(m.time_ms / 1000); if (t.length > N) t.shift();
         push("commits", [dc / dt]);
         push("batch", [dc > 0 ? du / dc : null]);
-        var p50 = quantile(m.fsync.bounds, dcounts, 0.5), p99 = quantile(m.fsync.bounds, dcounts, 0.99);
+        var dn = m.fsync.count - prev.fsync.count;
+        var p50 = quantile(m.fsync.bounds, dcounts, dn, 0.5), p99 = quantile(m.fsync.bounds, dcounts, dn, 0.99);
         push("fsync", [p50 === null ? null : p50 * 1000, p99 === null ? null : p99 * 1000]);
         push("req", ["consul", "s3", "ops"].map(function (a) { return ((req[a] || 0) - (preq[a] || 0)) / dt; }));
         defs.forEach(function (d) { plots[d.id].setData([t].concat(series[d.id])); });
