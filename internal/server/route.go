@@ -42,7 +42,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r = r.WithContext(ctx)
 		}
 		rt.consul.ServeHTTP(w, r)
-	case strings.HasPrefix(p, "/-/"):
+	case strings.HasPrefix(p, "/-/"), isConsolePath(p): // "ui" is too short for a bucket name
 		rt.ops.ServeHTTP(w, r)
 	default:
 		rt.s3.ServeHTTP(w, r)
@@ -62,7 +62,12 @@ func isBlockingQuery(r *http.Request) bool {
 // opsHandler serves /-/health and /-/metrics.
 func (s *Server) opsHandler() http.Handler {
 	metrics := s.metrics.handler()
+	ui := s.consoleHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isConsolePath(r.URL.EscapedPath()) {
+			ui.ServeHTTP(w, r)
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)

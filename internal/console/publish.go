@@ -1,0 +1,329 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/s3api"
+)
+
+func errNotFoundf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errNotFound}, args...)...)
+}
+
+func urlPathEscape(s string) string { return url.PathEscape(s) }
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// The layout publish (package publish) writes under a prefix P:
+//
+//	P/pointer                   the current generation (JSON)
+//	P/gen/ID/manifest           a generation's file list (JSON)
+//	P/gen/ID/data/NAME          a generation's files
+//
+// The console reads it from the KV key space (a consul:// store on this
+// server), leniently: unknown fields are ignored.
+const (
+	pointerSuffix = "/pointer"
+	genInfix      = "/gen/"
+	// defaultGrace is publish.DefaultGrace, the grace GC gives a
+	// generation unless told otherwise.
+	defaultGrace = time.Hour
+	idTimeLayout = "20060102T150405.000Z"
+)
+
+type pointerRec struct {
+	Generation string    `json:"generation"`
+	Manifest   string    `json:"manifest"`
+	Token      uint64    `json:"token"`
+	Committed  time.Time `json:"committed"`
+}
+
+type manifestRec struct {
+	Generation string    `json:"generation"`
+	Base       string    `json:"base"`
+	Token      uint64    `json:"token"`
+	Created    time.Time `json:"created"`
+	Files      []File    `json:"files"`
+}
+
+// File is one file of a generation's manifest.
+type File struct {
+	Name   string `json:"name"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+	Key    string `json:"key"`
+}
+
+// PubSummary is one prefix with a pointer.
+type PubSummary struct {
+	Prefix     string    `json:"prefix"`
+	Generation string    `json:"generation"`
+	Token      uint64    `json:"token,omitempty"`
+	Committed  time.Time `json:"committed"`
+	Modify     uint64    `json:"modify_index"`
+}
+
+// Publications is the publications page: the pointers found in one page
+// of keys (generation trees are skipped, not read).
+type Publications struct {
+	Prefix       string       `json:"prefix"`
+	Publications []PubSummary `json:"publications"`
+	Scanned      int          `json:"scanned"`
+	Next         string       `json:"next,omitempty"`
+}
+
+func asPointer(v []byte) (pointerRec, bool) {
+	var p pointerRec
+	if len(v) == 0 || v[0] != '{' || json.Unmarshal(v, &p) != nil || p.Generation == "" || p.Manifest == "" {
+		return pointerRec{}, false
+	}
+	return p, true
+}
+
+func (h *Handler) publications(r *http.Request) (any, error) {
+	prefix, err := param(r, "prefix")
+	if err != nil {
+		return nil, err
+	}
+	from, err := param(r, "from")
+	if err != nil {
+		return nil, err
+	}
+	out := Publications{Prefix: prefix, Publications: []PubSummary{}}
+	err = h.o.Engine.View(func(tx *engine.Tx) error {
+		start := max(from, prefix)
+		for {
+			seek := ""
+			tx.ScanKV(prefix, start, func(kv engine.KV) bool {
+				if out.Scanned >= h.o.PageSize {
+					out.Next = kv.Key
+					return false
+				}
+				out.Scanned++
+				if i := strings.Index(kv.Key[len(prefix):], genInfix); i >= 0 {
+					// A generation tree: skip it whole.
+					seek = successor(kv.Key[:len(prefix)+i+len(genInfix)])
+					return false
+				}
+				if strings.HasSuffix(kv.Key, pointerSuffix) {
+					if p, ok := asPointer(kv.Value); ok {
+						out.Publications = append(out.Publications, PubSummary{
+							Prefix: strings.TrimSuffix(kv.Key, pointerSuffix), Generation: p.Generation,
+							Token: p.Token, Committed: p.Committed, Modify: kv.ModifyIndex})
+					}
+				}
+				return true
+			})
+			if seek == "" || out.Next != "" {
+				return nil
+			}
+			start = seek
+		}
+	})
+	return out, err
+}
+
+// Generation is one generation under a publication prefix.
+type Generation struct {
+	ID      string    `json:"id"`
+	Began   time.Time `json:"began,omitzero"`
+	State   string    `json:"state"` // current, superseded, uncommitted
+	Created time.Time `json:"created,omitzero"`
+	Token   uint64    `json:"token,omitempty"`
+	Base    string    `json:"base,omitempty"`
+	Files   int       `json:"files"`
+	// GCAfter is when GC with the default grace may delete it (never for
+	// the current generation).
+	GCAfter time.Time `json:"gc_after,omitzero"`
+}
+
+// Publication is one publication prefix in detail.
+type Publication struct {
+	Prefix      string       `json:"prefix"`
+	Pointer     PubSummary   `json:"pointer"`
+	Files       []File       `json:"files"`
+	FilesMore   bool         `json:"files_more,omitempty"`
+	Generations []Generation `json:"generations"`
+	GensMore    bool         `json:"generations_more,omitempty"`
+	Grace       string       `json:"grace"`
+}
+
+func idTime(id string) (time.Time, bool) {
+	ts, _, ok := strings.Cut(id, "-")
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(idTimeLayout, ts)
+	return t, err == nil
+}
+
+func (h *Handler) publication(r *http.Request) (any, error) {
+	prefix, err := param(r, "prefix")
+	if err != nil {
+		return nil, err
+	}
+	prefix = strings.TrimSuffix(prefix, "/")
+	if prefix == "" {
+		return nil, badRequest("want ?prefix=")
+	}
+	out := Publication{Prefix: prefix, Files: []File{}, Generations: []Generation{}, Grace: defaultGrace.String()}
+	var found bool
+	err = h.o.Engine.View(func(tx *engine.Tx) error {
+		pkv, ok := tx.GetKV(prefix + pointerSuffix)
+		if !ok {
+			return nil
+		}
+		p, ok := asPointer(pkv.Value)
+		if !ok {
+			return nil
+		}
+		found = true
+		out.Pointer = PubSummary{Prefix: prefix, Generation: p.Generation, Token: p.Token, Committed: p.Committed, Modify: pkv.ModifyIndex}
+		if mkv, ok := tx.GetKV(p.Manifest); ok {
+			var m manifestRec
+			if json.Unmarshal(mkv.Value, &m) == nil {
+				out.Files = m.Files
+				if len(out.Files) > h.o.PageSize {
+					out.Files, out.FilesMore = out.Files[:h.o.PageSize], true
+				}
+			}
+		}
+		// Generations: one seek per generation, reading its manifest.
+		gens := prefix + genInfix
+		succOf := map[string]time.Time{} // base id → Created of its successor
+		start := gens
+		for {
+			var id string
+			tx.ScanKV(gens, start, func(kv engine.KV) bool {
+				rest := kv.Key[len(gens):]
+				if i := strings.IndexByte(rest, '/'); i > 0 {
+					id = rest[:i]
+				}
+				return false
+			})
+			if id == "" {
+				break
+			}
+			if len(out.Generations) >= h.o.PageSize {
+				out.GensMore = true
+				break
+			}
+			g := Generation{ID: id, State: "uncommitted"}
+			g.Began, _ = idTime(id)
+			if mkv, ok := tx.GetKV(gens + id + "/manifest"); ok {
+				var m manifestRec
+				if json.Unmarshal(mkv.Value, &m) == nil {
+					g.Created, g.Token, g.Base, g.Files = m.Created, m.Token, m.Base, len(m.Files)
+					g.State = "superseded"
+					if m.Base != "" {
+						succOf[m.Base] = m.Created
+					}
+				}
+			}
+			if id == p.Generation {
+				g.State = "current"
+			} else if g.State == "superseded" && !g.Began.IsZero() && g.Began.After(beganOf(p.Generation)) {
+				g.State = "uncommitted" // newer than the current one: lost a race or still running
+			}
+			out.Generations = append(out.Generations, g)
+			start = successor(gens + id + "/")
+		}
+		for i := range out.Generations {
+			g := &out.Generations[i]
+			if g.State == "current" || g.Began.IsZero() {
+				continue
+			}
+			from := g.Began
+			if t, ok := succOf[g.ID]; ok && t.After(from) {
+				from = t
+			}
+			g.GCAfter = from.Add(defaultGrace)
+		}
+		return nil
+	})
+	if err == nil && !found {
+		return nil, errNotFoundf("no publication pointer at %q", prefix+pointerSuffix)
+	}
+	return out, err
+}
+
+func beganOf(id string) time.Time {
+	t, _ := idTime(id)
+	return t
+}
+
+// S3 is the S3 page: the buckets, or one bucket's versions and uploads.
+type S3 struct {
+	Buckets      []s3api.BucketInfo    `json:"buckets,omitempty"`
+	BucketsNext  string                `json:"buckets_next,omitempty"`
+	Bucket       *s3api.BucketInfo     `json:"bucket,omitempty"`
+	Prefix       string                `json:"prefix,omitempty"`
+	Versions     []s3api.ObjectVersion `json:"versions,omitempty"`
+	VersionsNext string                `json:"versions_next,omitempty"`
+	Uploads      []s3api.UploadInfo    `json:"uploads,omitempty"`
+	UploadsMore  bool                  `json:"uploads_more,omitempty"`
+}
+
+func (h *Handler) s3(r *http.Request) (any, error) {
+	bucket, err := param(r, "bucket")
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := param(r, "prefix")
+	if err != nil {
+		return nil, err
+	}
+	after, err := param(r, "after")
+	if err != nil {
+		return nil, err
+	}
+	var out S3
+	err = h.o.Engine.View(func(tx *engine.Tx) error {
+		if bucket == "" {
+			var more bool
+			out.Buckets, more = s3api.ConsoleBuckets(tx, after, h.o.PageSize)
+			if more {
+				out.BucketsNext = out.Buckets[len(out.Buckets)-1].Name
+			}
+			if out.Buckets == nil {
+				out.Buckets = []s3api.BucketInfo{}
+			}
+			return nil
+		}
+		b, ok := s3api.ConsoleBucket(tx, bucket)
+		if !ok {
+			return errNotFoundf("no bucket %q", bucket)
+		}
+		out.Bucket, out.Prefix = &b, prefix
+		var more bool
+		out.Versions, more = s3api.ConsoleVersions(tx, bucket, prefix, after, h.o.PageSize)
+		if more {
+			// Next page: after the last whole key shown; drop that
+			// key's versions from this page if it may continue.
+			last := out.Versions[len(out.Versions)-1].Key
+			cut := len(out.Versions)
+			for cut > 0 && out.Versions[cut-1].Key == last {
+				cut--
+			}
+			if cut > 0 {
+				out.Versions = out.Versions[:cut]
+				out.VersionsNext = out.Versions[cut-1].Key
+			} else {
+				out.VersionsNext = last // one key with more versions than a page
+			}
+		}
+		if out.Versions == nil {
+			out.Versions = []s3api.ObjectVersion{}
+		}
+		out.Uploads, out.UploadsMore = s3api.ConsoleUploads(tx, bucket, h.o.PageSize)
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,31 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/latchkey/latchkey/internal/console"
+)
+
+// consoleHandler is the web console (internal/console) under /ui/ with its
+// JSON under /-/api/, behind the same ACL token as the Consul API.
+func (s *Server) consoleHandler() http.Handler {
+	h, err := console.New(console.Options{
+		Engine:      s.engine,
+		ACLToken:    s.cfg.ACLToken,
+		Metrics:     s.metrics.reg,
+		ConsulStats: s.apis.consulStats,
+		Logger:      s.log,
+	})
+	if err != nil { // embedded templates that do not parse: a build defect
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		})
+	}
+	return h
+}
+
+// isConsolePath reports a path the console serves.
+func isConsolePath(p string) bool {
+	return p == "/ui" || strings.HasPrefix(p, console.UIPrefix) || strings.HasPrefix(p, console.APIPrefix)
+}

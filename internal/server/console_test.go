@@ -1,0 +1,70 @@
+package server
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestRoutingConsole(t *testing.T) {
+	rt := &router{consul: tag("consul"), s3: tag("s3"), ops: tag("ops")}
+	ts := httptest.NewServer(rt)
+	defer ts.Close()
+	for path, want := range map[string]string{
+		"/ui":             "ops /ui",
+		"/ui/":            "ops /ui/",
+		"/ui/kv":          "ops /ui/kv",
+		"/-/api/overview": "ops /-/api/overview",
+		"/uix/key":        "s3 /uix/key",
+		"/bucket/ui/x":    "s3 /bucket/ui/x",
+		"/bucket/-/api/x": "s3 /bucket/-/api/x",
+	} {
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != want {
+			t.Errorf("GET %s went to %q, want %q", path, b, want)
+		}
+	}
+}
+
+// The console is wired with the server's token, and /-/health and
+// /-/metrics stay where they were.
+func TestConsoleWired(t *testing.T) {
+	s, err := New(Config{DataDir: t.TempDir(), ACLToken: "tok", NoSync: true, AccessKey: "AK", SecretKey: "secret-key-0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	for _, c := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/-/api/overview", "", http.StatusUnauthorized},
+		{"/-/api/overview", "tok", http.StatusOK},
+		{"/ui/static/app.css", "", http.StatusOK},
+		{"/-/health", "", http.StatusOK},
+		{"/-/metrics", "", http.StatusOK},
+		{"/-/nothing", "", http.StatusNotFound},
+	} {
+		req, _ := http.NewRequest("GET", ts.URL+c.path, nil)
+		if c.token != "" {
+			req.Header.Set("X-Consul-Token", c.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("GET %s (token %q): %d, want %d", c.path, c.token, resp.StatusCode, c.want)
+		}
+	}
+}
