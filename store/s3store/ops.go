@@ -77,6 +77,9 @@ func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadS
 	if f.kind != store.ErrUnknownOutcome {
 		return "", opError("put", key, f, err)
 	}
+	if kind == opWrite {
+		return s.resolver().Settle(ctx, key, nonce, f, err)
+	}
 	return s.resolvePut(ctx, key, nonce, send, f, err)
 }
 

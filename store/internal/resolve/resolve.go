@@ -126,6 +126,29 @@ func (r *Resolver[F]) Put(ctx context.Context, key, nonce string, send func() (s
 	return "", r.Unknown("put", key, last, fmt.Errorf("unresolved after %d resends: %w", r.Attempts, lastErr))
 }
 
+// Settle decides the outcome of an unconditional put whose attempt ended
+// without an answer, without resending it: the key holding our nonce
+// means it won; otherwise it stays unknown. A resend cannot help here,
+// whatever its nonce: the first copy may still be in flight, and if it
+// lands after the resend was reported done it undoes every write made in
+// between (Put A "ok", Put B ok, the key holds A again) — on an object
+// store whose versions are digests of the bytes, at A's old version.
+func (r *Resolver[F]) Settle(ctx context.Context, key, nonce string, last F, lastErr error) (store.Version, error) {
+	for n := 0; n < r.Attempts; n++ {
+		if err := Pause(ctx, r.Backoff, n); err != nil {
+			return "", r.Unknown("put", key, last, errors.Join(lastErr, err))
+		}
+		cur, ok, err := r.Look(ctx, key)
+		if err == nil && ok && cur.Nonce == nonce {
+			return cur.Version, nil
+		}
+		if err != nil {
+			lastErr = r.next(lastErr, err)
+		}
+	}
+	return "", r.Unknown("put", key, last, fmt.Errorf("not seen after %d looks, not resent: %w", r.Attempts, lastErr))
+}
+
 // Delete resends a delete whose outcome is unknown. An unconditional
 // delete is idempotent. A conditional one that now fails its condition
 // (store.ErrConflict) may have been the attempt that removed the version,

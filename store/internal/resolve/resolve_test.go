@@ -308,3 +308,39 @@ func TestFallback(t *testing.T) {
 		}
 	}
 }
+
+// Settle never resends: our nonce seen (on any look) wins, anything else
+// after Attempts looks is ErrUnknownOutcome with the first failure kept.
+func TestSettle(t *testing.T) {
+	ours := Stored{Nonce: "n1", Version: "v-ours"}
+	theirs := Stored{Nonce: "n2", Version: "v-theirs"}
+	cases := []struct {
+		name  string
+		k     fake
+		want  store.Version
+		looks int
+	}{
+		{name: "seen on first look", k: fake{held: []Stored{ours}}, want: "v-ours", looks: 1},
+		{name: "seen on a later look", k: fake{held: []Stored{theirs, theirs, ours}}, want: "v-ours", looks: 3},
+		{name: "someone else's object", k: fake{held: []Stored{theirs}}, looks: 3},
+		{name: "absent", k: fake{}, looks: 3},
+		{name: "looks fail", k: fake{lookErr: errBoom}, looks: 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				v, err := c.k.resolver(3).Settle(t.Context(), "jobs/a", "n1", first, errors.New("first attempt timed out"))
+				var oe *store.OpError
+				switch {
+				case c.want != "" && (err != nil || v != c.want):
+					t.Fatalf("Settle = %q, %v; want %q", v, err, c.want)
+				case c.want == "" && (!errors.As(err, &oe) || oe.Kind != store.ErrUnknownOutcome || oe.Status != 500):
+					t.Fatalf("Settle = %q, %v; want ErrUnknownOutcome with status 500", v, err)
+				}
+				if c.k.sent != 0 || c.k.looks != c.looks {
+					t.Fatalf("sent %d, looked %d times; want 0 and %d", c.k.sent, c.k.looks, c.looks)
+				}
+			})
+		})
+	}
+}
