@@ -76,3 +76,11 @@ func TestLateUnconditionalPutIsNotReportedDone(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultProxy runs every write through a dropped answer and a late
+// delivery (faultproxy.CheckWrites) against our server: s3store's own
+// resolution must never claim what the server then contradicts.
+func TestFaultProxy(t *testing.T) {
+	via, direct, proxy := openFaulty(t)
+	faultproxy.CheckWrites(t, faultproxy.Writes{Via: via, Direct: direct, Faults: proxy})
+}

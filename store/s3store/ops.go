@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -118,6 +119,12 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	}
 	if f.kind != store.ErrUnknownOutcome {
 		return opError("delete", key, f, err)
+	}
+	if kind == opWrite {
+		// Not resent, as an unconditional Put is not: a resend reported
+		// done while the first copy is in flight lets that copy delete a
+		// later write. A delete leaves no nonce to look for.
+		return unknown("delete", key, f, fmt.Errorf("not resent: %w", err))
 	}
 	return s.resolveDelete(ctx, key, kind, send, f, err)
 }

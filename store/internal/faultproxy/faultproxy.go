@@ -74,9 +74,9 @@ func Method(method, header string) func(*http.Request) bool {
 	}
 }
 
-// Writes matches every request that may change state (any method but GET
+// WriteRequest matches every request that may change state (any method but GET
 // and HEAD).
-func Writes(r *http.Request) bool { return r.Method != http.MethodGet && r.Method != http.MethodHead }
+func WriteRequest(r *http.Request) bool { return r.Method != http.MethodGet && r.Method != http.MethodHead }
 
 // HTTP is a fault-injecting reverse proxy to one HTTP server.
 type HTTP struct {
@@ -141,14 +141,11 @@ func (p *HTTP) Hits(a Action) int {
 
 // Land lets every held Late request through once its client has gone,
 // and returns when each has been answered by the server (the write has
-// landed or been refused). Requests held later pass without waiting.
+// landed or been refused). Late requests after it wait for the next Land.
 func (p *HTTP) Land() {
 	p.mu.Lock()
-	select {
-	case <-p.gate:
-	default:
-		close(p.gate)
-	}
+	close(p.gate)
+	p.gate = make(chan struct{})
 	p.mu.Unlock()
 	p.late.Wait()
 }
