@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -76,10 +75,7 @@ func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadS
 	if f.kind != store.ErrUnknownOutcome {
 		return "", opError("put", key, f, err)
 	}
-	if kind == opWrite {
-		return s.resolver().Settle(ctx, key, nonce, f, err)
-	}
-	return s.resolvePut(ctx, key, nonce, send, f, err)
+	return s.resolvePut(ctx, key, nonce, kind == opCondWrite, send, f, err)
 }
 
 // Delete removes key if cond holds.
@@ -119,12 +115,6 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	}
 	if f.kind != store.ErrUnknownOutcome {
 		return opError("delete", key, f, err)
-	}
-	if kind == opWrite {
-		// Not resent, as an unconditional Put is not: a resend reported
-		// done while the first copy is in flight lets that copy delete a
-		// later write. A delete leaves no nonce to look for.
-		return unknown("delete", key, f, fmt.Errorf("not resent: %w", err))
 	}
 	return s.resolveDelete(ctx, key, kind, send, f, err)
 }

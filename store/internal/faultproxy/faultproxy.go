@@ -4,14 +4,17 @@
 //
 // HTTP is a reverse proxy for backends that speak HTTP/1.1 (S3, the
 // Consul KV API, Azure Blob, the GCS JSON API). Rules pick requests and
-// do one of two things to them:
+// do one of these to them:
 //
 //   - Drop: forward the request, let the server apply it, and cut the
-//     client's connection instead of answering (the answer is lost).
+//     client's connection instead of answering (the answer is lost), or
+//     answer Rule.Status instead of the server's answer.
 //   - Late: read the request, hold it until its client has given up (its
 //     connection closed, e.g. on a timeout) and the test calls Land, then
 //     deliver it to the server. The caller never hears of it; the write
 //     lands after the caller was told something.
+//   - Refuse: answer Rule.Status without forwarding (0: cut the
+//     connection), so the server never sees the request.
 //
 // TCP is a byte pipe for backends whose wire is not HTTP/1.1 (etcd's
 // gRPC over HTTP/2), with the same two faults at the byte level.
@@ -46,6 +49,8 @@ const (
 	// Late holds the request until its client gave up and Land is
 	// called, then delivers it.
 	Late
+	// Refuse answers without forwarding.
+	Refuse
 )
 
 func (a Action) String() string {
@@ -54,16 +59,24 @@ func (a Action) String() string {
 		return "drop"
 	case Late:
 		return "late"
+	case Refuse:
+		return "refuse"
 	}
 	return "pass"
 }
 
 // Rule applies Action to the next Times requests that Match accepts
-// (nil: any request).
+// (nil: any request). Rules are tried in the order added, so rules with
+// a nil Match and Times 1 are a queue of faults for the next requests.
 type Rule struct {
 	Match  func(*http.Request) bool
 	Action Action
 	Times  int
+	// Status is the answer of Drop (0: none, the connection is cut) and
+	// of Refuse (0: the connection is cut), with Body (text/plain, or
+	// application/xml when it starts with "<?xml").
+	Status int
+	Body   string
 }
 
 // Method matches requests with the given HTTP method (and, when header is
@@ -76,7 +89,9 @@ func Method(method, header string) func(*http.Request) bool {
 
 // WriteRequest matches every request that may change state (any method but GET
 // and HEAD).
-func WriteRequest(r *http.Request) bool { return r.Method != http.MethodGet && r.Method != http.MethodHead }
+func WriteRequest(r *http.Request) bool {
+	return r.Method != http.MethodGet && r.Method != http.MethodHead
+}
 
 // HTTP is a fault-injecting reverse proxy to one HTTP server.
 type HTTP struct {
@@ -150,7 +165,7 @@ func (p *HTTP) Land() {
 	p.late.Wait()
 }
 
-func (p *HTTP) take(r *http.Request) (Action, chan struct{}) {
+func (p *HTTP) take(r *http.Request) (Rule, chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, rule := range p.rules {
@@ -160,14 +175,37 @@ func (p *HTTP) take(r *http.Request) (Action, chan struct{}) {
 			if rule.Action == Late {
 				p.late.Add(1)
 			}
-			return rule.Action, p.gate
+			return *rule, p.gate
 		}
 	}
-	return 0, nil
+	return Rule{}, nil
+}
+
+// answer writes rule's Status and Body, or cuts the connection.
+func answer(w http.ResponseWriter, rule Rule) {
+	if rule.Status == 0 {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+		}
+		return
+	}
+	ct := "text/plain"
+	if strings.HasPrefix(rule.Body, "<?xml") {
+		ct = "application/xml"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.WriteHeader(rule.Status)
+	io.WriteString(w, rule.Body)
 }
 
 func (p *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	action, gate := p.take(r)
+	rule, gate := p.take(r)
+	action := rule.Action
+	if action == Refuse {
+		io.Copy(io.Discard, r.Body)
+		answer(w, rule)
+		return
+	}
 	if action == Late {
 		defer p.late.Done()
 		body, err := io.ReadAll(r.Body)
@@ -196,9 +234,7 @@ func (p *HTTP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer resp.Body.Close()
 	if action == Drop {
 		io.Copy(io.Discard, resp.Body) // applied; the client never hears of it
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			conn.Close()
-		}
+		answer(w, rule)
 		return
 	}
 	for k, v := range resp.Header {

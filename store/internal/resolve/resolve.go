@@ -90,14 +90,18 @@ func (r *Resolver[F]) next(lastErr, err error) error {
 }
 
 // Put decides the outcome of a put whose attempt ended as last/lastErr
-// without an answer: read the key; our nonce there means we won. Otherwise
-// resend the same write — same nonce, same condition — so that at most one
+// without an answer: read the key; our nonce there means we won. An
+// unconditional put is then only looked for again, never resent (see
+// Settle). A conditional one is resent — same nonce, same condition — so that at most one
 // attempt commits: a success is a win, and after a definite failure (412,
 // 409, 404) another read finds either our nonce (won: the resend saw our
 // own earlier write) or not (unknown: calling it a conflict could make a
 // caller apply its update twice). The resend's own status stays in the
 // error.
-func (r *Resolver[F]) Put(ctx context.Context, key, nonce string, send func() (store.Version, F, error), last F, lastErr error) (store.Version, error) {
+func (r *Resolver[F]) Put(ctx context.Context, key, nonce string, conditional bool, send func() (store.Version, F, error), last F, lastErr error) (store.Version, error) {
+	if !conditional {
+		return r.Settle(ctx, key, nonce, last, lastErr)
+	}
 	for n := 0; n < r.Attempts; n++ {
 		if err := Pause(ctx, r.Backoff, n); err != nil {
 			return "", r.Unknown("put", key, last, errors.Join(lastErr, err))
@@ -149,11 +153,17 @@ func (r *Resolver[F]) Settle(ctx context.Context, key, nonce string, last F, las
 	return "", r.Unknown("put", key, last, fmt.Errorf("not seen after %d looks, not resent: %w", r.Attempts, lastErr))
 }
 
-// Delete resends a delete whose outcome is unknown. An unconditional
-// delete is idempotent. A conditional one that now fails its condition
-// (store.ErrConflict) may have been the attempt that removed the version,
-// so that answer stays unknown.
+// Delete resends a conditional delete whose outcome is unknown; one that
+// now fails its condition (store.ErrConflict) may have been the attempt
+// that removed the version, so that answer stays unknown. An
+// unconditional delete is not resent and stays unknown: it is idempotent
+// only when nothing else writes, and a resend reported done while the
+// first copy is still in flight lets that copy delete a later write; a
+// delete leaves no nonce to look for.
 func (r *Resolver[F]) Delete(ctx context.Context, key string, conditional bool, send func() (F, error), last F, lastErr error) error {
+	if !conditional {
+		return r.Unknown("delete", key, last, fmt.Errorf("not resent: %w", lastErr))
+	}
 	for n := 0; n < r.Attempts; n++ {
 		if err := Pause(ctx, r.Backoff, n); err != nil {
 			return r.Unknown("delete", key, last, errors.Join(lastErr, err))

@@ -105,7 +105,7 @@ func TestPut(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := c.k.resolver(3)
-				v, err := r.Put(t.Context(), "jobs/a", "n1", c.k.send, first, errors.New("first attempt timed out"))
+				v, err := r.Put(t.Context(), "jobs/a", "n1", true, c.k.send, first, errors.New("first attempt timed out"))
 				if c.wantKind == nil {
 					if err != nil || v != c.want {
 						t.Fatalf("Put = %q, %v; want %q", v, err, c.want)
@@ -130,7 +130,7 @@ func TestPut(t *testing.T) {
 func TestPutExhaustedMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := fake{sends: []error{fmt.Errorf("500: %w", store.ErrUnknownOutcome)}}
-		_, err := k.resolver(2).Put(t.Context(), "k", "n1", k.send, first, errors.New("first"))
+		_, err := k.resolver(2).Put(t.Context(), "k", "n1", true, k.send, first, errors.New("first"))
 		if !strings.Contains(err.Error(), "unresolved after 2 resends") {
 			t.Fatalf("error %q does not say how many resends", err)
 		}
@@ -143,7 +143,7 @@ func TestPutContextCancelled(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		first := errors.New("first attempt timed out")
-		_, err := k.resolver(3).Put(ctx, "k", "n1", k.send, fail{kind: store.ErrUnknownOutcome, status: 503}, first)
+		_, err := k.resolver(3).Put(ctx, "k", "n1", true, k.send, fail{kind: store.ErrUnknownOutcome, status: 503}, first)
 		if !errors.Is(err, store.ErrUnknownOutcome) || !errors.Is(err, context.Canceled) || !errors.Is(err, first) {
 			t.Fatalf("Put = %v; want unknown outcome keeping the first error and context.Canceled", err)
 		}
@@ -161,7 +161,7 @@ func TestKeepCauses(t *testing.T) {
 			r := k.resolver(2)
 			r.KeepCauses = keep
 			r.Again = func(kind error) bool { return kind == store.ErrUnknownOutcome || kind == store.ErrTransient }
-			_, err := r.Put(t.Context(), "k", "n1", k.send, first, errors.New("first"))
+			_, err := r.Put(t.Context(), "k", "n1", true, k.send, first, errors.New("first"))
 			if !errors.Is(err, store.ErrUnknownOutcome) || !errors.Is(err, e2) || errors.Is(err, e1) != keep {
 				t.Fatalf("KeepCauses=%v: Put = %v", keep, err)
 			}
@@ -183,11 +183,13 @@ func TestDelete(t *testing.T) {
 		wantKind    error
 		sent        int
 	}{
-		{name: "resend succeeds", sends: []error{lost, nil}, sent: 2},
+		{name: "resend succeeds", conditional: true, sends: []error{lost, nil}, sent: 2},
 		{name: "conditional conflict stays unknown", conditional: true, sends: []error{conflict}, wantKind: store.ErrUnknownOutcome, sent: 1},
-		{name: "unconditional conflict is a conflict", sends: []error{conflict}, wantKind: store.ErrConflict, sent: 1},
 		{name: "other failure is returned as is", conditional: true, sends: []error{transient}, wantKind: store.ErrTransient, sent: 1},
-		{name: "attempts exhausted", sends: []error{lost}, wantKind: store.ErrUnknownOutcome, sent: 3},
+		{name: "attempts exhausted", conditional: true, sends: []error{lost}, wantKind: store.ErrUnknownOutcome, sent: 3},
+		// A late first copy could delete a later write after a resend
+		// was reported done.
+		{name: "unconditional is not resent", sends: []error{nil}, wantKind: store.ErrUnknownOutcome, sent: 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -343,4 +345,15 @@ func TestSettle(t *testing.T) {
 			})
 		})
 	}
+}
+
+// An unconditional Put is settled by looking only: never resent.
+func TestPutUnconditionalIsNotResent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := fake{sends: []error{nil}}
+		_, err := k.resolver(3).Put(t.Context(), "k", "n1", false, k.send, first, errors.New("first"))
+		if !errors.Is(err, store.ErrUnknownOutcome) || k.sent != 0 || k.looks != 3 {
+			t.Fatalf("Put = %v after %d resends and %d looks; want ErrUnknownOutcome, 0 resends, 3 looks", err, k.sent, k.looks)
+		}
+	})
 }
