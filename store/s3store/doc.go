@@ -50,14 +50,16 @@
 // write that already won answers 412 and would look lost). When a write's
 // outcome is unknown, Put resolves it itself, a bounded number of times
 // with jittered backoff: it reads the key (HEAD) and, if the stored nonce
-// is ours, the write won. An unconditional Put is never resent: its first
-// copy may still be in flight, and a copy landing after a resend was
-// reported done would undo every write made in between, so without our
-// nonce seen it stays ErrUnknownOutcome; for the same reason an
-// unconditional Delete of unknown outcome is not resent and stays
-// ErrUnknownOutcome (a delete leaves no nonce to look for). A conditional
-// write is resent with the same nonce — S3 lets at most one of the
-// attempts commit. A 200 wins; a
+// is ours, the write won. An unconditional or if-absent Put is never
+// resent: its first copy may still be in flight, and a copy landing after
+// a resend was reported done would undo every write made in between (or
+// create the key again after a delete), so without our nonce seen it
+// stays ErrUnknownOutcome; for the same reason an unconditional Delete of
+// unknown outcome is not resent and stays ErrUnknownOutcome (a delete
+// leaves no nonce to look for). An if-match write, or a conditional
+// delete, is resent with the same nonce — S3 lets at most one of the
+// attempts commit, unless the key is rewritten meanwhile with exactly the
+// bytes it matched (no UniqueVersions). A 200 wins; a
 // 412, 409 or 404 followed by a HEAD that finds our nonce wins too (the
 // resend saw our own earlier write); anything else stays ErrUnknownOutcome,
 // because the earlier attempt may have committed and been overwritten

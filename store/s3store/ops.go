@@ -75,7 +75,8 @@ func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadS
 	if f.kind != store.ErrUnknownOutcome {
 		return "", opError("put", key, f, err)
 	}
-	return s.resolvePut(ctx, key, nonce, kind == opCondWrite, send, f, err)
+	_, ifMatch := cond.Match()
+	return s.resolvePut(ctx, key, nonce, ifMatch, send, f, err)
 }
 
 // Delete removes key if cond holds.

@@ -35,8 +35,8 @@ func (s *Store) resolver() *resolve.Resolver[failure] {
 // HEAD the key for our nonce, else resend the same conditional write; a
 // 412/409/404 on the resend with someone else's object, or none, is
 // ErrUnknownOutcome, never a conflict.
-func (s *Store) resolvePut(ctx context.Context, key, nonce string, conditional bool, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
-	return s.resolver().Put(ctx, key, nonce, conditional, send, last, lastErr)
+func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
+	return s.resolver().Put(ctx, key, nonce, ifMatch, send, last, lastErr)
 }
 
 // resolveDelete resends a delete whose outcome is unknown (see

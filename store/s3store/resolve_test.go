@@ -87,15 +87,32 @@ func TestAmbiguousPutResolved(t *testing.T) {
 			t.Fatalf("Put = %s, %v", v2, err)
 		}
 	})
-	t.Run("503 before the write: resent and applied once", func(t *testing.T) {
+	t.Run("503 before a CAS: resent and applied once", func(t *testing.T) {
 		s, direct, proxy := openVia(t)
+		v0, err := direct.Put(ctx, "k", []byte("a"), store.IfAbsent)
+		if err != nil {
+			t.Fatal(err)
+		}
 		proxy.Add(refuse503("PUT", 1))
-		v, err := s.Put(ctx, "k", []byte("x"), store.IfAbsent)
+		v, err := s.Put(ctx, "k", []byte("x"), store.IfMatch(v0))
 		if err != nil {
 			t.Fatalf("Put: %v", err)
 		}
-		if e, _ := direct.Get(ctx, "k"); e.Version != v {
-			t.Fatalf("version %s, stored %s", v, e.Version)
+		if e, _ := direct.Get(ctx, "k"); e.Version != v || string(e.Value) != "x" {
+			t.Fatalf("version %s, stored %q at %s", v, e.Value, e.Version)
+		}
+	})
+	t.Run("503 before a create: not resent, ErrUnknownOutcome", func(t *testing.T) {
+		// A create's late first copy would recreate the key after a
+		// delete that followed a resend's success; only the nonce decides.
+		s, direct, proxy := openVia(t)
+		proxy.Add(refuse503("PUT", 1))
+		_, err := s.Put(ctx, "k", []byte("x"), store.IfAbsent)
+		if !errors.Is(err, store.ErrUnknownOutcome) {
+			t.Fatalf("Put = %v, want ErrUnknownOutcome", err)
+		}
+		if _, err := direct.Get(ctx, "k"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Get after a refused create: %v", err)
 		}
 	})
 	t.Run("another writer's object after an unanswered attempt: ErrUnknownOutcome, not a false win", func(t *testing.T) {
@@ -104,10 +121,14 @@ func TestAmbiguousPutResolved(t *testing.T) {
 		// The first attempt gets a 503 (outcome unknown to the client);
 		// the key already holds another writer's object.
 		proxy.Add(refuse503("HEAD", 1))
-		if _, err := direct.Put(ctx, "k", []byte("theirs"), store.IfAbsent); err != nil {
+		v0, err := direct.Put(ctx, "k", []byte("before"), store.IfAbsent)
+		if err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.Put(ctx, "k", []byte("mine"), store.IfAbsent)
+		if _, err := direct.Put(ctx, "k", []byte("theirs"), store.IfMatch(v0)); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Put(ctx, "k", []byte("mine"), store.IfMatch(v0))
 		if !errors.Is(err, store.ErrUnknownOutcome) || !strings.Contains(err.Error(), "412") {
 			t.Fatalf("Put = %v, want ErrUnknownOutcome carrying the resend's 412", err)
 		}

@@ -142,11 +142,18 @@ func CheckWrites(t *testing.T, w Writes) {
 					return
 				}
 				// Late: another writer puts B once the operation has
-				// returned; then the held request lands. Unless the
-				// outcome was left unknown, B must survive it.
+				// returned (and, after a create, deletes it: the state a
+				// late create could land on); then the held request
+				// lands. Unless the outcome was left unknown, B (or the
+				// absence) must survive it.
 				vb, berr := w.Direct.Put(ctx, key, []byte("B"), store.Unconditional)
 				if berr != nil {
 					t.Fatal(berr)
+				}
+				if !o.exists {
+					if err := w.Direct.Delete(ctx, key, store.Unconditional); err != nil {
+						t.Fatal(err)
+					}
 				}
 				w.Faults.Land()
 				if w.Settle > 0 {
@@ -156,7 +163,11 @@ func CheckWrites(t *testing.T, w Writes) {
 				if gerr != nil && !errors.Is(gerr, store.ErrNotFound) {
 					t.Fatal(gerr)
 				}
-				if claim != "no claim" && (gerr != nil || !bytes.Equal(e.Value, []byte("B")) || e.Version != vb) {
+				if claim != "no claim" && !o.exists && gerr == nil {
+					t.Errorf("reported %s (%v), but its late copy created the key again after another writer deleted it: it holds %q at %q",
+						claim, err, e.Value, e.Version)
+				}
+				if claim != "no claim" && o.exists && (gerr != nil || !bytes.Equal(e.Value, []byte("B")) || e.Version != vb) {
 					t.Errorf("reported %s (%v), but its late copy landed afterwards over another writer's B at %q: the key holds %q at %q (%v)",
 						claim, err, vb, e.Value, e.Version, gerr)
 				}

@@ -25,7 +25,10 @@ func server(t *testing.T) (*httptest.Server, *atomic.Int32) {
 func TestHTTPFaults(t *testing.T) {
 	srv, applied := server(t)
 	p := NewHTTP(t, srv.URL)
-	c := &http.Client{Timeout: 200 * time.Millisecond}
+	// A short timeout for the late request; a generous one otherwise (a
+	// loaded machine under -race).
+	short, long := &http.Client{Timeout: 200 * time.Millisecond}, &http.Client{Timeout: 10 * time.Second}
+	c := long
 	put := func() error {
 		req, _ := http.NewRequest(http.MethodPut, p.URL+"/k", strings.NewReader("v"))
 		resp, err := c.Do(req)
@@ -49,9 +52,11 @@ func TestHTTPFaults(t *testing.T) {
 	resp.Body.Close()
 
 	p.Arm(Late)
+	c = short
 	if err := put(); err == nil {
 		t.Fatal("late: the client got an answer")
 	}
+	c = long
 	if applied.Load() != 1 {
 		t.Fatal("late: applied before Land")
 	}
@@ -67,7 +72,9 @@ func TestHTTPFaults(t *testing.T) {
 func TestTCPFaults(t *testing.T) {
 	srv, applied := server(t)
 	p := NewTCP(t, srv.Listener.Addr().String())
-	c := &http.Client{Timeout: 200 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
+	tr := &http.Transport{DisableKeepAlives: true}
+	short, long := &http.Client{Timeout: 200 * time.Millisecond, Transport: tr}, &http.Client{Timeout: 10 * time.Second, Transport: tr}
+	c := long
 	put := func() error {
 		req, _ := http.NewRequest(http.MethodPut, "http://"+p.Addr+"/k", strings.NewReader("v"))
 		resp, err := c.Do(req)
@@ -81,9 +88,11 @@ func TestTCPFaults(t *testing.T) {
 		t.Fatalf("drop: err %v, applied %d; want an error and 1 applied", err, applied.Load())
 	}
 	p.Arm(Late)
+	c = short
 	if err := put(); err == nil {
 		t.Fatal("late: the client got an answer")
 	}
+	c = long
 	if applied.Load() != 1 {
 		t.Fatal("late: applied before Land")
 	}
