@@ -26,6 +26,17 @@
 //     write did not apply; only its own bytes, with
 //     Options.UniqueValues, prove it did.
 //
+// On a store without store.Capabilities.UniqueVersions (S3, whose
+// version is a digest of the bytes) a version names a content, not a
+// write: a key that went A → B → A, with the same bytes A, is at A's
+// version again. A plain function of the value is still right there (it
+// sees exactly the bytes it replaces), but the ABA case exists for user
+// values: an Update whose write of unknown outcome was applied and then
+// overwritten with the bytes it read sees "the same version", takes the
+// write for not applied and sends it again. Values that carry a nonce or
+// a counter of their own (lease records, publish pointers) never repeat
+// and are not affected.
+//
 // The function may run several times and must not have side effects that
 // cannot be repeated; it must not keep or modify the slice it is given.
 //

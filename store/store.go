@@ -59,7 +59,9 @@ type Store interface {
 	//
 	// It must return an error matching ErrConflict when cond is IfAbsent and
 	// the key exists, or when cond is IfMatch(v) and the key does not exist
-	// or its version is not v. A failed Put changes nothing. Every
+	// or its version is not v. A failed Put changes nothing. A successful
+	// Put returns a version different from the key's current one whenever
+	// the value differs; on a store with Capabilities.UniqueVersions, every
 	// successful Put returns a version different from every version the key
 	// had before, including versions from before a Delete.
 	Put(ctx context.Context, key string, value []byte, cond Condition) (Version, error)
@@ -98,6 +100,15 @@ type Capabilities struct {
 	// Streaming: the store implements Streamer without buffering whole
 	// values in memory.
 	Streaming bool
+	// UniqueVersions: every successful write returns a version never
+	// returned before for that key, even for identical bytes and across a
+	// Delete, so IfMatch(v) can only match the very write that returned v
+	// (no A→B→A). An object store whose version is a digest of the bytes
+	// (S3's ETag) lacks it: writing the same bytes again brings back the
+	// same version. Records that carry a nonce or live under unique names
+	// (cas with unique values, lease records, publish manifests) do not
+	// need it; plain user values do.
+	UniqueVersions bool
 }
 
 // Watcher is implemented by backends with a native way to wait for a key to

@@ -119,6 +119,7 @@ func probeCaps(caps store.Capabilities, want bool) []string {
 		{storeprobe.CapTransactions, caps.Transactions},
 		{storeprobe.CapWatch, caps.Watch},
 		{storeprobe.CapStreaming, caps.Streaming},
+		{storeprobe.CapUniqueVersions, caps.UniqueVersions},
 	} {
 		if c.on == want {
 			out = append(out, c.name)

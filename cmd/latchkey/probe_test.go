@@ -20,7 +20,7 @@ func TestProbeMemPasses(t *testing.T) {
 	out := c.ok("probe", "--store", "mem://")
 	for _, want := range []string{
 		"latchkey probe: mem:// under latchkey-probe/",
-		"declared:     create-if-absent compare-and-swap compare-and-delete transactions watch\n",
+		"declared:     create-if-absent compare-and-swap compare-and-delete transactions watch unique-versions\n",
 		"not declared: streaming\n",
 		"\nSKIP   streaming/not declared",
 		"\nPASS   cas/stale version returns ErrConflict and keeps the value ",

@@ -39,7 +39,7 @@ func (e *Engine) Store() *KVStore { return &KVStore{e: e, done: make(chan struct
 // Capabilities: everything but streaming.
 func (s *KVStore) Capabilities() store.Capabilities {
 	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true,
-		Transactions: true, Watch: true}
+		Transactions: true, Watch: true, UniqueVersions: true}
 }
 
 func version(kv KV) store.Version { return store.Version(strconv.FormatUint(kv.ModifyIndex, 10)) }

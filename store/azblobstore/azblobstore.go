@@ -186,7 +186,7 @@ func (s *Store) Prefix() string { return s.prefix }
 // Capabilities: create-if-absent, compare-and-swap and compare-and-delete
 // are Azure conditional requests; values stream. No transactions, no watch.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true, Streaming: true}
+	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true, Streaming: true, UniqueVersions: true}
 }
 
 // Close marks the store closed; later calls fail with ErrClosed.

@@ -37,8 +37,12 @@
 // reset, a 5xx such as 503 ServerBusy or 500 OperationTimedOut), Put
 // resolves it a bounded number of times with jittered backoff: it reads
 // the blob's properties and, if the nonce is ours, the write won;
-// otherwise it resends the same write with the same nonce and condition —
-// at most one attempt can commit. What it cannot decide stays
+// otherwise an if-match write is resent with the same nonce and
+// condition — at most one attempt can commit. An unconditional or
+// if-absent write is never resent (its first copy may still land after a
+// resend was reported done, undoing later writes or recreating a deleted
+// blob): a Put without our nonce seen, and any unconditional Delete of
+// unknown outcome, stay ErrUnknownOutcome. What it cannot decide stays
 // ErrUnknownOutcome, never ErrConflict. Reads use the SDK's standard
 // retries; a 503 or 500 on a read that outlasts them is ErrTransient.
 //

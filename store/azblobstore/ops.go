@@ -100,11 +100,12 @@ func (s *Store) putBytes(ctx context.Context, key string, value []byte, cond sto
 		}
 		return quoteETag(out.ETag), failure{}, nil
 	}
-	return s.sendPut(ctx, key, nonce, send)
+	_, ifMatch := cond.Match()
+	return s.sendPut(ctx, key, nonce, ifMatch, send)
 }
 
 // sendPut sends a write once and resolves an unknown outcome.
-func (s *Store) sendPut(ctx context.Context, key, nonce string, send func() (store.Version, failure, error)) (store.Version, error) {
+func (s *Store) sendPut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, failure, error)) (store.Version, error) {
 	v, f, err := send()
 	if err == nil {
 		return v, nil
@@ -112,7 +113,7 @@ func (s *Store) sendPut(ctx context.Context, key, nonce string, send func() (sto
 	if f.kind != store.ErrUnknownOutcome {
 		return "", opError("put", key, f, err)
 	}
-	return s.resolvePut(ctx, key, nonce, send, f, err)
+	return s.resolvePut(ctx, key, nonce, ifMatch, send, f, err)
 }
 
 // Delete removes key if cond holds.

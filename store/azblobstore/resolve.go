@@ -30,8 +30,8 @@ func (s *Store) resolver() *resolve.Resolver[failure] {
 // read the blob's properties for our nonce, else resend the same write;
 // a 409/412/404 on the resend with someone else's nonce, or none, is
 // ErrUnknownOutcome, never a conflict.
-func (s *Store) resolvePut(ctx context.Context, key, nonce string, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
-	return s.resolver().Put(ctx, key, nonce, send, last, lastErr)
+func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
+	return s.resolver().Put(ctx, key, nonce, ifMatch, send, last, lastErr)
 }
 
 // resolveDelete resends a delete whose outcome is unknown (see

@@ -73,7 +73,8 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		}
 		return quoteETag(out.ETag), failure{}, nil
 	}
-	return s.sendPut(ctx, key, nonce, send)
+	_, ifMatch := cond.Match()
+	return s.sendPut(ctx, key, nonce, ifMatch, send)
 }
 
 // GetStream returns a reader of the key's value and its version. The SDK

@@ -109,7 +109,7 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 
 // Capabilities: everything the contract names except streaming.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true, Transactions: true, Watch: true}
+	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true, Transactions: true, Watch: true, UniqueVersions: true}
 }
 
 // Close ends blocking queries in flight and makes later calls fail with

@@ -3,15 +3,11 @@ package consulstore
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/faultproxy"
 )
 
 // fault is what faultProxy does to one request: answer status (0: drop
@@ -25,58 +21,25 @@ type fault struct {
 // faultProxy stands between consulstore and latchkey's real server and
 // injects the queued faults into the next requests, one each; with none
 // queued it forwards.
-type faultProxy struct {
-	rp *httputil.ReverseProxy
-	mu sync.Mutex
-	q  []fault
-}
+type faultProxy struct{ *faultproxy.HTTP }
 
 func newFaultProxy(t *testing.T, target string) (*faultProxy, string) {
 	t.Helper()
-	u, _ := url.Parse("http://" + target)
-	p := &faultProxy{rp: httputil.NewSingleHostReverseProxy(u)}
-	srv := httptest.NewServer(p)
-	t.Cleanup(srv.Close)
-	return p, srv.Listener.Addr().String()
+	p := faultproxy.NewHTTP(t, target)
+	return &faultProxy{p}, p.Addr
 }
 
 func (p *faultProxy) inject(fs ...fault) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.q = append(p.q, fs...)
-}
-
-func (p *faultProxy) clear() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.q = nil
-}
-
-func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	p.mu.Lock()
-	var f *fault
-	if len(p.q) > 0 {
-		f = &p.q[0]
-		p.q = p.q[1:]
-	}
-	p.mu.Unlock()
-	if f == nil {
-		p.rp.ServeHTTP(w, r)
-		return
-	}
-	if f.after {
-		p.rp.ServeHTTP(httptest.NewRecorder(), r) // applied; the answer is lost
-	}
-	if f.status == 0 {
-		conn, _, err := http.NewResponseController(w).Hijack()
-		if err == nil {
-			conn.Close()
+	for _, f := range fs {
+		a := faultproxy.Refuse
+		if f.after {
+			a = faultproxy.Drop
 		}
-		return
+		p.Add(faultproxy.Rule{Action: a, Status: f.status, Body: "injected fault", Times: 1})
 	}
-	w.WriteHeader(f.status)
-	io.WriteString(w, "injected fault")
 }
+
+func (p *faultProxy) clear() { p.Clear() }
 
 // Every failure on the wire maps onto the error set as DESIGN.md §1 says,
 // with the status kept: reads are transient; 429 is transient (refused
@@ -201,4 +164,24 @@ func TestFaultsOnTheWire(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFaultProxyWrites runs every write through faultproxy.CheckWrites:
+// its answer dropped after the server applied it, and delivered late,
+// after its caller's context ended, with another writer in between.
+// consulstore has no per-request timeout, so the late case is a caller
+// whose context ends mid-request.
+func TestFaultProxyWrites(t *testing.T) {
+	addr := startServer(t, nil)
+	proxy := faultproxy.NewHTTP(t, addr)
+	prefix := randomPrefix()
+	open := func(addr string) *Store {
+		s, err := Open(context.Background(), &Options{Address: addr, Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	faultproxy.CheckWrites(t, faultproxy.Writes{Via: open(proxy.Addr), Direct: open(addr), Faults: proxy, OpTimeout: 300 * time.Millisecond})
 }

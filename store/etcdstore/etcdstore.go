@@ -124,7 +124,7 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 
 // Capabilities: everything the contract names except streaming.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true, Transactions: true, Watch: true}
+	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true, Transactions: true, Watch: true, UniqueVersions: true}
 }
 
 // Close ends watches in flight, closes the client and makes later calls

@@ -257,7 +257,7 @@ func (s *Store) removeIfStale(path string) {
 // where WaitChange waits on inotify(7) (Linux) and false where it polls.
 func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true,
-		Transactions: true, Watch: inotifySupported, Streaming: true}
+		Transactions: true, Watch: inotifySupported, Streaming: true, UniqueVersions: true}
 }
 
 // begin starts an operation: it fails once the store is closed or ctx is

@@ -43,10 +43,14 @@
 // custom metadata (latchkey-nonce). When a write's outcome is unknown,
 // Put resolves it itself, a bounded number of times with jittered
 // backoff: it reads the object's metadata and, if the nonce is ours, the
-// write won; otherwise it resends the same write with the same nonce and
-// precondition — at most one of the attempts can commit. A success wins;
-// a 412 or 404 followed by a read that finds our nonce wins too; anything
-// else stays ErrUnknownOutcome, because the earlier attempt may have
+// write won; otherwise an if-match write is resent with the same nonce
+// and precondition — at most one of the attempts can commit. An
+// unconditional or if-absent write is never resent (its first copy may
+// still land after a resend was reported done, undoing later writes or
+// recreating a deleted object): a Put without our nonce seen, and any
+// unconditional Delete of unknown outcome, stay ErrUnknownOutcome. A
+// success wins; a 412 or 404 followed by a read that finds our nonce wins
+// too; anything else stays ErrUnknownOutcome, because the earlier attempt may have
 // committed and been overwritten since. Reads use the client's retries
 // (exponential backoff with jitter), bounded to 4 attempts; a read that
 // still fails is ErrTransient.

@@ -127,7 +127,7 @@ func (s *Store) Prefix() string { return s.prefix }
 // are GCS generation preconditions; values stream. No transactions, no
 // watch.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: !s.noCAD, Streaming: true}
+	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: !s.noCAD, Streaming: true, UniqueVersions: true}
 }
 
 // Close closes the client; later calls fail with ErrClosed. A second

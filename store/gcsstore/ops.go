@@ -108,7 +108,8 @@ func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, boo
 	if f.kind != store.ErrUnknownOutcome {
 		return "", opError("put", key, f, err)
 	}
-	return s.resolvePut(ctx, key, nonce, send, f, err)
+	_, ifMatch := cond.Match()
+	return s.resolvePut(ctx, key, nonce, ifMatch, send, f, err)
 }
 
 // upload sends one object in a single request (no chunk buffer, no client

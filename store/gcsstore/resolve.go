@@ -36,8 +36,8 @@ func (s *Store) resolver() *resolve.Resolver[failure] {
 // object's metadata for our nonce, else resend the same write with the
 // same generation precondition; a 412 or 404 on the resend with someone
 // else's nonce, or none, is ErrUnknownOutcome, never a conflict.
-func (s *Store) resolvePut(ctx context.Context, key, nonce string, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
-	return s.resolver().Put(ctx, key, nonce, send, last, lastErr)
+func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
+	return s.resolver().Put(ctx, key, nonce, ifMatch, send, last, lastErr)
 }
 
 // resolveDelete resends a delete whose outcome is unknown (see

@@ -52,7 +52,7 @@ var _ interface {
 // Capabilities: everything.
 func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true,
-		Transactions: true, Watch: true, Streaming: false}
+		Transactions: true, Watch: true, Streaming: false, UniqueVersions: true}
 }
 
 func (s *Store) check(ctx context.Context, op, key string) error {

@@ -13,22 +13,29 @@
 //
 // # Versions and the object format
 //
-// A Version is the object's ETag (quoted, as S3 sends it). An ETag is the
-// MD5 of the bytes, so the same value written twice would get the same
-// ETag: If-Match could not see an A→B→A overwrite, and "every successful
-// Put returns a version different from every version the key had before"
-// would not hold. So every write stores a small header line in front of
-// the value, carrying a fresh 128-bit random nonce:
+// An object holds the value exactly as given: `aws s3 cp`, a static site
+// or a dataset reader gets the bytes that were written. Each write also
+// sends a fresh 128-bit random nonce as user metadata
+// (x-amz-meta-latchkey-nonce), so that an ambiguous outcome can be
+// resolved with a HEAD.
+//
+// A Version is the object's ETag (quoted, as S3 sends it). On S3 an ETag
+// is the MD5 of the bytes, so the same value written twice gets the same
+// version, and If-Match cannot see an A→B→A overwrite with identical
+// bytes: the store does not declare store.Capabilities.UniqueVersions.
+// Records that carry a nonce or live under unique names (lease records,
+// publish manifests and pointers) never repeat their bytes, so they are
+// not affected; plain user values are (see package cas).
+//
+// Objects written by s3store before this format carry a 53-byte header
+// line in front of the value, with the same nonce as their metadata:
 //
 //	latchkey-s3store-v1 <32 hex digits of nonce>\n<value bytes>
 //
-// (53 bytes, then the value.) The nonce makes the stored bytes, and so the
-// ETag, unique per write; the condition S3 checks atomically is then a
-// check of one exact write. The same nonce also travels as user metadata
-// (x-amz-meta-latchkey-nonce) so that an ambiguous outcome can be resolved
-// with a HEAD. Get and GetStream strip the header; raw S3 readers see it.
-// An object without the header (written by another tool) is read whole, as
-// its value, with its ETag as version.
+// Get and GetStream strip it when the header's nonce is the metadata's
+// (or the server kept no metadata), so old objects stay readable; a value
+// that merely starts with such a line is left alone, because its metadata
+// carries another nonce. An object written by another tool is read whole.
 //
 // # Errors and ambiguous outcomes
 //
@@ -43,8 +50,16 @@
 // write that already won answers 412 and would look lost). When a write's
 // outcome is unknown, Put resolves it itself, a bounded number of times
 // with jittered backoff: it reads the key (HEAD) and, if the stored nonce
-// is ours, the write won; otherwise it resends the same write with the
-// same nonce — S3 lets at most one of the attempts commit. A 200 wins; a
+// is ours, the write won. An unconditional or if-absent Put is never
+// resent: its first copy may still be in flight, and a copy landing after
+// a resend was reported done would undo every write made in between (or
+// create the key again after a delete), so without our nonce seen it
+// stays ErrUnknownOutcome; for the same reason an unconditional Delete of
+// unknown outcome is not resent and stays ErrUnknownOutcome (a delete
+// leaves no nonce to look for). An if-match write, or a conditional
+// delete, is resent with the same nonce — S3 lets at most one of the
+// attempts commit, unless the key is rewritten meanwhile with exactly the
+// bytes it matched (no UniqueVersions). A 200 wins; a
 // 412, 409 or 404 followed by a HEAD that finds our nonce wins too (the
 // resend saw our own earlier write); anything else stays ErrUnknownOutcome,
 // because the earlier attempt may have committed and been overwritten

@@ -8,10 +8,17 @@ import (
 	"io"
 )
 
+// An object holds the value exactly as given; the write's nonce travels
+// as user metadata only. Objects written by s3store before that carry a
+// 53-byte header line in front of the value,
+//
+//	latchkey-s3store-v1 <32 hex digits of nonce>\n<value bytes>
+//
+// with the same nonce in the metadata; reads detect and strip it.
 const (
-	magic     = "latchkey-s3store-v1 "
-	nonceHex  = 32
-	headerLen = len(magic) + nonceHex + 1 // 53
+	legacyMagic     = "latchkey-s3store-v1 "
+	nonceHex        = 32
+	legacyHeaderLen = len(legacyMagic) + nonceHex + 1 // 53
 	// metaNonce is the user-metadata key carrying the nonce
 	// (x-amz-meta-latchkey-nonce on the wire).
 	metaNonce = "latchkey-nonce"
@@ -26,43 +33,48 @@ func newNonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// header is the line stored in front of every value.
-func header(nonce string) []byte {
-	return []byte(magic + nonce + "\n")
-}
-
-// parseHeader reports the nonce of a stored object's first headerLen bytes,
-// and false when they are not a latchkey header.
-func parseHeader(b []byte) (string, bool) {
-	if len(b) != headerLen || !bytes.HasPrefix(b, []byte(magic)) || b[headerLen-1] != '\n' {
+// parseLegacyHeader reports the nonce of a stored object's first
+// legacyHeaderLen bytes, and false when they are not a legacy header.
+func parseLegacyHeader(b []byte) (string, bool) {
+	if len(b) != legacyHeaderLen || !bytes.HasPrefix(b, []byte(legacyMagic)) || b[legacyHeaderLen-1] != '\n' {
 		return "", false
 	}
-	n := b[len(magic) : headerLen-1]
+	n := b[len(legacyMagic) : legacyHeaderLen-1]
 	if _, err := hex.DecodeString(string(n)); err != nil {
 		return "", false
 	}
 	return string(n), true
 }
 
-// decodeValue strips the header from a whole stored object.
-func decodeValue(obj []byte) []byte {
-	if len(obj) >= headerLen {
-		if _, ok := parseHeader(obj[:headerLen]); ok {
-			return obj[headerLen:]
-		}
+// isLegacy reports whether head (an object's first legacyHeaderLen bytes)
+// is the header of an object written in the old format: a legacy header
+// whose nonce is the object's metadata nonce, or any legacy header when
+// the server kept no metadata. A value of today's format that merely
+// starts with such a line has another nonce in its metadata (each write's
+// nonce is fresh), so it is left alone.
+func isLegacy(head []byte, meta string) bool {
+	n, ok := parseLegacyHeader(head)
+	return ok && (meta == "" || meta == n)
+}
+
+// decodeValue returns the value of a whole stored object whose metadata
+// nonce is meta.
+func decodeValue(obj []byte, meta string) []byte {
+	if len(obj) >= legacyHeaderLen && isLegacy(obj[:legacyHeaderLen], meta) {
+		return obj[legacyHeaderLen:]
 	}
 	return obj
 }
 
-// stripHeader returns a reader of the value inside a stored object's
-// stream: the header is consumed when present; otherwise the bytes read
+// stripLegacyHeader returns a reader of the value inside a stored
+// object's stream: a legacy header is consumed; otherwise the bytes read
 // are given back.
-func stripHeader(r io.Reader) (io.Reader, error) {
-	buf := make([]byte, headerLen)
+func stripLegacyHeader(r io.Reader, meta string) (io.Reader, error) {
+	buf := make([]byte, legacyHeaderLen)
 	n, err := io.ReadFull(r, buf)
 	switch {
 	case err == nil:
-		if _, ok := parseHeader(buf); ok {
+		if isLegacy(buf, meta) {
 			return r, nil
 		}
 		return io.MultiReader(bytes.NewReader(buf), r), nil
@@ -73,19 +85,16 @@ func stripHeader(r io.Reader) (io.Reader, error) {
 	}
 }
 
-// prefixedSeeker is a seekable reader of head followed by the rest of
-// body (from body's offset at creation), so that the SDK can hash and
-// rewind a streamed value.
-type prefixedSeeker struct {
-	head  []byte
-	body  io.ReadSeeker
-	base  int64 // body's offset where the value starts
-	size  int64 // len(head) + value length
-	pos   int64
-	dirty bool // body's position is not base+pos-len(head)
+// offsetSeeker is body from the offset it had at creation, as a
+// seekable reader of its own (offset 0 is body's offset then), so that
+// the SDK can hash and rewind a streamed value that does not start at 0.
+type offsetSeeker struct {
+	body io.ReadSeeker
+	base int64
+	size int64
 }
 
-func newPrefixedSeeker(head []byte, body io.ReadSeeker) (*prefixedSeeker, error) {
+func newOffsetSeeker(body io.ReadSeeker) (*offsetSeeker, error) {
 	base, err := body.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return nil, err
@@ -97,46 +106,32 @@ func newPrefixedSeeker(head []byte, body io.ReadSeeker) (*prefixedSeeker, error)
 	if _, err := body.Seek(base, io.SeekStart); err != nil {
 		return nil, err
 	}
-	return &prefixedSeeker{head: head, body: body, base: base, size: int64(len(head)) + end - base}, nil
+	return &offsetSeeker{body: body, base: base, size: end - base}, nil
 }
 
-func (p *prefixedSeeker) Read(b []byte) (int, error) {
-	if p.pos >= p.size {
-		return 0, io.EOF
-	}
-	hl := int64(len(p.head))
-	if p.pos < hl {
-		n := copy(b, p.head[p.pos:])
-		p.pos += int64(n)
-		return n, nil
-	}
-	if p.dirty {
-		if _, err := p.body.Seek(p.base+p.pos-hl, io.SeekStart); err != nil {
-			return 0, err
-		}
-		p.dirty = false
-	}
-	n, err := p.body.Read(b)
-	p.pos += int64(n)
-	return n, err
-}
+func (o *offsetSeeker) Read(b []byte) (int, error) { return o.body.Read(b) }
 
-func (p *prefixedSeeker) Seek(off int64, whence int) (int64, error) {
+func (o *offsetSeeker) Seek(off int64, whence int) (int64, error) {
 	var abs int64
 	switch whence {
 	case io.SeekStart:
 		abs = off
 	case io.SeekCurrent:
-		abs = p.pos + off
+		cur, err := o.body.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return 0, err
+		}
+		abs = cur - o.base + off
 	case io.SeekEnd:
-		abs = p.size + off
+		abs = o.size + off
 	default:
 		return 0, errors.New("s3store: bad whence")
 	}
 	if abs < 0 {
 		return 0, errors.New("s3store: negative position")
 	}
-	p.pos = abs
-	p.dirty = true
+	if _, err := o.body.Seek(o.base+abs, io.SeekStart); err != nil {
+		return 0, err
+	}
 	return abs, nil
 }

@@ -7,59 +7,68 @@ import (
 	"testing"
 )
 
-func TestHeaderFormat(t *testing.T) {
+// legacyObject is an object as s3store wrote it before values were
+// stored as given: the header line, then the value.
+func legacyObject(nonce, value string) []byte {
+	return []byte(legacyMagic + nonce + "\n" + value)
+}
+
+func TestLegacyHeader(t *testing.T) {
 	n := newNonce()
-	h := header(n)
-	if len(h) != headerLen || !strings.HasPrefix(string(h), "latchkey-s3store-v1 ") {
-		t.Fatalf("header %q (%d bytes)", h, len(h))
-	}
-	if got, ok := parseHeader(h); !ok || got != n {
-		t.Fatalf("parseHeader = %q %v", got, ok)
-	}
 	if newNonce() == n {
 		t.Fatal("two nonces are equal")
 	}
-	for _, obj := range []string{"", "short", "latchkey-s3store-v1 zz" + strings.Repeat("0", 30) + "\nvalue", strings.Repeat("x", 100)} {
-		if got := decodeValue([]byte(obj)); string(got) != obj {
-			t.Fatalf("foreign object %q decoded to %q", obj, got)
-		}
-		r, err := stripHeader(strings.NewReader(obj))
+	obj := legacyObject(n, "value")
+	if got, ok := parseLegacyHeader(obj[:legacyHeaderLen]); !ok || got != n {
+		t.Fatalf("parseLegacyHeader = %q %v", got, ok)
+	}
+	read := func(obj []byte, meta string) (whole, streamed string) {
+		t.Helper()
+		r, err := stripLegacyHeader(bytes.NewReader(obj), meta)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b, _ := io.ReadAll(r); string(b) != obj {
-			t.Fatalf("foreign object %q streamed as %q", obj, b)
+		b, _ := io.ReadAll(r)
+		return string(decodeValue(obj, meta)), string(b)
+	}
+	// Old objects: the header's nonce is the metadata's, or the server
+	// kept no metadata.
+	for _, meta := range []string{n, ""} {
+		if w, s := read(obj, meta); w != "value" || s != "value" {
+			t.Fatalf("legacy object, metadata %q: read %q / streamed %q", meta, w, s)
 		}
 	}
-	obj := append(header(n), "value"...)
-	if got := decodeValue(obj); string(got) != "value" {
-		t.Fatalf("decoded %q", got)
-	}
-	r, _ := stripHeader(bytes.NewReader(obj))
-	if b, _ := io.ReadAll(r); string(b) != "value" {
-		t.Fatalf("streamed %q", b)
+	// Today's objects are the value as is, even one that starts like a
+	// header: its metadata carries another (fresh) nonce.
+	for _, v := range []string{"", "short", "latchkey-s3store-v1 zz" + strings.Repeat("0", 30) + "\nvalue", strings.Repeat("x", 100), string(obj)} {
+		if w, s := read([]byte(v), newNonce()); w != v || s != v {
+			t.Fatalf("value %q read as %q / streamed as %q", v, w, s)
+		}
 	}
 }
 
-func TestPrefixedSeeker(t *testing.T) {
+func TestOffsetSeeker(t *testing.T) {
 	body := strings.NewReader("0123456789abcdef")
 	body.Seek(4, io.SeekStart) // the value starts at the reader's offset
-	p, err := newPrefixedSeeker([]byte("HEAD"), body)
+	p, err := newOffsetSeeker(body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ { // read, rewind, read again (as the SDK does)
 		b, err := io.ReadAll(p)
-		if err != nil || string(b) != "HEAD456789abcdef" {
+		if err != nil || string(b) != "456789abcdef" {
 			t.Fatalf("pass %d: %q %v", i, b, err)
 		}
-		if n, _ := p.Seek(0, io.SeekEnd); n != 16 {
+		if n, _ := p.Seek(0, io.SeekEnd); n != 12 {
 			t.Fatalf("size %d", n)
 		}
 		p.Seek(0, io.SeekStart)
 	}
-	p.Seek(6, io.SeekStart)
-	if b, _ := io.ReadAll(p); string(b) != "6789abcdef" {
+	p.Seek(2, io.SeekStart)
+	if n, _ := p.Seek(1, io.SeekCurrent); n != 3 {
+		t.Fatalf("SeekCurrent = %d", n)
+	}
+	if b, _ := io.ReadAll(p); string(b) != "789abcdef" {
 		t.Fatalf("after seek: %q", b)
 	}
 }

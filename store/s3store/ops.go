@@ -12,7 +12,7 @@ import (
 	"github.com/latchkey/latchkey/store"
 )
 
-// Get returns the key's value (without the nonce header) and version.
+// Get returns the key's value and version (a legacy header stripped).
 func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 	if err := s.check("get", key, false); err != nil {
 		return store.Entry{}, err
@@ -26,18 +26,16 @@ func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 	if err != nil {
 		return store.Entry{}, opError("get", key, classify(opRead, err), err)
 	}
-	return store.Entry{Key: key, Value: decodeValue(obj), Version: quoteETag(out.ETag)}, nil
+	return store.Entry{Key: key, Value: decodeValue(obj, out.Metadata[metaNonce]), Version: quoteETag(out.ETag)}, nil
 }
 
-// Put writes value under key if cond holds; see the package doc for the
-// stored format and how ambiguous outcomes are resolved.
+// Put writes value under key, as is, if cond holds; see the package doc
+// for the nonce and how ambiguous outcomes are resolved.
 func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
 	if err := s.check("put", key, false); err != nil {
 		return "", err
 	}
-	nonce := newNonce()
-	body := append(header(nonce), value...)
-	return s.put(ctx, key, nonce, func() io.ReadSeeker { return bytes.NewReader(body) }, cond)
+	return s.put(ctx, key, newNonce(), func() io.ReadSeeker { return bytes.NewReader(value) }, cond)
 }
 
 // put sends one conditional PutObject and resolves an unknown outcome.
@@ -77,7 +75,8 @@ func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadS
 	if f.kind != store.ErrUnknownOutcome {
 		return "", opError("put", key, f, err)
 	}
-	return s.resolvePut(ctx, key, nonce, send, f, err)
+	_, ifMatch := cond.Match()
+	return s.resolvePut(ctx, key, nonce, ifMatch, send, f, err)
 }
 
 // Delete removes key if cond holds.

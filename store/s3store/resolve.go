@@ -35,8 +35,8 @@ func (s *Store) resolver() *resolve.Resolver[failure] {
 // HEAD the key for our nonce, else resend the same conditional write; a
 // 412/409/404 on the resend with someone else's object, or none, is
 // ErrUnknownOutcome, never a conflict.
-func (s *Store) resolvePut(ctx context.Context, key, nonce string, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
-	return s.resolver().Put(ctx, key, nonce, send, last, lastErr)
+func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
+	return s.resolver().Put(ctx, key, nonce, ifMatch, send, last, lastErr)
 }
 
 // resolveDelete resends a delete whose outcome is unknown (see
@@ -48,8 +48,9 @@ func (s *Store) resolveDelete(ctx context.Context, key string, kind opKind, send
 }
 
 // nonceOf reads which write the key currently holds: the nonce from the
-// object's metadata, or from its header line when a server drops user
-// metadata. ok is false when the key is absent.
+// object's metadata or, when there is none (a server that drops user
+// metadata, with an object of the legacy format), from its legacy header
+// line. ok is false when the key is absent.
 func (s *Store) nonceOf(ctx context.Context, key string) (resolve.Stored, bool, error) {
 	h, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: s.object(key)})
 	if err != nil {
@@ -62,7 +63,7 @@ func (s *Store) nonceOf(ctx context.Context, key string) (resolve.Stored, bool, 
 		return resolve.Stored{Nonce: n, Version: quoteETag(h.ETag)}, true, nil
 	}
 	g, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: s.object(key),
-		Range: aws.String(fmt.Sprintf("bytes=0-%d", headerLen-1))})
+		Range: aws.String(fmt.Sprintf("bytes=0-%d", legacyHeaderLen-1))})
 	if err != nil {
 		if f := classify(opRead, err); f.kind == store.ErrNotFound {
 			return resolve.Stored{}, false, nil
@@ -70,10 +71,10 @@ func (s *Store) nonceOf(ctx context.Context, key string) (resolve.Stored, bool, 
 		return resolve.Stored{}, false, err
 	}
 	defer g.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(g.Body, int64(headerLen)))
+	b, err := io.ReadAll(io.LimitReader(g.Body, int64(legacyHeaderLen)))
 	if err != nil {
 		return resolve.Stored{}, false, err
 	}
-	n, _ := parseHeader(b)
+	n, _ := parseLegacyHeader(b)
 	return resolve.Stored{Nonce: n, Version: quoteETag(g.ETag)}, true, nil
 }

@@ -125,9 +125,11 @@ func (s *Store) Bucket() string { return s.bucket }
 func (s *Store) Prefix() string { return s.prefix }
 
 // Capabilities: create-if-absent, compare-and-swap and compare-and-delete
-// are S3 conditional requests; values stream. No transactions, no watch.
+// are S3 conditional requests; values stream. No transactions, no watch,
+// and no UniqueVersions: a version is the ETag, on S3 the MD5 of the
+// bytes, so the same value written again has the same version.
 func (s *Store) Capabilities() store.Capabilities {
-	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: !s.noCAD, Streaming: true}
+	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: !s.noCAD, Streaming: true, UniqueVersions: false}
 }
 
 // Close marks the store closed; later calls fail with ErrClosed.

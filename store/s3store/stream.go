@@ -36,18 +36,18 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		}
 		rs = f
 	}
-	ps, err := newPrefixedSeeker(header(nonce), rs)
+	body, err := newOffsetSeeker(rs)
 	if err != nil {
 		return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
 	}
 	return s.put(ctx, key, nonce, func() io.ReadSeeker {
-		ps.Seek(0, io.SeekStart)
-		return ps
+		body.Seek(0, io.SeekStart)
+		return body
 	}, cond)
 }
 
-// GetStream returns a reader of the key's value, without the nonce
-// header, and its version.
+// GetStream returns a reader of the key's value (a legacy header
+// stripped) and its version.
 func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store.Version, error) {
 	if err := s.check("get", key, false); err != nil {
 		return nil, "", err
@@ -56,7 +56,7 @@ func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store
 	if err != nil {
 		return nil, "", opError("get", key, classify(opRead, err), err)
 	}
-	r, err := stripHeader(out.Body)
+	r, err := stripLegacyHeader(out.Body, out.Metadata[metaNonce])
 	if err != nil {
 		out.Body.Close()
 		return nil, "", opError("get", key, classify(opRead, err), err)

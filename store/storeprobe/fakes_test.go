@@ -138,7 +138,8 @@ func (s *etagStore) List(ctx context.Context, prefix string, opts *store.ListOpt
 }
 
 func (s *etagStore) Capabilities() store.Capabilities {
-	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true}
+	// It claims UniqueVersions, which content versions cannot keep.
+	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true, UniqueVersions: true}
 }
 
 func (s *etagStore) Close() error { return nil }

@@ -61,6 +61,7 @@ const (
 	CapTransactions     = "transactions"
 	CapWatch            = "watch"
 	CapStreaming        = "streaming"
+	CapUniqueVersions   = "unique-versions"
 )
 
 // Result is the outcome of one check.

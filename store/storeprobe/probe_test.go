@@ -160,6 +160,18 @@ func TestContentVersionsAreBroken(t *testing.T) {
 	requireEmpty(t, s)
 }
 
+// A store with content versions (S3's ETags) that declares no
+// UniqueVersions passes: the ABA checks become one SKIP row saying why.
+func TestContentVersionsDeclared(t *testing.T) {
+	s := newETagStore()
+	rep := probe(t, declaring{s, store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true}}, nil)
+	wantFailed(t, rep, nil)
+	if r := result(t, rep, storeprobe.CapUniqueVersions+"/not declared"); r.Status != storeprobe.Skip || !strings.Contains(r.Detail, "A→B→A") {
+		t.Errorf("unique-versions: %s %q; want SKIP saying what is lost", r.Status, r.Detail)
+	}
+	requireEmpty(t, s)
+}
+
 func TestDeclaredButMissingInterfaces(t *testing.T) {
 	caps := store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true,
 		Transactions: true, Watch: true, Streaming: true}
@@ -182,7 +194,7 @@ func TestUndeclaredCapabilities(t *testing.T) {
 				t.Errorf("%s: %s %q; want SKIP, refused", c, r.Status, r.Detail)
 			}
 		}
-		if n := len(rep.Results); n != 4+6+1 {
+		if n := len(rep.Results); n != 4+7+1 {
 			// 4 basic checks, one row per undeclared capability, cleanup
 			t.Errorf("%d results; want one row per undeclared capability", n)
 		}

@@ -134,7 +134,8 @@ func hashVersion(v []byte) store.Version {
 }
 
 func (s *contentStore) Capabilities() store.Capabilities {
-	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true}
+	// It claims UniqueVersions, which content versions cannot keep.
+	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true, UniqueVersions: true}
 }
 
 func (s *contentStore) Get(ctx context.Context, key string) (store.Entry, error) {

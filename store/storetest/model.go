@@ -28,6 +28,9 @@ type refModel struct {
 	cur  map[string]store.Entry            // existing keys
 	seen map[string]map[store.Version]bool // every version each key had
 	all  []store.Version                   // every version, for stale picks
+	// reuse allows a version the key had before (a store without
+	// UniqueVersions versions contents, not writes).
+	reuse bool
 }
 
 func newRefModel() *refModel {
@@ -44,7 +47,7 @@ func (m *refModel) wrote(key string, value []byte, v store.Version) error {
 	if v == "" {
 		return fmt.Errorf("returned the empty version")
 	}
-	if m.seen[key][v] {
+	if m.seen[key][v] && !m.reuse {
 		return fmt.Errorf("returned version %q, which %q already had", v, key)
 	}
 	if m.seen[key] == nil {
@@ -76,6 +79,7 @@ func testModel(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
 		r := &modelRun{t: t, ctx: ctx, s: s, caps: s.Capabilities(), m: newRefModel(), seed: sd,
 			rng: rand.New(rand.NewPCG(uint64(sd), 0))}
+		r.m.reuse = !r.caps.UniqueVersions
 		if hasTxn(s) {
 			r.tx = s.(store.Transactor)
 		}

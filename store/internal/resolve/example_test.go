@@ -28,7 +28,7 @@ func ExampleResolver_Put() {
 		},
 	}
 	send := func() (store.Version, failure, error) { return "", failure{store.ErrConflict}, errors.New("412") }
-	v, err := r.Put(context.Background(), "jobs/a", "n1", send, failure{store.ErrUnknownOutcome}, errors.New("timeout"))
+	v, err := r.Put(context.Background(), "jobs/a", "n1", true, send, failure{store.ErrUnknownOutcome}, errors.New("timeout"))
 	fmt.Println(v, err)
 	// Output: v7 <nil>
 }

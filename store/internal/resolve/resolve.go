@@ -6,7 +6,9 @@
 // codes, metadata) to itself.
 //
 // The promise: a write is reported as done only when the key is seen to
-// hold its nonce or a resend of the very same conditional write succeeds;
+// hold its nonce or a resend of the very same if-match write succeeds
+// (only if-match writes and conditional deletes are resent: a late first
+// copy of any other write could land after the resend was reported done);
 // every other ending of a resolution is store.ErrUnknownOutcome, never
 // ErrConflict, because an earlier attempt may have committed and been
 // superseded since. Resolution is bounded by Attempts and by ctx, with
@@ -90,14 +92,20 @@ func (r *Resolver[F]) next(lastErr, err error) error {
 }
 
 // Put decides the outcome of a put whose attempt ended as last/lastErr
-// without an answer: read the key; our nonce there means we won. Otherwise
-// resend the same write — same nonce, same condition — so that at most one
+// without an answer: read the key; our nonce there means we won. A put
+// that is not an if-match (unconditional, or if-absent) is then only
+// looked for again, never resent (see Settle): an if-absent's late first
+// copy would create the key again after a delete that followed the
+// resend's success. An if-match is resent — same nonce, same condition — so that at most one
 // attempt commits: a success is a win, and after a definite failure (412,
 // 409, 404) another read finds either our nonce (won: the resend saw our
 // own earlier write) or not (unknown: calling it a conflict could make a
 // caller apply its update twice). The resend's own status stays in the
 // error.
-func (r *Resolver[F]) Put(ctx context.Context, key, nonce string, send func() (store.Version, F, error), last F, lastErr error) (store.Version, error) {
+func (r *Resolver[F]) Put(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, F, error), last F, lastErr error) (store.Version, error) {
+	if !ifMatch {
+		return r.Settle(ctx, key, nonce, last, lastErr)
+	}
 	for n := 0; n < r.Attempts; n++ {
 		if err := Pause(ctx, r.Backoff, n); err != nil {
 			return "", r.Unknown("put", key, last, errors.Join(lastErr, err))
@@ -126,11 +134,45 @@ func (r *Resolver[F]) Put(ctx context.Context, key, nonce string, send func() (s
 	return "", r.Unknown("put", key, last, fmt.Errorf("unresolved after %d resends: %w", r.Attempts, lastErr))
 }
 
-// Delete resends a delete whose outcome is unknown. An unconditional
-// delete is idempotent. A conditional one that now fails its condition
-// (store.ErrConflict) may have been the attempt that removed the version,
-// so that answer stays unknown.
+// Settle decides the outcome of a put whose attempt ended without an
+// answer, without resending it: the key holding our nonce
+// means it won; otherwise it stays unknown. A resend cannot help here,
+// whatever its nonce: the first copy may still be in flight, and if it
+// lands after the resend was reported done it undoes every write made in
+// between (Put A "ok", Put B ok, the key holds A again) — on an object
+// store whose versions are digests of the bytes, at A's old version.
+//
+// An if-match resend is safe where a version is never returned twice for
+// a key (store.Capabilities.UniqueVersions): the late copy's condition is
+// spent. On a store whose versions are digests of the bytes it lands
+// again only if the key is rewritten with the very bytes it matched.
+func (r *Resolver[F]) Settle(ctx context.Context, key, nonce string, last F, lastErr error) (store.Version, error) {
+	for n := 0; n < r.Attempts; n++ {
+		if err := Pause(ctx, r.Backoff, n); err != nil {
+			return "", r.Unknown("put", key, last, errors.Join(lastErr, err))
+		}
+		cur, ok, err := r.Look(ctx, key)
+		if err == nil && ok && cur.Nonce == nonce {
+			return cur.Version, nil
+		}
+		if err != nil {
+			lastErr = r.next(lastErr, err)
+		}
+	}
+	return "", r.Unknown("put", key, last, fmt.Errorf("not seen after %d looks, not resent: %w", r.Attempts, lastErr))
+}
+
+// Delete resends a conditional delete whose outcome is unknown; one that
+// now fails its condition (store.ErrConflict) may have been the attempt
+// that removed the version, so that answer stays unknown. An
+// unconditional delete is not resent and stays unknown: it is idempotent
+// only when nothing else writes, and a resend reported done while the
+// first copy is still in flight lets that copy delete a later write; a
+// delete leaves no nonce to look for.
 func (r *Resolver[F]) Delete(ctx context.Context, key string, conditional bool, send func() (F, error), last F, lastErr error) error {
+	if !conditional {
+		return r.Unknown("delete", key, last, fmt.Errorf("not resent: %w", lastErr))
+	}
 	for n := 0; n < r.Attempts; n++ {
 		if err := Pause(ctx, r.Backoff, n); err != nil {
 			return r.Unknown("delete", key, last, errors.Join(lastErr, err))

@@ -105,7 +105,7 @@ func TestPut(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := c.k.resolver(3)
-				v, err := r.Put(t.Context(), "jobs/a", "n1", c.k.send, first, errors.New("first attempt timed out"))
+				v, err := r.Put(t.Context(), "jobs/a", "n1", true, c.k.send, first, errors.New("first attempt timed out"))
 				if c.wantKind == nil {
 					if err != nil || v != c.want {
 						t.Fatalf("Put = %q, %v; want %q", v, err, c.want)
@@ -130,7 +130,7 @@ func TestPut(t *testing.T) {
 func TestPutExhaustedMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := fake{sends: []error{fmt.Errorf("500: %w", store.ErrUnknownOutcome)}}
-		_, err := k.resolver(2).Put(t.Context(), "k", "n1", k.send, first, errors.New("first"))
+		_, err := k.resolver(2).Put(t.Context(), "k", "n1", true, k.send, first, errors.New("first"))
 		if !strings.Contains(err.Error(), "unresolved after 2 resends") {
 			t.Fatalf("error %q does not say how many resends", err)
 		}
@@ -143,7 +143,7 @@ func TestPutContextCancelled(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		first := errors.New("first attempt timed out")
-		_, err := k.resolver(3).Put(ctx, "k", "n1", k.send, fail{kind: store.ErrUnknownOutcome, status: 503}, first)
+		_, err := k.resolver(3).Put(ctx, "k", "n1", true, k.send, fail{kind: store.ErrUnknownOutcome, status: 503}, first)
 		if !errors.Is(err, store.ErrUnknownOutcome) || !errors.Is(err, context.Canceled) || !errors.Is(err, first) {
 			t.Fatalf("Put = %v; want unknown outcome keeping the first error and context.Canceled", err)
 		}
@@ -161,7 +161,7 @@ func TestKeepCauses(t *testing.T) {
 			r := k.resolver(2)
 			r.KeepCauses = keep
 			r.Again = func(kind error) bool { return kind == store.ErrUnknownOutcome || kind == store.ErrTransient }
-			_, err := r.Put(t.Context(), "k", "n1", k.send, first, errors.New("first"))
+			_, err := r.Put(t.Context(), "k", "n1", true, k.send, first, errors.New("first"))
 			if !errors.Is(err, store.ErrUnknownOutcome) || !errors.Is(err, e2) || errors.Is(err, e1) != keep {
 				t.Fatalf("KeepCauses=%v: Put = %v", keep, err)
 			}
@@ -183,11 +183,13 @@ func TestDelete(t *testing.T) {
 		wantKind    error
 		sent        int
 	}{
-		{name: "resend succeeds", sends: []error{lost, nil}, sent: 2},
+		{name: "resend succeeds", conditional: true, sends: []error{lost, nil}, sent: 2},
 		{name: "conditional conflict stays unknown", conditional: true, sends: []error{conflict}, wantKind: store.ErrUnknownOutcome, sent: 1},
-		{name: "unconditional conflict is a conflict", sends: []error{conflict}, wantKind: store.ErrConflict, sent: 1},
 		{name: "other failure is returned as is", conditional: true, sends: []error{transient}, wantKind: store.ErrTransient, sent: 1},
-		{name: "attempts exhausted", sends: []error{lost}, wantKind: store.ErrUnknownOutcome, sent: 3},
+		{name: "attempts exhausted", conditional: true, sends: []error{lost}, wantKind: store.ErrUnknownOutcome, sent: 3},
+		// A late first copy could delete a later write after a resend
+		// was reported done.
+		{name: "unconditional is not resent", sends: []error{nil}, wantKind: store.ErrUnknownOutcome, sent: 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -307,4 +309,51 @@ func TestFallback(t *testing.T) {
 			t.Errorf("Fallback(%d, %v, %v) = %v, want %v", c.status, c.write, c.err, got, c.want)
 		}
 	}
+}
+
+// Settle never resends: our nonce seen (on any look) wins, anything else
+// after Attempts looks is ErrUnknownOutcome with the first failure kept.
+func TestSettle(t *testing.T) {
+	ours := Stored{Nonce: "n1", Version: "v-ours"}
+	theirs := Stored{Nonce: "n2", Version: "v-theirs"}
+	cases := []struct {
+		name  string
+		k     fake
+		want  store.Version
+		looks int
+	}{
+		{name: "seen on first look", k: fake{held: []Stored{ours}}, want: "v-ours", looks: 1},
+		{name: "seen on a later look", k: fake{held: []Stored{theirs, theirs, ours}}, want: "v-ours", looks: 3},
+		{name: "someone else's object", k: fake{held: []Stored{theirs}}, looks: 3},
+		{name: "absent", k: fake{}, looks: 3},
+		{name: "looks fail", k: fake{lookErr: errBoom}, looks: 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				v, err := c.k.resolver(3).Settle(t.Context(), "jobs/a", "n1", first, errors.New("first attempt timed out"))
+				var oe *store.OpError
+				switch {
+				case c.want != "" && (err != nil || v != c.want):
+					t.Fatalf("Settle = %q, %v; want %q", v, err, c.want)
+				case c.want == "" && (!errors.As(err, &oe) || oe.Kind != store.ErrUnknownOutcome || oe.Status != 500):
+					t.Fatalf("Settle = %q, %v; want ErrUnknownOutcome with status 500", v, err)
+				}
+				if c.k.sent != 0 || c.k.looks != c.looks {
+					t.Fatalf("sent %d, looked %d times; want 0 and %d", c.k.sent, c.k.looks, c.looks)
+				}
+			})
+		})
+	}
+}
+
+// An unconditional Put is settled by looking only: never resent.
+func TestPutUnconditionalIsNotResent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := fake{sends: []error{nil}}
+		_, err := k.resolver(3).Put(t.Context(), "k", "n1", false, k.send, first, errors.New("first"))
+		if !errors.Is(err, store.ErrUnknownOutcome) || k.sent != 0 || k.looks != 3 {
+			t.Fatalf("Put = %v after %d resends and %d looks; want ErrUnknownOutcome, 0 resends, 3 looks", err, k.sent, k.looks)
+		}
+	})
 }
