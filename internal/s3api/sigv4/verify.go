@@ -141,7 +141,7 @@ func (v *Verifier) Verify(r *http.Request) (accessKey string, body io.ReadCloser
 	var ai authInfo
 	switch {
 	case hasHeader && hasQuery:
-		return "", nil, &Error{"InvalidArgument", http.StatusBadRequest, "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter or the Authorization header should be specified"}
+		return "", nil, &Error{Code: "InvalidArgument", Status: http.StatusBadRequest, Message: "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter or the Authorization header should be specified"}
 	case hasHeader:
 		ai, err = parseAuthHeader(r)
 	case hasQuery:
@@ -175,6 +175,10 @@ func (v *Verifier) Verify(r *http.Request) (accessKey string, body io.ReadCloser
 	if !hmac.Equal([]byte(want), []byte(strings.ToLower(ai.signature))) {
 		return "", nil, ErrSignatureDoesNotMatch
 	}
+	if names := unsignedAmzHeaders(r, ai.signed); len(names) > 0 {
+		return "", nil, headersNotSigned(names)
+	}
+	bindSignedHeaders(r, ai.signed)
 	body, err = v.payloadReader(r, payload, key, ai, want)
 	if err != nil {
 		return "", nil, err
