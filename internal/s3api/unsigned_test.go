@@ -8,6 +8,7 @@ import (
 	"encoding/xml"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strings"
 	"testing"
@@ -254,5 +255,34 @@ func TestSignedHeaderValueBound(t *testing.T) {
 	s.roundTrip(req).mustStatus(t, 200)
 	if g := s.do("GET", "/tbk/dst2", nil); string(g.Body) != "object c d" {
 		t.Fatalf("dst2 holds %q", g.Body)
+	}
+}
+
+// TestPresignedConditionNotReplaced: a presigned URL's signed If-Match
+// (or If-None-Match) query condition cannot be replaced by an unsigned
+// header of the same name: the signed condition is the one evaluated.
+func TestPresignedConditionNotReplaced(t *testing.T) {
+	s := signedServer(t, true)
+	s.mustDo(200, "PUT", "/tbk", nil)
+	cur := s.put("/tbk/k", "current")
+	stale := md5ETag("stale")
+	u := s.presign("PUT", "/tbk/k?If-Match="+url.QueryEscape(stale))
+	req, _ := http.NewRequest("PUT", u, strings.NewReader("overwrite"))
+	req.Header.Set("If-Match", cur)
+	if r := s.roundTrip(req); r.Status != 412 || r.err().Condition != "If-Match" {
+		t.Fatalf("unsigned If-Match header over a signed stale If-Match: %d %s", r.Status, r.Body)
+	}
+	create := s.presign("PUT", "/tbk/new?If-None-Match=%2A")
+	s.putURL(create, "first").mustStatus(t, 200)
+	req, _ = http.NewRequest("PUT", create, strings.NewReader("second"))
+	req.Header.Set("If-None-Match", "")
+	if r := s.roundTrip(req); r.Status != 412 {
+		t.Fatalf("empty If-None-Match header over a signed If-None-Match=*: %d %s", r.Status, r.Body)
+	}
+	if g := s.do("GET", "/tbk/k", nil); string(g.Body) != "current" {
+		t.Fatalf("k holds %q", g.Body)
+	}
+	if g := s.do("GET", "/tbk/new", nil); string(g.Body) != "first" {
+		t.Fatalf("new holds %q", g.Body)
 	}
 }
