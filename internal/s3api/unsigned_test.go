@@ -286,3 +286,52 @@ func TestPresignedConditionNotReplaced(t *testing.T) {
 		t.Fatalf("new holds %q", g.Body)
 	}
 }
+
+// TestUnsignedNonAmzHeaders is the rest of the request surface (issue 10
+// item 2; the rule is in the package doc). Header auth: the headers S3
+// stores with an object (Content-Type, Content-Encoding, Cache-Control,
+// Content-Disposition, Content-Language, Expires) must be signed when
+// present, so a captured request cannot be replayed with another type.
+// Presigned URLs: they may be unsigned (a browser sends the file's
+// Content-Type on a URL signed for host only; S3 accepts it). Everywhere:
+// Content-MD5, the If-* conditions and Range may be unsigned, since they
+// only refuse or narrow what the signature already allows.
+func TestUnsignedNonAmzHeaders(t *testing.T) {
+	s := signedServer(t, true)
+	s.mustDo(200, "PUT", "/tbk", nil)
+	s.put("/tbk/k", "0123456789")
+	for _, h := range []string{"Content-Type", "Content-Encoding", "Cache-Control", "Content-Disposition", "Content-Language", "Expires"} {
+		before := s.stateOf()
+		r := s.roundTrip(s.signedReq(false, "PUT", "/tbk/k", []byte("replayed"), nil, []string{h, "text/html"}))
+		s.mustRefuseUnsigned(t, r, strings.ToLower(h))
+		if after := s.stateOf(); after != before {
+			t.Fatalf("%s: state changed", h)
+		}
+		r = s.roundTrip(s.signedReq(false, "PUT", "/tbk/"+h, []byte("signed"), []string{h, "text/html"}, nil))
+		r.mustStatus(t, 200)
+	}
+	// The same on CreateMultipartUpload and CopyObject REPLACE.
+	s.mustRefuseUnsigned(t, s.roundTrip(s.signedReq(false, "POST", "/tbk/mp?uploads", nil, nil, []string{"Content-Type", "text/html"})), "content-type")
+	s.mustRefuseUnsigned(t, s.roundTrip(s.signedReq(false, "PUT", "/tbk/c", nil,
+		[]string{"x-amz-copy-source", "/tbk/k", "x-amz-metadata-directive", "REPLACE"}, []string{"Content-Type", "text/html"})), "content-type")
+
+	// Presigned: a browser's unsigned Content-Type is stored.
+	r := s.roundTrip(s.signedReq(true, "PUT", "/tbk/up", []byte("<p>"), nil, []string{"Content-Type", "text/html"}))
+	r.mustStatus(t, 200)
+	if ct := s.do("HEAD", "/tbk/up", nil).Header.Get("Content-Type"); ct != "text/html" {
+		t.Fatalf("presigned upload's Content-Type: %q", ct)
+	}
+	// Unsigned inputs that can only refuse or narrow.
+	if r := s.roundTrip(s.signedReq(false, "PUT", "/tbk/k", []byte("x"), nil, []string{"Content-MD5", "AAAAAAAAAAAAAAAAAAAAAA=="})); r.Status != 400 || r.err().Code != "BadDigest" {
+		t.Fatalf("unsigned wrong Content-MD5: %d %s", r.Status, r.Body)
+	}
+	if r := s.roundTrip(s.signedReq(true, "PUT", "/tbk/k", []byte("x"), nil, []string{"If-None-Match", "*"})); r.Status != 412 {
+		t.Fatalf("unsigned If-None-Match on a presigned PUT: %d %s", r.Status, r.Body)
+	}
+	if r := s.roundTrip(s.signedReq(true, "GET", "/tbk/k", nil, nil, []string{"Range", "bytes=2-4"})); r.Status != 206 || string(r.Body) != "234" {
+		t.Fatalf("unsigned Range on a presigned GET: %d %q", r.Status, r.Body)
+	}
+	if r := s.roundTrip(s.signedReq(false, "GET", "/tbk/k", nil, nil, []string{"If-Unmodified-Since", "Mon, 01 Jan 2001 00:00:00 GMT"})); r.Status != 412 {
+		t.Fatalf("unsigned If-Unmodified-Since: %d %q", r.Status, r.Body)
+	}
+}

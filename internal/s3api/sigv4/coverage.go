@@ -11,16 +11,27 @@ import (
 var ErrHeadersNotSigned = &Error{Code: "AccessDenied", Status: http.StatusForbidden,
 	Message: "There were headers present in the request which were not signed"}
 
-// unsignedAmzHeaders returns, sorted and lower-case, the x-amz-* headers of
-// r that are not in the (sorted) signed list. x-amz-content-sha256 is
+// storedHeaders are the headers other than x-amz-* that S3 stores with an
+// object and returns on GET. Header auth must sign them when present
+// (every SDK signs every header it sends, so only a replay could add one);
+// a presigned URL may leave them unsigned, as S3 allows: a browser sends
+// the file's Content-Type on a URL signed for host only, and the URL's
+// holder chooses the body anyway.
+var storedHeaders = []string{"cache-control", "content-disposition", "content-encoding",
+	"content-language", "content-type", "expires"}
+
+// unsignedHeaders returns, sorted and lower-case, the headers of r that
+// must be signed and are not in the (sorted) signed list: every x-amz-*
+// header and, for header auth, the stored headers. x-amz-content-sha256 is
 // exempt, as in S3: its value is the last line of the canonical request
 // (for a presigned URL it is that line unless the query names one, and is
 // then ignored), so the signature covers it either way.
-func unsignedAmzHeaders(r *http.Request, signed []string) []string {
+func unsignedHeaders(r *http.Request, signed []string, presigned bool) []string {
 	var out []string
 	for k := range r.Header {
 		lk := strings.ToLower(k)
-		if !strings.HasPrefix(lk, "x-amz-") || lk == "x-amz-content-sha256" {
+		stored := !presigned && slices.Contains(storedHeaders, lk)
+		if !stored && (!strings.HasPrefix(lk, "x-amz-") || lk == "x-amz-content-sha256") {
 			continue
 		}
 		if _, found := slices.BinarySearch(signed, lk); !found {
