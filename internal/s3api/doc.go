@@ -20,6 +20,23 @@
 // refused request changes nothing. Content-MD5 is checked on every body,
 // x-amz-checksum-* on every body the SigV4 verifier does not check.
 //
+// Authentication (the auth rule; docs/security.md has the reasons): the
+// handler acts only on what the SigV4 signature covers. The method, path
+// and query are always signed; Host and every x-amz-* header must be
+// signed (x-amz-copy-source*, x-amz-metadata-directive, x-amz-meta-*,
+// x-amz-checksum-*, x-amz-if-*, x-amz-tagging*, …) except
+// x-amz-content-sha256, whose value the canonical request carries anyway;
+// with header auth, so must the headers stored with an object
+// (Content-Type, Content-Encoding, Cache-Control, Content-Disposition,
+// Content-Language, Expires), which a presigned URL may leave unsigned as
+// S3 allows for browser uploads. Any other is refused before routing with
+// 403 AccessDenied and <HeadersNotSigned>, as S3 does. Content-MD5, the
+// If-* conditions and Range may be unsigned: they can only refuse or
+// narrow what the signature allows; a presigned URL's signed If-Match or
+// If-None-Match query condition is never replaced by an unsigned header.
+// Signed headers reach the handler in their canonical (signed) form.
+// Unsigned requests are served only with Options.Anonymous.
+//
 // Bodies above a small inline threshold stream to engine blobs (fsynced
 // before the metadata transaction names them), so memory does not grow with
 // object size. Routing uses the escaped request path: "//" and ".." are

@@ -29,6 +29,7 @@ type Error struct {
 	ArgumentName      string
 	ArgumentValue     string
 	MaxSizeAllowed    string
+	HeadersNotSigned  string
 
 	// Headers are extra response headers (x-amz-delete-marker,
 	// Last-Modified, ...).
@@ -223,6 +224,7 @@ type errorBody struct {
 	ArgumentName      string   `xml:"ArgumentName,omitempty"`
 	ArgumentValue     string   `xml:"ArgumentValue,omitempty"`
 	MaxSizeAllowed    string   `xml:"MaxSizeAllowed,omitempty"`
+	HeadersNotSigned  string   `xml:"HeadersNotSigned,omitempty"`
 	Resource          string   `xml:"Resource"`
 	RequestID         string   `xml:"RequestId"`
 	HostID            string   `xml:"HostId"`
@@ -237,7 +239,9 @@ func asError(err error) *Error {
 	}
 	var se *sigv4.Error
 	if errors.As(err, &se) {
-		return newErr(se.Status, se.Code, se.Message)
+		e := newErr(se.Status, se.Code, se.Message)
+		e.HeadersNotSigned = se.HeadersNotSigned
+		return e
 	}
 	var c codedError
 	if errors.As(err, &c) {
@@ -263,7 +267,8 @@ func writeError(w http.ResponseWriter, r *http.Request, reqID string, err error)
 		VersionID: e.VersionID, Condition: e.Condition, Header: e.Header,
 		AdditionalMessage: e.AdditionalMessage, Method: e.Method, ResourceType: e.ResourceType,
 		ArgumentName: e.ArgumentName, ArgumentValue: e.ArgumentValue, MaxSizeAllowed: e.MaxSizeAllowed,
-		Resource: r.URL.EscapedPath(), RequestID: reqID, HostID: reqID,
+		HeadersNotSigned: e.HeadersNotSigned,
+		Resource:         r.URL.EscapedPath(), RequestID: reqID, HostID: reqID,
 	}
 	out, merr := xml.Marshal(body)
 	if merr != nil {

@@ -60,8 +60,8 @@ func Dechunk(r *http.Request) (io.ReadCloser, error) {
 
 // errUnsignedStreaming is Dechunk's refusal of a payload mode it cannot
 // decode without a signature.
-var errUnsignedStreaming = &Error{"InvalidRequest", http.StatusBadRequest,
-	"This payload mode needs a signed request."}
+var errUnsignedStreaming = &Error{Code: "InvalidRequest", Status: http.StatusBadRequest,
+	Message: "This payload mode needs a signed request."}
 
 // awsChunked reports whether Content-Encoding lists aws-chunked.
 func awsChunked(r *http.Request) bool {

@@ -29,6 +29,15 @@
 // so a handler must not publish what it read until Read returned io.EOF:
 // every failure is reported before EOF, never after.
 //
+// A good signature is not enough: Verify also refuses (403 AccessDenied,
+// ErrHeadersNotSigned with HeadersNotSigned naming them, as S3 does) a
+// request carrying any x-amz-* header but x-amz-content-sha256 that
+// SignedHeaders leaves out, and with header auth any unsigned header S3
+// stores with an object (Content-Type, Content-Encoding, Cache-Control,
+// Content-Disposition, Content-Language, Expires). It then rebinds every
+// signed header to its canonical, signed form, so that what the handler
+// reads is what was signed.
+//
 // A server that also serves unsigned requests (latchkey serve --anonymous)
 // reads their bodies through Dechunk, which decodes and verifies an unsigned
 // aws-chunked body (STREAMING-UNSIGNED-PAYLOAD-TRAILER) the same way and

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -128,10 +129,13 @@ type authInfo struct {
 // payloads r.ContentLength becomes the decoded length
 // (x-amz-decoded-content-length) and "aws-chunked" is removed from
 // Content-Encoding; for presigned URLs, signed If-None-Match and If-Match
-// query parameters are copied into r.Header when the header is absent.
+// query parameters are copied into r.Header, replacing an unsigned header
+// of the same name. Every signed header is rebound to the value the
+// signature covers (its canonical form, see bindSignedHeaders).
 //
 // Errors are *Error: AccessDenied (no authentication, expired presigned
-// URL), InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed,
+// URL, x-amz-* headers present but not signed: ErrHeadersNotSigned),
+// InvalidAccessKeyId, SignatureDoesNotMatch, RequestTimeTooSkewed,
 // AuthorizationHeaderMalformed, AuthorizationQueryParametersError,
 // InvalidRequest / InvalidArgument (bad x-amz-content-sha256).
 func (v *Verifier) Verify(r *http.Request) (accessKey string, body io.ReadCloser, err error) {
@@ -141,7 +145,7 @@ func (v *Verifier) Verify(r *http.Request) (accessKey string, body io.ReadCloser
 	var ai authInfo
 	switch {
 	case hasHeader && hasQuery:
-		return "", nil, &Error{"InvalidArgument", http.StatusBadRequest, "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter or the Authorization header should be specified"}
+		return "", nil, &Error{Code: "InvalidArgument", Status: http.StatusBadRequest, Message: "Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter or the Authorization header should be specified"}
 	case hasHeader:
 		ai, err = parseAuthHeader(r)
 	case hasQuery:
@@ -175,12 +179,16 @@ func (v *Verifier) Verify(r *http.Request) (accessKey string, body io.ReadCloser
 	if !hmac.Equal([]byte(want), []byte(strings.ToLower(ai.signature))) {
 		return "", nil, ErrSignatureDoesNotMatch
 	}
+	if names := unsignedHeaders(r, ai.signed, ai.presigned); len(names) > 0 {
+		return "", nil, headersNotSigned(names)
+	}
+	bindSignedHeaders(r, ai.signed)
 	body, err = v.payloadReader(r, payload, key, ai, want)
 	if err != nil {
 		return "", nil, err
 	}
 	if ai.presigned {
-		promoteConditions(r, query)
+		promoteConditions(r, query, ai.signed)
 	}
 	return ai.accessKey, body, nil
 }
@@ -200,11 +208,18 @@ func queryGet(q [][2]string, name string) (string, bool) {
 }
 
 // promoteConditions makes the signed conditional query parameters of a
-// presigned URL visible as headers.
-func promoteConditions(r *http.Request, q [][2]string) {
+// presigned URL visible as headers. A signed query condition replaces an
+// unsigned header of the same name (otherwise "If-Match: <current ETag>"
+// added to a URL signed with a stale If-Match would turn the signer's
+// compare-and-swap into an unconditional overwrite); a signed header of
+// that name is kept.
+func promoteConditions(r *http.Request, q [][2]string, signed []string) {
 	for _, p := range q {
 		for _, h := range []string{"If-None-Match", "If-Match"} {
-			if strings.EqualFold(p[0], h) && r.Header.Get(h) == "" {
+			if !strings.EqualFold(p[0], h) {
+				continue
+			}
+			if _, isSigned := slices.BinarySearch(signed, strings.ToLower(h)); !isSigned || r.Header.Get(h) == "" {
 				r.Header.Set(h, p[1])
 			}
 		}
