@@ -21,8 +21,8 @@ type kvCommand struct {
 // kvCommands is the table of kv subcommands: one line each.
 func kvCommands() map[string]kvCommand {
 	return map[string]kvCommand{
-		"get":    {"[-detailed] KEY", "print a key's value (-detailed: Consul's field layout)", runKVGet},
-		"put":    {"[-cas -modify-index=VERSION] KEY [VALUE|-]", "write a key, optionally only if unchanged", runKVPut},
+		"get":    {"[-detailed] [-base64] KEY", "print a key's value, byte for byte (-detailed: Consul's field layout)", runKVGet},
+		"put":    {"[-cas -modify-index=VERSION] [-base64] KEY [VALUE|-|@FILE]", "write a key, optionally only if unchanged", runKVPut},
 		"delete": {"[-cas -modify-index=VERSION] KEY", "delete a key, optionally only if unchanged", runKVDelete},
 		"list":   {"[PREFIX]", "print the keys under a prefix, one per line", runKVList},
 		"update": {"[-max-attempts N] KEY -- CMD [ARGS...]", "rewrite a key through CMD, retrying on conflict", runKVUpdate},
@@ -81,6 +81,12 @@ else ~/.local/state/latchkey/store). Flags take one dash or two and come
 before the arguments. VERSION is the ModifyIndex line of 'kv get -detailed';
 -modify-index=0 means "only if the key does not exist". Values read from
 stdin or from an update command are limited to 64 MiB.
+
+Values round-trip byte for byte: kv get prints the stored bytes and adds no
+newline (-base64 prints them base64-encoded, then a newline). kv put's
+VALUE "-" reads stdin, "@FILE" reads FILE, "@@TEXT" is the literal "@TEXT";
+-base64 decodes what VALUE gives. kv update writes CMD's stdout exactly as
+printed: a trailing newline from echo is kept (use printf to leave it out).
 
 kv update runs CMD with the key's value on stdin (empty when absent) and
 writes CMD's stdout back only if the key is unchanged; otherwise it reads

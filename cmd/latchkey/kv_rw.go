@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/latchkey/latchkey/store"
 )
@@ -13,6 +17,7 @@ import (
 func runKVGet(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "get")
 	detailed := f.Bool("detailed", false, "print Consul's field layout (CreateIndex, Flags, Key, LockIndex, ModifyIndex, Session, Value)")
+	b64 := f.Bool("base64", false, "print the value base64-encoded, then a newline")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -32,11 +37,19 @@ func runKVGet(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("kv get: %w", err)
 	}
+	if *b64 {
+		ent.Value = []byte(base64.StdEncoding.EncodeToString(ent.Value))
+	}
 	if *detailed {
 		return printDetailed(e.stdout, ent)
 	}
-	// Like `consul kv get`: the value, then a newline.
-	_, err = fmt.Fprintf(e.stdout, "%s\n", ent.Value)
+	if *b64 {
+		ent.Value = append(ent.Value, '\n')
+	}
+	// The value exactly as stored: unlike `consul kv get`, no newline is
+	// added, so `kv get K > file` gives back the bytes `kv put K @file`
+	// wrote.
+	_, err = e.stdout.Write(ent.Value)
 	return err
 }
 
@@ -84,6 +97,7 @@ func runKVPut(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "put")
 	useCAS := f.Bool("cas", false, "write only if the key is unchanged since -modify-index")
 	index := f.String("modify-index", "", "`VERSION` the key must still have (0: the key must not exist); needs -cas")
+	b64 := f.Bool("base64", false, "VALUE (or the file or stdin it names) is base64; the decoded bytes are written")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -98,6 +112,13 @@ func runKVPut(ctx context.Context, e *env, args []string) error {
 	value, err := readValue(e, f.Arg(1))
 	if err != nil {
 		return err
+	}
+	if *b64 {
+		dec, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(value)))
+		if err != nil {
+			return usagef("kv put: -base64: the value is not base64: %v", err)
+		}
+		value = dec
 	}
 	s, err := openStore(ctx, e, *f.store)
 	if err != nil {
@@ -117,17 +138,34 @@ func runKVPut(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// readValue returns the VALUE argument, or stdin when it is "-".
+// readValue returns the bytes VALUE stands for, as `consul kv put` reads
+// them: "-" is stdin, "@FILE" is FILE's contents, "@@TEXT" is the literal
+// "@TEXT", anything else is itself. Nothing is added or trimmed.
 func readValue(e *env, arg string) ([]byte, error) {
-	if arg != "-" {
-		return []byte(arg), nil
+	switch {
+	case strings.HasPrefix(arg, "@@"):
+		return []byte(arg[1:]), nil
+	case strings.HasPrefix(arg, "@"):
+		fh, err := os.Open(arg[1:])
+		if err != nil {
+			return nil, failf("kv put: %v", err)
+		}
+		defer fh.Close()
+		return readCapped(fh, arg[1:])
+	case arg == "-":
+		return readCapped(e.stdin, "stdin")
 	}
-	b, err := io.ReadAll(io.LimitReader(e.stdin, maxValueBytes+1))
+	return []byte(arg), nil
+}
+
+// readCapped reads r whole, refusing more than maxValueBytes.
+func readCapped(r io.Reader, name string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxValueBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("kv put: reading stdin: %w", err)
+		return nil, fmt.Errorf("kv put: reading %s: %w", name, err)
 	}
 	if len(b) > maxValueBytes {
-		return nil, failf("kv put: value on stdin is larger than %d bytes", maxValueBytes)
+		return nil, failf("kv put: value in %s is larger than %d bytes", name, maxValueBytes)
 	}
 	return b, nil
 }

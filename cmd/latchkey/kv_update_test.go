@@ -42,14 +42,19 @@ func TestKVUpdate(t *testing.T) {
 		if got := c.ok(append([]string{"kv", "update", "n", "--"}, incr...)...); got != "Success! Data written to: n\n" {
 			t.Fatalf("update printed %q", got)
 		}
-		if got := c.ok("kv", "get", "n"); got != want+"\n\n" {
-			t.Fatalf("n = %q, want %s and newlines", got, want)
+		if got := c.ok("kv", "get", "n"); got != want+"\n" {
+			t.Fatalf("n = %q, want %s and echo's newline", got, want)
 		}
 	}
 	// Without "--" the command starts at the second argument.
 	c.ok("kv", "update", "n", "sh", "-c", "echo reset")
-	if got := c.ok("kv", "get", "n"); got != "reset\n\n" {
+	if got := c.ok("kv", "get", "n"); got != "reset\n" {
 		t.Fatalf("n = %q after update without --", got)
+	}
+	// CMD's stdout is written exactly: no newline added, none trimmed.
+	c.ok("kv", "update", "n", "--", "printf", "x\\000y")
+	if got := c.ok("kv", "get", "n"); got != "x\x00y" {
+		t.Fatalf("n = %q after printf, want exactly its bytes", got)
 	}
 }
 
@@ -60,7 +65,7 @@ func TestKVUpdateCommandFailurePassesThrough(t *testing.T) {
 	if o.stdout != "" {
 		t.Fatalf("stdout %q, want nothing", o.stdout)
 	}
-	if got := c.ok("kv", "get", "k"); got != "before\n" {
+	if got := c.ok("kv", "get", "k"); got != "before" {
 		t.Fatalf("k = %q after a failed command, want it untouched", got)
 	}
 	c.fails(1, "nothing written", "kv", "update", "k", "--", "/nonexistent/command")
@@ -82,7 +87,7 @@ func TestKVUpdateGivesUpWhenContended(t *testing.T) {
 	if o.stdout != "" {
 		t.Fatalf("stdout %q", o.stdout)
 	}
-	if got := c.ok("kv", "get", "k"); got != "other\n" {
+	if got := c.ok("kv", "get", "k"); got != "other" {
 		t.Fatalf("k = %q, want the interferer's value", got)
 	}
 }
