@@ -25,7 +25,7 @@ func kvCommands() map[string]kvCommand {
 		"put":    {"[-cas -modify-index=VERSION] [-base64] KEY [VALUE|-|@FILE]", "write a key, optionally only if unchanged", runKVPut},
 		"delete": {"[-cas -modify-index=VERSION] KEY", "delete a key, optionally only if unchanged", runKVDelete},
 		"list":   {"[PREFIX]", "print the keys under a prefix, one per line", runKVList},
-		"update": {"[-max-attempts N] KEY -- CMD [ARGS...]", "rewrite a key through CMD, retrying on conflict", runKVUpdate},
+		"update": {"[-max-time DUR] [-max-attempts N] KEY -- CMD [ARGS...]", "rewrite a key through CMD, retrying on conflict", runKVUpdate},
 		"txn":    {"FILE|-", "apply Consul /v1/txn-shaped KV operations all or nothing", runKVTxn},
 	}
 }
@@ -90,7 +90,8 @@ printed: a trailing newline from echo is kept (use printf to leave it out).
 
 kv update runs CMD with the key's value on stdin (empty when absent) and
 writes CMD's stdout back only if the key is unchanged; otherwise it reads
-the key again and reruns CMD, backing off, up to -max-attempts times.
+the key again and reruns CMD, backing off, for up to -max-time (default
+30s) and, when given, at most -max-attempts times.
 
 Exit codes:
   0  done

@@ -230,7 +230,7 @@ func TestKVHelp(t *testing.T) {
 			t.Errorf("latchkey --help: kv line %q lacks %q", kvLine, name)
 		}
 	}
-	for _, want := range []string{"kv update [-max-attempts N] KEY -- CMD", "Exit codes", "-modify-index=0", "XDG_STATE_HOME"} {
+	for _, want := range []string{"kv update [-max-time DUR] [-max-attempts N] KEY -- CMD", "Exit codes", "-modify-index=0", "XDG_STATE_HOME"} {
 		if !strings.Contains(kv, want) {
 			t.Errorf("latchkey kv --help lacks %q:\n%s", want, kv)
 		}
