@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
 )
@@ -33,20 +34,52 @@ func commands() map[string]command {
 
 const version = "0.1.0-dev"
 
+// runVersion prints "latchkey VERSION", then the module version and the VCS
+// revision the binary was built from, as the Go toolchain recorded them.
 func runVersion(ctx context.Context, e *env, args []string) error {
-	fmt.Fprintln(e.stdout, "latchkey", version)
+	line := "latchkey " + version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		line += " (module " + bi.Main.Version
+		rev, modified := "", ""
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					modified = ", modified"
+				}
+			}
+		}
+		if rev != "" {
+			line += ", revision " + rev + modified
+		}
+		line += ", " + bi.GoVersion + ")"
+	}
+	fmt.Fprintln(e.stdout, line)
 	return nil
 }
 
 func run(ctx context.Context, args []string, e *env) error {
+	args, e, err := globalFlags(args, e)
+	if err != nil || args == nil {
+		return err
+	}
 	if len(args) == 0 {
 		usage(e.stderr)
 		return &exitError{code: exitUsage}
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help":
 		usage(e.stdout)
 		return nil
+	case "help":
+		if len(args) == 1 {
+			usage(e.stdout)
+			return nil
+		}
+		// latchkey help kv [put]: that command's own help.
+		args = append(slices.Clip(args[1:]), "--help")
 	}
 	cmd, ok := commands()[args[0]]
 	if !ok {
@@ -63,8 +96,11 @@ func usage(w io.Writer) {
 		fmt.Fprintf(&b, "  %-10s %s\n", n, cmds[n].summary)
 	}
 	b.WriteString(`
-Run 'latchkey COMMAND --help' for a command's flags. Flags take one dash or
-two (-cas or --cas).
+Run 'latchkey COMMAND --help' (or 'latchkey help COMMAND') for a command's
+flags. Flags take one dash or two (-cas or --cas), and may follow the
+arguments (kv get KEY -detailed); after "--" everything is an argument.
+
+Before COMMAND: --store URL (for any command), --version, --help.
 
 Store selection (every command that uses a store):
   --store URL or LATCHKEY_STORE: mem://, file:///dir, consul://host:port/prefix,
@@ -82,4 +118,33 @@ Exit codes:
   N  with lock run --child-exit-code: the child's own exit code
 `)
 	io.WriteString(w, b.String())
+}
+
+// globalFlags takes the flags given before the command: --store URL (the
+// store of any command that uses one, unless its own --store says
+// otherwise), --version and --help. It returns the rest of args and the
+// env to run them with; nil args means it already did all there was to do.
+func globalFlags(args []string, e *env) ([]string, *env, error) {
+	g := *e
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		name, val, hasVal := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		switch name {
+		case "h", "help":
+			return args, &g, nil
+		case "version":
+			return nil, &g, runVersion(context.Background(), &g, nil)
+		case "store":
+			if !hasVal {
+				if len(args) < 2 {
+					return nil, &g, usagef("--store needs a URL: latchkey --store URL COMMAND ...")
+				}
+				val, args = args[1], args[1:]
+			}
+			g.store = val
+		default:
+			return nil, &g, usagef("%s: not a flag of latchkey itself (--store URL, --version, --help); a command's flags go after its name", args[0])
+		}
+		args = args[1:]
+	}
+	return args, &g, nil
 }

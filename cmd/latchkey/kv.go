@@ -120,6 +120,11 @@ func newKVFlags(e *env, name string) *kvFlags {
 
 // nargs checks the count of positional arguments.
 func (f *kvFlags) nargs(min, max int) error {
+	if n := f.NArg(); n > max {
+		if w, ok := flagLike(f.Args()[1:]); ok {
+			return usagef("kv %s: %s is not a flag of kv %s; flags go before KEY", f.name, w, f.name)
+		}
+	}
 	if n := f.NArg(); n < min || n > max {
 		return usagef("kv %s: %d arguments; usage: latchkey kv %s %s", f.name, n, f.name, kvCommands()[f.name].args)
 	}

@@ -19,6 +19,7 @@ import (
 // CMD runs again.
 func runKVUpdate(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "update")
+	f.cmdAfter = 1 // KEY [flags --] CMD...
 	attempts := f.Int("max-attempts", 0, "give up after `N` attempts lost the race to other writers (default: no count, only -max-time)")
 	budget := f.Duration("max-time", defaultUpdateBudget, "give up once `DUR` has passed without a write going through (a time, not a count, so a shell loop of many processes gets through)")
 	if err := f.parse(args); err != nil {

@@ -37,6 +37,7 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	store  string // latchkey --store URL COMMAND: the store when the command gets no --store
 }
 
 // Exit codes, documented in usage.

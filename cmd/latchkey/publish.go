@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,6 +123,9 @@ func putFile(ctx context.Context, w *publish.Writer, file string) error {
 }
 
 func runSnapshot(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+		args = []string{"get", "--help"} // snapshot's one subcommand
+	}
 	if len(args) == 0 || args[0] != "get" {
 		return usagef("snapshot: usage: latchkey snapshot get --prefix P --out DIR")
 	}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// Flags may follow the arguments, latchkey's own --store comes before the
+// command, and a word that is not a flag of the command after the
+// arguments is told where flags go.
+func TestFlagsAfterArguments(t *testing.T) {
+	c := newCLI(t)
+	c.ok("kv", "put", "app/config", "v1")
+	if got := c.ok("kv", "get", "app/config", "-detailed"); !strings.Contains(got, "\nModifyIndex ") {
+		t.Fatalf("kv get KEY -detailed = %q, want the detailed layout", got)
+	}
+	c.fails(1, "no key exists at: app/config", "kv", "get", "app/config", "--store", "mem://")
+	c.fails(1, "no key exists at: app/config", "--store", "mem://", "kv", "get", "app/config")
+	c.fails(1, "no key exists at: app/config", "--store=mem://", "kv", "get", "app/config")
+	// The command's own --store wins over latchkey's.
+	if got := c.ok("--store", "mem://", "kv", "get", "--store", c.env[storeEnv], "app/config"); got != "v1" {
+		t.Fatalf("command --store did not win: %q", got)
+	}
+	// A value that looks like a flag but is none of kv put's is a value.
+	c.ok("kv", "put", "neg", "-5")
+	if got := c.ok("kv", "get", "neg"); got != "-5" {
+		t.Fatalf("kv put neg -5 stored %q", got)
+	}
+	c.ok("kv", "put", "-cas", "-modify-index=0", "--", "-dash", "x") // "--" ends the flags
+	c.fails(2, "kv get: -bogus is not a flag of kv get; flags go before KEY", "kv", "get", "app/config", "-bogus")
+	c.fails(2, "--frob: not a flag of latchkey itself", "--frob", "kv", "get", "k")
+	// kv update: flags between KEY and --, and CMD's own flags untouched.
+	c.ok("kv", "update", "n", "-max-time", "5s", "--", "printf", "-h")
+	if got := c.ok("kv", "get", "n"); got != "-h" {
+		t.Fatalf("n = %q, want CMD's -h left to CMD", got)
+	}
+	c.ok("kv", "update", "n", "printf", "-max-time")
+	if got := c.ok("kv", "get", "n"); got != "-max-time" {
+		t.Fatalf("n = %q; without --, what follows KEY is CMD", got)
+	}
+	// lock run parses the same way: flags between KEY and --.
+	c.ok("lock", "run", "jobs/x", "--ttl", "5s", "--", "sh", "-c", `test "$LATCHKEY_LOCK_HELD" = 1`)
+}
+
+// Every --help exits 0 on stdout; help COMMAND is COMMAND --help;
+// --version and version print the build's module version and revision.
+func TestHelpAndVersion(t *testing.T) {
+	c := newCLI(t)
+	if got := c.ok("snapshot", "--help"); !strings.Contains(got, "latchkey snapshot get") {
+		t.Fatalf("snapshot --help = %q", got)
+	}
+	if got, want := c.ok("help", "kv"), c.ok("kv", "--help"); got != want {
+		t.Fatalf("help kv =\n%s\nwant kv --help:\n%s", got, want)
+	}
+	if got := c.ok("help", "kv", "put"); !strings.Contains(got, "latchkey kv put") {
+		t.Fatalf("help kv put = %q", got)
+	}
+	for _, args := range [][]string{{"--version"}, {"version"}, {"-version"}} {
+		got := c.ok(args...)
+		if !strings.HasPrefix(got, "latchkey "+version+" (module ") || !strings.Contains(got, "go1.") {
+			t.Errorf("latchkey %v = %q, want the version, the module version and the Go version", args, got)
+		}
+	}
+}
