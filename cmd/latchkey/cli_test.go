@@ -1,8 +1,15 @@
 package main
 
 import (
+	"errors"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/store/storeurl"
 )
 
 // Flags may follow the arguments, latchkey's own --store comes before the
@@ -61,4 +68,43 @@ func TestHelpAndVersion(t *testing.T) {
 			t.Errorf("latchkey %v = %q, want the version, the module version and the Go version", args, got)
 		}
 	}
+}
+
+// SIGTERM and SIGINT end a command after its cleanup with 143 and 130,
+// one line saying so in plain words.
+func TestSignalExitCodes(t *testing.T) {
+	url := storeurl.FileURL(filepath.Join(t.TempDir(), "store"))
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGTERM, 143}, {syscall.SIGINT, 130}} {
+		cmd := binary(t, "kv", "--store", url, "update", "k", "--", "sh", "-c", "echo started >&2; exec sleep 30")
+		var errb lockedBuffer
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; !strings.Contains(errb.String(), "started"); i++ {
+			if i == 1000 {
+				t.Fatalf("CMD did not start: %q", errb.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cmd.Process.Signal(tc.sig)
+		err := cmd.Wait()
+		var xe *exec.ExitError
+		if !errors.As(err, &xe) || xe.ExitCode() != tc.code {
+			t.Fatalf("%v: %v, want exit %d; stderr %q", tc.sig, err, tc.code, errb.String())
+		}
+		want := "latchkey: kv update: k: interrupted by " + signalName(tc.sig) + "; nothing written\n"
+		if got := strings.TrimPrefix(errb.String(), "started\n"); got != want {
+			t.Fatalf("%v: stderr %q, want %q", tc.sig, got, want)
+		}
+	}
+}
+
+func TestSignalNames(t *testing.T) {
+	c := newCLI(t)
+	c.fails(1, "kv update: sh was killed by SIGTERM; nothing written", "kv", "update", "k", "--", "sh", "-c", "kill -TERM $$")
+	c.fails(3, "kv update: sh exited with status 3; nothing written", "kv", "update", "k", "--", "sh", "-c", "exit 3")
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/latchkey/latchkey/cas"
@@ -60,6 +61,8 @@ func runKVUpdate(ctx context.Context, e *env, args []string) error {
 	var ce *cas.ContendedError
 	var xe *exitError // from runFilter: CMD failed
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("kv update: %s: %w; nothing written", key, ctx.Err())
 	case errors.As(err, &ce) && ce.Deadline:
 		return failf("kv update: gave up: %s too contended after %d attempts in %v (-max-time); nothing written", key, ce.Attempts, *budget)
 	case errors.As(err, &ce):
@@ -90,6 +93,10 @@ func given(fs *flag.FlagSet, name string) bool {
 // an *exitError carrying its exit code.
 func runFilter(ctx context.Context, e *env, argv []string, in []byte) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	// Interrupted: CMD gets SIGTERM, as a shell's job would, and SIGKILL if
+	// it is still there 5s later.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Stdin = bytes.NewReader(in)
 	out := &cappedBuffer{max: maxValueBytes}
 	cmd.Stdout = out
@@ -97,12 +104,14 @@ func runFilter(ctx context.Context, e *env, argv []string, in []byte) ([]byte, e
 	err := cmd.Run()
 	var xe *exec.ExitError
 	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err() // CMD was stopped: see runKVUpdate
 	case errors.As(err, &xe):
-		code := xe.ExitCode()
-		if code <= 0 {
-			code = exitFail // killed by a signal
+		code, desc := describeExit(argv[0], xe)
+		if code > 128 {
+			code = exitFail // killed by a signal: not CMD's own exit code
 		}
-		return nil, &exitError{code: code, msg: fmt.Sprintf("kv update: %s: %v; nothing written", argv[0], err)}
+		return nil, &exitError{code: code, msg: fmt.Sprintf("kv update: %s; nothing written", desc)}
 	case err != nil:
 		return nil, &exitError{code: exitFail, msg: fmt.Sprintf("kv update: %v; nothing written", err)}
 	case out.over:

@@ -122,6 +122,12 @@ func serveConfig(e *env, args []string) (cfg server.Config, help bool, err error
 			}
 		}
 	}
+	if (cfg.AccessKey == "") != (cfg.SecretKey == "") {
+		return cfg, false, usagef("serve: --access-key and --secret-key go together (or neither: a pair is generated and kept in the data directory)")
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return cfg, false, usagef("serve: --tls-cert and --tls-key go together")
+	}
 	if cfg.DataDir == "" {
 		state, err := storeurl.StateDir(e.getenv)
 		if err != nil {
