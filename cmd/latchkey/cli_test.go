@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -107,4 +111,41 @@ func TestSignalNames(t *testing.T) {
 	c := newCLI(t)
 	c.fails(1, "kv update: sh was killed by SIGTERM; nothing written", "kv", "update", "k", "--", "sh", "-c", "kill -TERM $$")
 	c.fails(3, "kv update: sh exited with status 3; nothing written", "kv", "update", "k", "--", "sh", "-c", "exit 3")
+}
+
+// Store failures read in plain words at the CLI: a 403 is "access
+// denied", a 501 is "not applied: refused by the store", and no Go
+// identifier reaches the user.
+func TestErrorsInPlainWords(t *testing.T) {
+	status := 403
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		code := map[int]string{403: "AccessDenied", 501: "NotImplemented"}[status]
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, "<Error><Code>%s</Code><Message>no</Message></Error>", code)
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "AK")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "SK")
+	t.Setenv("AWS_REGION", "us-east-1")
+	c := newCLI(t)
+	url := "s3://bucket/p?endpoint=" + srv.URL
+	o := c.fails(1, `kv get: s3store: get "k": access denied (403 AccessDenied)`, "kv", "get", "--store", url, "k")
+	if strings.Contains(o.stderr, "unsupported") {
+		t.Fatalf("stderr %q still says unsupported", o.stderr)
+	}
+	status = 501
+	c.fails(1, `not applied: refused by the store (501 NotImplemented)`, "kv", "put", "--store", url, "k", "v")
+
+	for _, tc := range []struct{ err, want string }{
+		{"etcdstore: no answer from etcd within Options.RequestTimeout", "etcdstore: no answer from etcd within the request timeout"},
+		{"gcsstore: delete: (Options.NoCompareAndDelete)", "gcsstore: delete: (no-compare-and-delete=1 in the store URL)"},
+		{"kv get: context deadline exceeded", "kv get: timed out"},
+	} {
+		var b bytes.Buffer
+		report(errors.New(tc.err), &b)
+		if got := strings.TrimSpace(b.String()); got != "latchkey: "+tc.want {
+			t.Errorf("report(%q) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
 }

@@ -117,6 +117,7 @@ func report(err error, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		code, msg = ee.code, ee.msg
 	}
+	msg = plainMessage(err, msg)
 	if msg != "" {
 		// One line, even when a cause (a server's error body, a child's
 		// message) brought line breaks along.
