@@ -149,3 +149,16 @@ func TestErrorsInPlainWords(t *testing.T) {
 		}
 	}
 }
+
+// Without AWS credentials an s3:// command prints one line saying what to
+// set, and nothing from the SDK (no "WARN falling back to IMDSv1").
+func TestS3MissingCredentialsOneLine(t *testing.T) {
+	cmd := binary(t, "kv", "get", "--store", "s3://bucket/p?endpoint=http://127.0.0.1:1", "k")
+	cmd.Env = append(cmd.Env, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE=", "AWS_SESSION_TOKEN=",
+		"AWS_CONFIG_FILE="+t.TempDir()+"/none", "AWS_SHARED_CREDENTIALS_FILE="+t.TempDir()+"/none",
+		"AWS_EC2_METADATA_SERVICE_ENDPOINT=http://127.0.0.1:1", "AWS_ENDPOINT_URL=", "AWS_ENDPOINT_URL_S3=")
+	out, err := cmd.CombinedOutput()
+	if err == nil || strings.Count(string(out), "\n") != 1 || !strings.Contains(string(out), "no AWS credentials") {
+		t.Fatalf("%v: %q, want exit 1 and one line naming the missing credentials", err, out)
+	}
+}

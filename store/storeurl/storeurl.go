@@ -12,7 +12,8 @@
 //	                       poll=DURATION (WaitChange polling period)
 //	s3://bucket/prefix     S3 or an S3-compatible server (s3store). Query
 //	                       parameters: endpoint=URL (path-style to that
-//	                       server), region=R; credentials from the AWS
+//	                       server), region=R, create-bucket=1;
+//	                       credentials from the AWS
 //	                       environment variables and files
 //	consul://host:port/prefix
 //	                       Consul KV or latchkey serve (consulstore).
