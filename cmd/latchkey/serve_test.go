@@ -144,10 +144,10 @@ func TestServeBadCommandLine(t *testing.T) {
 // the variable really sets what the flag sets.
 func TestServeEveryFlagHasDocumentedVariable(t *testing.T) {
 	var probe server.Config
-	lvl := ""
-	flags := serveFlags(&probe, &lvl)
+	var logs logOptions
+	flags := serveFlags(&probe, &logs)
 	help := (&cli{t: t, env: map[string]string{}}).ok("serve", "--help")
-	values := map[string]string{"listen": "127.0.0.1:1", "shutdown-timeout": "3s", "log-level": "debug"}
+	values := map[string]string{"listen": "127.0.0.1:1", "shutdown-timeout": "3s", "log-level": "debug", "log-format": "json"}
 	partners := map[string]string{"access-key": "secret-key", "secret-key": "access-key", "tls-cert": "tls-key", "tls-key": "tls-cert"}
 	for _, f := range flags {
 		if !strings.HasPrefix(f.env, "LATCHKEY_") || f.env != "LATCHKEY_"+strings.ToUpper(strings.ReplaceAll(f.name, "-", "_")) {
@@ -186,7 +186,7 @@ func TestServeEveryFlagHasDocumentedVariable(t *testing.T) {
 		if !reflect.DeepEqual(fromEnv, fromFlag) {
 			t.Errorf("$%s=%s gives %+v, %s gives %+v", f.env, v, fromEnv, arg, fromFlag)
 		}
-		if _, paired := partners[f.name]; !paired && f.name != "log-level" && reflect.DeepEqual(fromEnv, server.Config{DataDir: "/d"}) && f.name != "data-dir" {
+		if _, paired := partners[f.name]; !paired && f.name != "log-level" && f.name != "log-format" && reflect.DeepEqual(fromEnv, server.Config{DataDir: "/d"}) && f.name != "data-dir" {
 			t.Errorf("$%s=%s changed nothing", f.env, v)
 		}
 	}
