@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -161,4 +162,26 @@ func TestS3MissingCredentialsOneLine(t *testing.T) {
 	if err == nil || strings.Count(string(out), "\n") != 1 || !strings.Contains(string(out), "no AWS credentials") {
 		t.Fatalf("%v: %q, want exit 1 and one line naming the missing credentials", err, out)
 	}
+}
+
+// --timeout bounds a command that talks to a store, and etcd:// on a
+// closed port fails at once.
+func TestTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // never answers
+	}))
+	defer srv.Close()
+	c := newCLI(t)
+	consul := "consul://" + strings.TrimPrefix(srv.URL, "http://") + "/app"
+	c.fails(1, "timed out", "--timeout", "300ms", "kv", "get", "--store", consul, "k")
+	c.env[timeoutEnv] = "300ms"
+	c.fails(1, "timed out", "kv", "get", "--store", consul, "k")
+	c.fails(2, "--timeout", "--timeout", "soon", "kv", "get", "k")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	c.fails(1, "cannot reach etcd ("+addr, "kv", "get", "--store", "etcd://"+addr+"/app", "k")
 }

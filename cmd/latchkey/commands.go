@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 )
 
 // command is one top-level subcommand. run receives the arguments after
@@ -85,6 +86,20 @@ func run(ctx context.Context, args []string, e *env) error {
 	if !ok {
 		return usagef("unknown command %q (see latchkey --help)", args[0])
 	}
+	if e.timeout == 0 {
+		if v := e.getenv(timeoutEnv); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return usagef("$%s=%q: want a positive duration such as 10s", timeoutEnv, v)
+			}
+			e.timeout = d
+		}
+	}
+	if e.timeout > 0 && !runsUntilStopped(args) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.timeout)
+		defer cancel()
+	}
 	return cmd.run(ctx, e, args[1:])
 }
 
@@ -100,7 +115,9 @@ Run 'latchkey COMMAND --help' (or 'latchkey help COMMAND') for a command's
 flags. Flags take one dash or two (-cas or --cas), and may follow the
 arguments (kv get KEY -detailed); after "--" everything is an argument.
 
-Before COMMAND: --store URL (for any command), --version, --help.
+Before COMMAND: --store URL (for any command), --timeout DUR (or
+$LATCHKEY_TIMEOUT: the whole command, store requests included, gives up
+after DUR; not serve, bench or lock run), --version, --help.
 
 Store selection (every command that uses a store):
   --store URL or LATCHKEY_STORE: mem://, file:///dir, consul://host:port/prefix,
@@ -120,6 +137,22 @@ Exit codes:
 	io.WriteString(w, b.String())
 }
 
+// timeoutEnv is the environment variable for --timeout.
+const timeoutEnv = "LATCHKEY_TIMEOUT"
+
+// runsUntilStopped reports the commands that --timeout does not bound:
+// serve and lock run (and bench, which has its own --duration) run until
+// they are stopped or their child ends.
+func runsUntilStopped(args []string) bool {
+	switch args[0] {
+	case "serve", "bench":
+		return true
+	case "lock":
+		return slices.Contains(args[1:], "run")
+	}
+	return false
+}
+
 // globalFlags takes the flags given before the command: --store URL (the
 // store of any command that uses one, unless its own --store says
 // otherwise), --version and --help. It returns the rest of args and the
@@ -133,16 +166,24 @@ func globalFlags(args []string, e *env) ([]string, *env, error) {
 			return args, &g, nil
 		case "version":
 			return nil, &g, runVersion(context.Background(), &g, nil)
-		case "store":
+		case "store", "timeout":
 			if !hasVal {
 				if len(args) < 2 {
-					return nil, &g, usagef("--store needs a URL: latchkey --store URL COMMAND ...")
+					return nil, &g, usagef("--%s needs a value: latchkey --store URL --timeout DUR COMMAND ...", name)
 				}
 				val, args = args[1], args[1:]
 			}
-			g.store = val
+			if name == "store" {
+				g.store = val
+				break
+			}
+			d, err := time.ParseDuration(val)
+			if err != nil || d <= 0 {
+				return nil, &g, usagef("--timeout %q: want a positive duration such as 10s", val)
+			}
+			g.timeout = d
 		default:
-			return nil, &g, usagef("%s: not a flag of latchkey itself (--store URL, --version, --help); a command's flags go after its name", args[0])
+			return nil, &g, usagef("%s: not a flag of latchkey itself (--store URL, --timeout DUR, --version, --help); a command's flags go after its name", args[0])
 		}
 		args = args[1:]
 	}

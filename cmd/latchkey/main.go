@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -74,11 +75,12 @@ func interrupted(err error, sig os.Signal) error {
 // env is everything a command may touch of the outside world, so tests can
 // run commands in-process.
 type env struct {
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
-	getenv func(string) string
-	store  string // latchkey --store URL COMMAND: the store when the command gets no --store
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	getenv  func(string) string
+	store   string        // latchkey --store URL COMMAND: the store when the command gets no --store
+	timeout time.Duration // latchkey --timeout DUR COMMAND: the command's deadline
 }
 
 // Exit codes, documented in usage.
