@@ -185,3 +185,22 @@ func TestTimeout(t *testing.T) {
 	ln.Close()
 	c.fails(1, "cannot reach etcd ("+addr, "kv", "get", "--store", "etcd://"+addr+"/app", "k")
 }
+
+// consul:// pointed at a plain web server says it is not Consul (instead
+// of "no key exists"); consul:/host:port (one slash) is refused with the
+// right form; latchkey serve passes the check.
+func TestConsulURLChecks(t *testing.T) {
+	for _, h := range []http.Handler{http.NotFoundHandler(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("<html>hello</html>"))
+	})} {
+		srv := httptest.NewServer(h)
+		addr := strings.TrimPrefix(srv.URL, "http://")
+		c := newCLI(t)
+		c.fails(1, addr+" does not look like Consul", "kv", "get", "--store", "consul://"+addr+"/app", "k")
+		srv.Close()
+	}
+	c := newCLI(t)
+	c.fails(1, "want consul://host:port/prefix (two slashes)", "kv", "get", "--store", "consul:/127.0.0.1:8500/app", "k")
+	url, _ := startServe(t, map[string]string{"LATCHKEY_DATA_DIR": t.TempDir(), "LATCHKEY_LISTEN": "127.0.0.1:0"})
+	c.fails(1, "no key exists at: k", "kv", "get", "--store", "consul://"+strings.TrimPrefix(url, "http://")+"/app", "k")
+}

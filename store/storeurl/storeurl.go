@@ -18,7 +18,8 @@
 //	consul://host:port/prefix
 //	                       Consul KV or latchkey serve (consulstore).
 //	                       Query parameters: token=ACL token (else
-//	                       CONSUL_HTTP_TOKEN), dc=NAME, scheme=https
+//	                       CONSUL_HTTP_TOKEN), dc=NAME, scheme=https; Open
+//	                       refuses a server that is not Consul
 //	etcd://[user:password@]host:port[,host:port]/prefix
 //	                       etcd v3 (etcdstore). Query parameters: tls=1,
 //	                       cacert=FILE (PEM roots; implies TLS)
