@@ -24,7 +24,7 @@ func commands() map[string]command {
 		"version":  {"print the version", runVersion},
 		"serve":    {"run the durable Consul KV- and S3-compatible server", runServe},
 		"bench":    {"measure durable CAS throughput and latency (vs etcd with --etcd)", runBenchCmd},
-		"kv":       {"read and write keys: get, put, delete, list, update, txn", runKV},
+		"kv":       {"read and write keys: get, put, delete, list, update, txn, export, import", runKV},
 		"lock":     {"run a command under a lock; show or release a lock", runLock},
 		"publish":  {"publish files atomically as one generation", runPublish},
 		"snapshot": {"snapshot get: write the published files into a directory", runSnapshot},

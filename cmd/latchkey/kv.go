@@ -21,12 +21,14 @@ type kvCommand struct {
 // kvCommands is the table of kv subcommands: one line each.
 func kvCommands() map[string]kvCommand {
 	return map[string]kvCommand{
-		"get":    {"[-detailed] [-base64] KEY", "print a key's value, byte for byte (-detailed: Consul's field layout)", runKVGet},
+		"get":    {"[-detailed] [-base64] [-recurse] KEY|PREFIX", "print a key's value, byte for byte (-detailed: Consul's field layout)", runKVGet},
 		"put":    {"[-cas -modify-index=VERSION] [-base64] KEY [VALUE|-|@FILE]", "write a key, optionally only if unchanged", runKVPut},
-		"delete": {"[-cas -modify-index=VERSION] KEY", "delete a key, optionally only if unchanged", runKVDelete},
+		"delete": {"[-cas -modify-index=VERSION | -recurse] KEY|PREFIX", "delete a key, optionally only if unchanged", runKVDelete},
 		"list":   {"[PREFIX]", "print the keys under a prefix, one per line", runKVList},
 		"update": {"[-max-time DUR] [-max-attempts N] KEY -- CMD [ARGS...]", "rewrite a key through CMD, retrying on conflict", runKVUpdate},
 		"txn":    {"FILE|-", "apply Consul /v1/txn-shaped KV operations all or nothing", runKVTxn},
+		"export": {"[PREFIX]", "print the keys under a prefix as consul kv export's JSON", runKVExport},
+		"import": {"@FILE|-|JSON", "write the keys of kv export's (or consul kv export's) JSON", runKVImport},
 	}
 }
 

@@ -18,10 +18,11 @@ func runKVGet(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "get")
 	detailed := f.Bool("detailed", false, "print Consul's field layout (CreateIndex, Flags, Key, LockIndex, ModifyIndex, Session, Value)")
 	b64 := f.Bool("base64", false, "print the value base64-encoded, then a newline")
+	recurse := f.Bool("recurse", false, "print every key under PREFIX as KEY:VALUE lines, as consul kv get -recurse")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := f.nargs(1, 1); err != nil {
+	if err := f.nargs(1-btoi(*recurse), 1); err != nil {
 		return err
 	}
 	key := f.Arg(0)
@@ -30,6 +31,13 @@ func runKVGet(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
+	if *recurse {
+		ents, err := kvEntries(ctx, s, key)
+		if err != nil {
+			return fmt.Errorf("kv get: %w", err)
+		}
+		return printRecurse(e.stdout, ents, *detailed, *b64)
+	}
 	ent, err := s.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return failf("kv get: no key exists at: %s", key)
@@ -174,11 +182,23 @@ func runKVDelete(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "delete")
 	useCAS := f.Bool("cas", false, "delete only if the key is unchanged since -modify-index")
 	index := f.String("modify-index", "", "`VERSION` the key must still have; needs -cas")
+	recurse := f.Bool("recurse", false, "delete every key under PREFIX, each only if unchanged since listed (those that changed are kept and named)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := f.nargs(1, 1); err != nil {
+	if err := f.nargs(1-btoi(*recurse), 1); err != nil {
 		return err
+	}
+	if *recurse {
+		if *useCAS || given(f.FlagSet, "modify-index") {
+			return usagef("kv delete: -recurse and -cas do not go together (-recurse checks each key's own version)")
+		}
+		s, err := openStore(ctx, e, *f.store)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return deleteRecurse(ctx, e, s, f.Arg(0))
 	}
 	cond, err := casCondition(f, *useCAS, *index)
 	if err != nil {
@@ -226,4 +246,11 @@ func runKVList(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
