@@ -79,8 +79,8 @@ func kvUsage(w io.Writer) {
 	b.WriteString(`
 Every subcommand takes --store URL, before or after its name (default
 $LATCHKEY_STORE, else the directory store in $XDG_STATE_HOME/latchkey/store,
-else ~/.local/state/latchkey/store). Flags take one dash or two and come
-before the arguments. VERSION is the ModifyIndex line of 'kv get -detailed';
+else ~/.local/state/latchkey/store). Flags take one dash or two, before or
+after the arguments ("--" ends them). VERSION is the ModifyIndex line of 'kv get -detailed';
 -modify-index=0 means "only if the key does not exist". Values read from
 stdin or from an update command are limited to 64 MiB.
 

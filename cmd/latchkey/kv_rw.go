@@ -63,19 +63,15 @@ func runKVGet(ctx context.Context, e *env, args []string) error {
 
 // printDetailed prints ent in the layout of `consul kv get -detailed`: a
 // field name padded to 17 columns (Consul's tabwriter: the longest name,
-// 11, plus 6), then the value. ModifyIndex holds the version, to pass back
-// to -modify-index. The store keeps no creation index, flags, lock index
-// or session: CreateIndex and Session print "-", Flags and LockIndex 0.
-// Unlike Consul's tabwriter, the padding is fixed, so a tab in the key or
-// value is printed as it is rather than realigned.
+// 11, plus 6), then the value. Only the fields the store has are printed:
+// Key, ModifyIndex (the version, to pass back to -modify-index) and Value;
+// a store keeps no CreateIndex, Flags, LockIndex or Session, so none is
+// invented. Unlike Consul's tabwriter, the padding is fixed, so a tab in
+// the key or value is printed as it is rather than realigned.
 func printDetailed(w io.Writer, ent store.Entry) error {
-	_, err := fmt.Fprintf(w, "%-17s%s\n%-17s%s\n%-17s%s\n%-17s%s\n%-17s%s\n%-17s%s\n%-17s%s\n",
-		"CreateIndex", "-",
-		"Flags", "0",
+	_, err := fmt.Fprintf(w, "%-17s%s\n%-17s%s\n%-17s%s\n",
 		"Key", ent.Key,
-		"LockIndex", "0",
 		"ModifyIndex", ent.Version,
-		"Session", "-",
 		"Value", ent.Value)
 	return err
 }

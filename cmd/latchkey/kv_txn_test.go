@@ -26,9 +26,12 @@ func TestKVTxn(t *testing.T) {
 		t.Fatalf("txn: exit %d: %s", out.code, out.stderr)
 	}
 	var res struct {
-		Results []struct{ Key, ModifyIndex string }
+		Results []struct {
+			Key         string
+			ModifyIndex uint64 // a number, as Consul prints it
+		}
 	}
-	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil || len(res.Results) != 3 || res.Results[1].ModifyIndex == "" {
+	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil || len(res.Results) != 3 || res.Results[1].ModifyIndex == 0 {
 		t.Fatalf("txn output %q: %v", out.stdout, err)
 	}
 	if got := c.ok("kv", "get", "app/payload"); strings.TrimSpace(got) != "payload-2" {
