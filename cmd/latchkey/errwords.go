@@ -72,3 +72,42 @@ func opWords(oe *store.OpError) string {
 	}
 	return msg
 }
+
+// maxCauses is how many causes of a joined error are printed.
+const maxCauses = 3
+
+// capErrors returns err with any joined list of causes (errors.Join) cut
+// to its first maxCauses plus "and N more", so a failure of hundreds of
+// deletes stays one readable line.
+func capErrors(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for e := err; e != nil; {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			errs := j.Unwrap()
+			if len(errs) > maxCauses {
+				parts := make([]string, 0, maxCauses+1)
+				for _, c := range errs[:maxCauses] {
+					parts = append(parts, c.Error())
+				}
+				parts = append(parts, fmt.Sprintf("and %d more", len(errs)-maxCauses))
+				msg = strings.Replace(msg, e.Error(), strings.Join(parts, "; "), 1)
+			}
+			break
+		}
+		e = errors.Unwrap(e)
+	}
+	return &cappedError{msg: msg, err: err}
+}
+
+// cappedError is an error with a shortened message that still matches
+// its causes.
+type cappedError struct {
+	msg string
+	err error
+}
+
+func (c *cappedError) Error() string { return c.msg }
+func (c *cappedError) Unwrap() error { return c.err }

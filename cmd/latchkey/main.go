@@ -114,7 +114,7 @@ func report(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	code, msg := exitFail, err.Error()
+	code, msg := exitFail, capErrors(err).Error()
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code, msg = ee.code, ee.msg

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,11 +93,10 @@ func TestPublishRefusesBadNames(t *testing.T) {
 	inDir(t, src)
 	writeFiles(t, src, map[string]string{"bad\x01name": "x", "ok": "y"})
 	c.fails(exitUsage, "control character", "publish", "--prefix", "p", "ok", "bad\x01name")
-	c.fails(exitUsage, "invalid key", "publish", "--prefix", "p", ".")
 	if err := os.Mkdir("dir", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c.fails(exitUsage, "is a directory", "publish", "--prefix", "p", "ok", "dir")
+	c.fails(exitUsage, "no files to publish", "publish", "--prefix", "p", "dir") // empty
 	c.fails(exitFail, "no such file", "publish", "--prefix", "p", "ok", "missing")
 	if keys := c.ok("kv", "list", "p/"); keys != "" {
 		t.Fatalf("a refused publish wrote %q", keys)
@@ -138,5 +140,55 @@ func TestSnapshotGetOut(t *testing.T) {
 	c.fails(exitFail, "does not match manifest", "snapshot", "get", "--prefix", "site", "--out", out)
 	if ents, _ := os.ReadDir(parent); len(ents) != 0 {
 		t.Fatalf("a failed snapshot get left %v", ents)
+	}
+}
+
+// publish DIR publishes the tree under DIR named relative to it; -C DIR
+// names paths relative to DIR; --files-from reads paths one a line, or
+// NUL-separated with -0, so names with spaces work.
+func TestPublishDirectoryAndFileLists(t *testing.T) {
+	c := newCLI(t)
+	build := t.TempDir()
+	writeFiles(t, build, map[string]string{"index.html": "i", "css/site.css": "c", "img/a b.png": "p"})
+	gen := strings.TrimSpace(c.ok("publish", "--prefix", "site", build))
+	keys := c.ok("kv", "list", "site/gen/"+gen+"/data/")
+	for _, n := range []string{"index.html", "css/site.css", "img/a b.png"} {
+		if !strings.Contains(keys, "site/gen/"+gen+"/data/"+n+"\n") {
+			t.Errorf("publish DIR: %s missing from %q", n, keys)
+		}
+	}
+	gen = strings.TrimSpace(c.ok("publish", "--prefix", "c", "-C", build, "css", "index.html"))
+	if keys := c.ok("kv", "list", "c/gen/"+gen+"/data/"); keys != "c/gen/"+gen+"/data/css/site.css\nc/gen/"+gen+"/data/index.html\n" {
+		t.Fatalf("-C: %q", keys)
+	}
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+	}{
+		{"img/a b.png\nindex.html\n", []string{"--files-from", "-"}},
+		{"img/a b.png\x00index.html\x00", []string{"--files-from", "-", "-0"}},
+	} {
+		o := c.runIn(tc.stdin, append([]string{"publish", "--prefix", "l", "-C", build}, tc.args...)...)
+		gen := strings.TrimSpace(o.stdout)
+		if o.code != 0 {
+			t.Fatalf("%v: %+v", tc.args, o)
+		}
+		if keys := c.ok("kv", "list", "l/gen/"+gen+"/data/"); keys != "l/gen/"+gen+"/data/img/a b.png\nl/gen/"+gen+"/data/index.html\n" {
+			t.Fatalf("%v: %q", tc.args, keys)
+		}
+	}
+}
+
+// A joined error of many causes prints the first few and "and N more".
+func TestCappedJoinedErrors(t *testing.T) {
+	var errs []error
+	for i := range 187 {
+		errs = append(errs, fmt.Errorf("delete %d: boom", i))
+	}
+	var b bytes.Buffer
+	report(fmt.Errorf("publish p: failed: %w", errors.Join(errs...)), &b)
+	want := "latchkey: publish p: failed: delete 0: boom; delete 1: boom; delete 2: boom; and 184 more\n"
+	if b.String() != want {
+		t.Fatalf("report = %q, want %q", b.String(), want)
 	}
 }
