@@ -26,7 +26,7 @@ func commands() map[string]command {
 		"bench":    {"measure durable CAS throughput and latency (vs etcd with --etcd)", runBenchCmd},
 		"kv":       {"read and write keys: get, put, delete, list, update, txn, export, import", runKV},
 		"lock":     {"run a command under a lock; show or release a lock", runLock},
-		"publish":  {"publish files atomically as one generation", runPublish},
+		"publish":  {"publish files atomically as one generation; publish current, publish list", runPublish},
 		"snapshot": {"snapshot get: write the published files into a directory", runSnapshot},
 		"gc":       {"delete superseded and abandoned publication generations", runGC},
 		"probe":    {"check a live store really does what its backend declares", runProbe},

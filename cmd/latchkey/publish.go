@@ -19,6 +19,9 @@ import (
 )
 
 func runPublish(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && publishSubcommands[args[0]] != nil {
+		return publishSubcommands[args[0]](ctx, e, args[1:])
+	}
 	f := newCmdFlags(e, "publish", "--prefix P [--lease KEY] FILE...",
 		`Publish FILEs as one generation under prefix P: they become visible together,
 by one compare-and-swap of P/pointer, or not at all. Each FILE is stored under

@@ -192,3 +192,24 @@ func TestCappedJoinedErrors(t *testing.T) {
 		t.Fatalf("report = %q, want %q", b.String(), want)
 	}
 }
+
+func TestPublishCurrentAndList(t *testing.T) {
+	c := newCLI(t)
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"a.txt": "one"})
+	c.fails(1, "nothing published", "publish", "current", "--prefix", "site")
+	gen1 := strings.TrimSpace(c.ok("publish", "--prefix", "site", src))
+	gen2 := strings.TrimSpace(c.ok("publish", "--prefix", "site", src))
+	if got := strings.TrimSpace(c.ok("publish", "current", "--prefix", "site")); got != gen2 {
+		t.Fatalf("publish current = %q, want %q", got, gen2)
+	}
+	if got := c.ok("publish", "current", "--prefix", "site", "--json"); !strings.Contains(got, `"generation": "`+gen2+`"`) || !strings.Contains(got, `"name": "a.txt"`) {
+		t.Fatalf("publish current --json = %s", got)
+	}
+	if got := c.ok("publish", "list", "--prefix", "site"); got != gen2+" current\n"+gen1+" kept (superseded or unfinished, within the grace of 1h0m0s)\n" {
+		t.Fatalf("publish list = %q", got)
+	}
+	if got := c.ok("publish", "list", "--prefix", "site", "--grace", "1ns"); !strings.Contains(got, gen1+" gc would delete") {
+		t.Fatalf("publish list --grace 1ns = %q", got)
+	}
+}
