@@ -93,10 +93,12 @@ func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, tok
 	if err != nil {
 		return err
 	}
+	prog := newProgress(e.stderr, len(files), totalSize(files))
 	for i, pf := range files {
 		if err := putFile(ctx, w, pf); err != nil {
 			return putFailed(ctx, w, prefix, i, len(files), err)
 		}
+		prog.done(pf.size)
 	}
 	c, err := w.Commit(ctx)
 	if errors.Is(err, publish.ErrSuperseded) || errors.Is(err, publish.ErrFenced) {

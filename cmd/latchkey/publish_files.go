@@ -18,7 +18,18 @@ import (
 
 // pubFile is one file to publish: where it is on disk and the name it is
 // published under.
-type pubFile struct{ path, name string }
+type pubFile struct {
+	path, name string
+	size       int64
+}
+
+func totalSize(files []pubFile) int64 {
+	var n int64
+	for _, f := range files {
+		n += f.size
+	}
+	return n
+}
 
 // publishSources turns publish's arguments into the files to publish:
 // each FILE, every file under each DIRECTORY (recursively, named relative
@@ -36,7 +47,7 @@ func publishSources(e *env, dir, filesFrom string, nul bool, args []string) ([]p
 	}
 	var out []pubFile
 	seen := map[string]bool{}
-	add := func(p, name string) error {
+	add := func(p, name string, size int64) error {
 		n, err := objectName(name)
 		if err != nil {
 			return usagef("publish: %v", err)
@@ -45,7 +56,7 @@ func publishSources(e *env, dir, filesFrom string, nul bool, args []string) ([]p
 			return usagef("publish: %q named twice", n)
 		}
 		seen[n] = true
-		out = append(out, pubFile{path: p, name: n})
+		out = append(out, pubFile{path: p, name: n, size: size})
 		return nil
 	}
 	for _, name := range names {
@@ -60,7 +71,7 @@ func publishSources(e *env, dir, filesFrom string, nul bool, args []string) ([]p
 			return nil, failf("publish: %v", err) // before anything is written
 		}
 		if !fi.IsDir() {
-			if err := add(p, name); err != nil {
+			if err := add(p, name, fi.Size()); err != nil {
 				return nil, err
 			}
 			continue
@@ -80,7 +91,11 @@ func publishSources(e *env, dir, filesFrom string, nul bool, args []string) ([]p
 			if err != nil {
 				return err
 			}
-			return add(q, rel)
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			return add(q, rel, info.Size())
 		})
 		if err != nil {
 			var ee *exitError

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // inDir runs the test with dir as the working directory.
@@ -211,5 +212,25 @@ func TestPublishCurrentAndList(t *testing.T) {
 	}
 	if got := c.ok("publish", "list", "--prefix", "site", "--grace", "1ns"); !strings.Contains(got, gen1+" gc would delete") {
 		t.Fatalf("publish list --grace 1ns = %q", got)
+	}
+}
+
+// Progress goes to a terminal only; its line counts objects and bytes.
+func TestPublishProgress(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, 2, 3<<20)
+	p.done(1 << 20)
+	p.done(2 << 20)
+	if b.Len() != 0 {
+		t.Fatalf("progress wrote %q to a non-terminal", b.String())
+	}
+	if got := p.line(p.start.Add(time.Second)); got != "publish: 2/2 objects, 3.0/3.0 MiB, 3.0 MiB/s " {
+		t.Fatalf("progress line %q", got)
+	}
+	c := newCLI(t)
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"a": "1"})
+	if o := c.run("publish", "--prefix", "p", src); o.code != 0 || o.stderr != "" {
+		t.Fatalf("publish to a non-terminal: %+v", o)
 	}
 }
