@@ -102,8 +102,12 @@ func runKVPut(ctx context.Context, e *env, args []string) error {
 	useCAS := f.Bool("cas", false, "write only if the key is unchanged since -modify-index")
 	index := f.String("modify-index", "", "`VERSION` the key must still have (0: the key must not exist); needs -cas")
 	b64 := f.Bool("base64", false, "VALUE (or the file or stdin it names) is base64; the decoded bytes are written")
+	flags := f.Uint64("flags", 0, "Consul's opaque flags `N`: only 0, as no latchkey store keeps flags")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if *flags != 0 {
+		return usagef("kv put: -flags %d: latchkey's stores keep no flags (only 0); nothing written", *flags)
 	}
 	if err := f.nargs(1, 2); err != nil {
 		return err

@@ -136,6 +136,8 @@ func TestKVValuesRoundTripExactly(t *testing.T) {
 		t.Fatalf("put @@home stored %q, want the literal @home", got)
 	}
 	c.fails(2, "not base64", "kv", "put", "-base64", "x", "!!")
+	c.ok("kv", "put", "-flags", "0", "f", "v")
+	c.fails(2, "-flags 42: latchkey's stores keep no flags", "kv", "put", "-flags", "42", "f", "v2")
 	c.fails(1, "no such file", "kv", "put", "x", "@/nonexistent/file")
 	if !strings.Contains(c.ok("kv", "get", "-detailed", "-base64", "dec"), "\nValue            YQBiCg==\n") {
 		t.Fatalf("get -detailed -base64 lacks the base64 value line")
