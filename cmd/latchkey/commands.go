@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"time"
 )
 
 // command is one top-level subcommand. run receives the arguments after
@@ -22,9 +24,9 @@ func commands() map[string]command {
 		"version":  {"print the version", runVersion},
 		"serve":    {"run the durable Consul KV- and S3-compatible server", runServe},
 		"bench":    {"measure durable CAS throughput and latency (vs etcd with --etcd)", runBenchCmd},
-		"kv":       {"read and write keys: get, put, delete, list, update, txn", runKV},
+		"kv":       {"read and write keys: get, put, delete, list, update, txn, export, import", runKV},
 		"lock":     {"run a command under a lock; show or release a lock", runLock},
-		"publish":  {"publish files atomically as one generation", runPublish},
+		"publish":  {"publish files atomically as one generation; publish current, publish list", runPublish},
 		"snapshot": {"snapshot get: write the published files into a directory", runSnapshot},
 		"gc":       {"delete superseded and abandoned publication generations", runGC},
 		"probe":    {"check a live store really does what its backend declares", runProbe},
@@ -33,24 +35,70 @@ func commands() map[string]command {
 
 const version = "0.1.0-dev"
 
+// runVersion prints "latchkey VERSION", then the module version and the VCS
+// revision the binary was built from, as the Go toolchain recorded them.
 func runVersion(ctx context.Context, e *env, args []string) error {
-	fmt.Fprintln(e.stdout, "latchkey", version)
+	line := "latchkey " + version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		line += " (module " + bi.Main.Version
+		rev, modified := "", ""
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				if s.Value == "true" {
+					modified = ", modified"
+				}
+			}
+		}
+		if rev != "" {
+			line += ", revision " + rev + modified
+		}
+		line += ", " + bi.GoVersion + ")"
+	}
+	fmt.Fprintln(e.stdout, line)
 	return nil
 }
 
 func run(ctx context.Context, args []string, e *env) error {
+	args, e, err := globalFlags(args, e)
+	if err != nil || args == nil {
+		return err
+	}
 	if len(args) == 0 {
 		usage(e.stderr)
 		return &exitError{code: exitUsage}
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "-h", "-help", "--help":
 		usage(e.stdout)
 		return nil
+	case "help":
+		if len(args) == 1 {
+			usage(e.stdout)
+			return nil
+		}
+		// latchkey help kv [put]: that command's own help.
+		args = append(slices.Clip(args[1:]), "--help")
 	}
 	cmd, ok := commands()[args[0]]
 	if !ok {
 		return usagef("unknown command %q (see latchkey --help)", args[0])
+	}
+	if e.timeout == 0 {
+		if v := e.getenv(timeoutEnv); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return usagef("$%s=%q: want a positive duration such as 10s", timeoutEnv, v)
+			}
+			e.timeout = d
+		}
+	}
+	if e.timeout > 0 && !runsUntilStopped(args) {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.timeout)
+		defer cancel()
 	}
 	return cmd.run(ctx, e, args[1:])
 }
@@ -63,8 +111,13 @@ func usage(w io.Writer) {
 		fmt.Fprintf(&b, "  %-10s %s\n", n, cmds[n].summary)
 	}
 	b.WriteString(`
-Run 'latchkey COMMAND --help' for a command's flags. Flags take one dash or
-two (-cas or --cas).
+Run 'latchkey COMMAND --help' (or 'latchkey help COMMAND') for a command's
+flags. Flags take one dash or two (-cas or --cas), and may follow the
+arguments (kv get KEY -detailed); after "--" everything is an argument.
+
+Before COMMAND: --store URL (for any command), --timeout DUR (or
+$LATCHKEY_TIMEOUT: the whole command, store requests included, gives up
+after DUR; not serve, bench or lock run), --version, --help.
 
 Store selection (every command that uses a store):
   --store URL or LATCHKEY_STORE: mem://, file:///dir, consul://host:port/prefix,
@@ -82,4 +135,57 @@ Exit codes:
   N  with lock run --child-exit-code: the child's own exit code
 `)
 	io.WriteString(w, b.String())
+}
+
+// timeoutEnv is the environment variable for --timeout.
+const timeoutEnv = "LATCHKEY_TIMEOUT"
+
+// runsUntilStopped reports the commands that --timeout does not bound:
+// serve and lock run (and bench, which has its own --duration) run until
+// they are stopped or their child ends.
+func runsUntilStopped(args []string) bool {
+	switch args[0] {
+	case "serve", "bench":
+		return true
+	case "lock":
+		return slices.Contains(args[1:], "run")
+	}
+	return false
+}
+
+// globalFlags takes the flags given before the command: --store URL (the
+// store of any command that uses one, unless its own --store says
+// otherwise), --version and --help. It returns the rest of args and the
+// env to run them with; nil args means it already did all there was to do.
+func globalFlags(args []string, e *env) ([]string, *env, error) {
+	g := *e
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		name, val, hasVal := strings.Cut(strings.TrimLeft(args[0], "-"), "=")
+		switch name {
+		case "h", "help":
+			return args, &g, nil
+		case "version":
+			return nil, &g, runVersion(context.Background(), &g, nil)
+		case "store", "timeout":
+			if !hasVal {
+				if len(args) < 2 {
+					return nil, &g, usagef("--%s needs a value: latchkey --store URL --timeout DUR COMMAND ...", name)
+				}
+				val, args = args[1], args[1:]
+			}
+			if name == "store" {
+				g.store = val
+				break
+			}
+			d, err := time.ParseDuration(val)
+			if err != nil || d <= 0 {
+				return nil, &g, usagef("--timeout %q: want a positive duration such as 10s", val)
+			}
+			g.timeout = d
+		default:
+			return nil, &g, usagef("%s: not a flag of latchkey itself (--store URL, --timeout DUR, --version, --help); a command's flags go after its name", args[0])
+		}
+		args = args[1:]
+	}
+	return args, &g, nil
 }

@@ -21,12 +21,14 @@ type kvCommand struct {
 // kvCommands is the table of kv subcommands: one line each.
 func kvCommands() map[string]kvCommand {
 	return map[string]kvCommand{
-		"get":    {"[-detailed] KEY", "print a key's value (-detailed: Consul's field layout)", runKVGet},
-		"put":    {"[-cas -modify-index=VERSION] KEY [VALUE|-]", "write a key, optionally only if unchanged", runKVPut},
-		"delete": {"[-cas -modify-index=VERSION] KEY", "delete a key, optionally only if unchanged", runKVDelete},
+		"get":    {"[-detailed] [-base64] [-recurse] KEY|PREFIX", "print a key's value, byte for byte (-detailed: Consul's field layout)", runKVGet},
+		"put":    {"[-cas -modify-index=VERSION] [-base64] KEY [VALUE|-|@FILE]", "write a key, optionally only if unchanged", runKVPut},
+		"delete": {"[-cas -modify-index=VERSION | -recurse] KEY|PREFIX", "delete a key, optionally only if unchanged", runKVDelete},
 		"list":   {"[PREFIX]", "print the keys under a prefix, one per line", runKVList},
-		"update": {"[-max-attempts N] KEY -- CMD [ARGS...]", "rewrite a key through CMD, retrying on conflict", runKVUpdate},
+		"update": {"[-max-time DUR] [-max-attempts N] KEY -- CMD [ARGS...]", "rewrite a key through CMD, retrying on conflict", runKVUpdate},
 		"txn":    {"FILE|-", "apply Consul /v1/txn-shaped KV operations all or nothing", runKVTxn},
+		"export": {"[PREFIX]", "print the keys under a prefix as consul kv export's JSON", runKVExport},
+		"import": {"@FILE|-|JSON", "write the keys of kv export's (or consul kv export's) JSON", runKVImport},
 	}
 }
 
@@ -77,14 +79,21 @@ func kvUsage(w io.Writer) {
 	b.WriteString(`
 Every subcommand takes --store URL, before or after its name (default
 $LATCHKEY_STORE, else the directory store in $XDG_STATE_HOME/latchkey/store,
-else ~/.local/state/latchkey/store). Flags take one dash or two and come
-before the arguments. VERSION is the ModifyIndex line of 'kv get -detailed';
+else ~/.local/state/latchkey/store). Flags take one dash or two, before or
+after the arguments ("--" ends them). VERSION is the ModifyIndex line of 'kv get -detailed';
 -modify-index=0 means "only if the key does not exist". Values read from
 stdin or from an update command are limited to 64 MiB.
 
+Values round-trip byte for byte: kv get prints the stored bytes and adds no
+newline (-base64 prints them base64-encoded, then a newline). kv put's
+VALUE "-" reads stdin, "@FILE" reads FILE, "@@TEXT" is the literal "@TEXT";
+-base64 decodes what VALUE gives. kv update writes CMD's stdout exactly as
+printed: a trailing newline from echo is kept (use printf to leave it out).
+
 kv update runs CMD with the key's value on stdin (empty when absent) and
 writes CMD's stdout back only if the key is unchanged; otherwise it reads
-the key again and reruns CMD, backing off, up to -max-attempts times.
+the key again and reruns CMD, backing off, for up to -max-time (default
+30s) and, when given, at most -max-attempts times.
 
 Exit codes:
   0  done
@@ -113,6 +122,11 @@ func newKVFlags(e *env, name string) *kvFlags {
 
 // nargs checks the count of positional arguments.
 func (f *kvFlags) nargs(min, max int) error {
+	if n := f.NArg(); n > max {
+		if w, ok := flagLike(f.Args()[1:]); ok {
+			return usagef("kv %s: %s is not a flag of kv %s; flags go before KEY", f.name, w, f.name)
+		}
+	}
 	if n := f.NArg(); n < min || n > max {
 		return usagef("kv %s: %d arguments; usage: latchkey kv %s %s", f.name, n, f.name, kvCommands()[f.name].args)
 	}

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 
 	"github.com/latchkey/latchkey/store"
 )
@@ -13,10 +17,12 @@ import (
 func runKVGet(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "get")
 	detailed := f.Bool("detailed", false, "print Consul's field layout (CreateIndex, Flags, Key, LockIndex, ModifyIndex, Session, Value)")
+	b64 := f.Bool("base64", false, "print the value base64-encoded, then a newline")
+	recurse := f.Bool("recurse", false, "print every key under PREFIX as KEY:VALUE lines, as consul kv get -recurse")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := f.nargs(1, 1); err != nil {
+	if err := f.nargs(1-btoi(*recurse), 1); err != nil {
 		return err
 	}
 	key := f.Arg(0)
@@ -25,6 +31,13 @@ func runKVGet(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
+	if *recurse {
+		ents, err := kvEntries(ctx, s, key)
+		if err != nil {
+			return fmt.Errorf("kv get: %w", err)
+		}
+		return printRecurse(e.stdout, ents, *detailed, *b64)
+	}
 	ent, err := s.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return failf("kv get: no key exists at: %s", key)
@@ -32,29 +45,33 @@ func runKVGet(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("kv get: %w", err)
 	}
+	if *b64 {
+		ent.Value = []byte(base64.StdEncoding.EncodeToString(ent.Value))
+	}
 	if *detailed {
 		return printDetailed(e.stdout, ent)
 	}
-	// Like `consul kv get`: the value, then a newline.
-	_, err = fmt.Fprintf(e.stdout, "%s\n", ent.Value)
+	if *b64 {
+		ent.Value = append(ent.Value, '\n')
+	}
+	// The value exactly as stored: unlike `consul kv get`, no newline is
+	// added, so `kv get K > file` gives back the bytes `kv put K @file`
+	// wrote.
+	_, err = e.stdout.Write(ent.Value)
 	return err
 }
 
 // printDetailed prints ent in the layout of `consul kv get -detailed`: a
 // field name padded to 17 columns (Consul's tabwriter: the longest name,
-// 11, plus 6), then the value. ModifyIndex holds the version, to pass back
-// to -modify-index. The store keeps no creation index, flags, lock index
-// or session: CreateIndex and Session print "-", Flags and LockIndex 0.
-// Unlike Consul's tabwriter, the padding is fixed, so a tab in the key or
-// value is printed as it is rather than realigned.
+// 11, plus 6), then the value. Only the fields the store has are printed:
+// Key, ModifyIndex (the version, to pass back to -modify-index) and Value;
+// a store keeps no CreateIndex, Flags, LockIndex or Session, so none is
+// invented. Unlike Consul's tabwriter, the padding is fixed, so a tab in
+// the key or value is printed as it is rather than realigned.
 func printDetailed(w io.Writer, ent store.Entry) error {
-	_, err := fmt.Fprintf(w, "%-17s%s\n%-17s%s\n%-17s%s\n%-17s%s\n%-17s%s\n%-17s%s\n%-17s%s\n",
-		"CreateIndex", "-",
-		"Flags", "0",
+	_, err := fmt.Fprintf(w, "%-17s%s\n%-17s%s\n%-17s%s\n",
 		"Key", ent.Key,
-		"LockIndex", "0",
 		"ModifyIndex", ent.Version,
-		"Session", "-",
 		"Value", ent.Value)
 	return err
 }
@@ -84,8 +101,13 @@ func runKVPut(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "put")
 	useCAS := f.Bool("cas", false, "write only if the key is unchanged since -modify-index")
 	index := f.String("modify-index", "", "`VERSION` the key must still have (0: the key must not exist); needs -cas")
+	b64 := f.Bool("base64", false, "VALUE (or the file or stdin it names) is base64; the decoded bytes are written")
+	flags := f.Uint64("flags", 0, "Consul's opaque flags `N`: only 0, as no latchkey store keeps flags")
 	if err := f.parse(args); err != nil {
 		return err
+	}
+	if *flags != 0 {
+		return usagef("kv put: -flags %d: latchkey's stores keep no flags (only 0); nothing written", *flags)
 	}
 	if err := f.nargs(1, 2); err != nil {
 		return err
@@ -98,6 +120,13 @@ func runKVPut(ctx context.Context, e *env, args []string) error {
 	value, err := readValue(e, f.Arg(1))
 	if err != nil {
 		return err
+	}
+	if *b64 {
+		dec, err := base64.StdEncoding.DecodeString(string(bytes.TrimSpace(value)))
+		if err != nil {
+			return usagef("kv put: -base64: the value is not base64: %v", err)
+		}
+		value = dec
 	}
 	s, err := openStore(ctx, e, *f.store)
 	if err != nil {
@@ -117,17 +146,34 @@ func runKVPut(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// readValue returns the VALUE argument, or stdin when it is "-".
+// readValue returns the bytes VALUE stands for, as `consul kv put` reads
+// them: "-" is stdin, "@FILE" is FILE's contents, "@@TEXT" is the literal
+// "@TEXT", anything else is itself. Nothing is added or trimmed.
 func readValue(e *env, arg string) ([]byte, error) {
-	if arg != "-" {
-		return []byte(arg), nil
+	switch {
+	case strings.HasPrefix(arg, "@@"):
+		return []byte(arg[1:]), nil
+	case strings.HasPrefix(arg, "@"):
+		fh, err := os.Open(arg[1:])
+		if err != nil {
+			return nil, failf("kv put: %v", err)
+		}
+		defer fh.Close()
+		return readCapped(fh, arg[1:])
+	case arg == "-":
+		return readCapped(e.stdin, "stdin")
 	}
-	b, err := io.ReadAll(io.LimitReader(e.stdin, maxValueBytes+1))
+	return []byte(arg), nil
+}
+
+// readCapped reads r whole, refusing more than maxValueBytes.
+func readCapped(r io.Reader, name string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, maxValueBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("kv put: reading stdin: %w", err)
+		return nil, fmt.Errorf("kv put: reading %s: %w", name, err)
 	}
 	if len(b) > maxValueBytes {
-		return nil, failf("kv put: value on stdin is larger than %d bytes", maxValueBytes)
+		return nil, failf("kv put: value in %s is larger than %d bytes", name, maxValueBytes)
 	}
 	return b, nil
 }
@@ -136,11 +182,23 @@ func runKVDelete(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "delete")
 	useCAS := f.Bool("cas", false, "delete only if the key is unchanged since -modify-index")
 	index := f.String("modify-index", "", "`VERSION` the key must still have; needs -cas")
+	recurse := f.Bool("recurse", false, "delete every key under PREFIX, each only if unchanged since listed (those that changed are kept and named)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if err := f.nargs(1, 1); err != nil {
+	if err := f.nargs(1-btoi(*recurse), 1); err != nil {
 		return err
+	}
+	if *recurse {
+		if *useCAS || given(f.FlagSet, "modify-index") {
+			return usagef("kv delete: -recurse and -cas do not go together (-recurse checks each key's own version)")
+		}
+		s, err := openStore(ctx, e, *f.store)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return deleteRecurse(ctx, e, s, f.Arg(0))
 	}
 	cond, err := casCondition(f, *useCAS, *index)
 	if err != nil {
@@ -188,4 +246,11 @@ func runKVList(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

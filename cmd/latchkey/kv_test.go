@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -76,8 +78,8 @@ func TestKVPutGetDeleteList(t *testing.T) {
 	}
 	c.ok("kv", "put", "app/b", "two")
 	c.ok("kv", "put", "other", "three")
-	if got := c.ok("kv", "get", "app/a"); got != "one\n" {
-		t.Fatalf("get = %q, want the value and a newline", got)
+	if got := c.ok("kv", "get", "app/a"); got != "one" {
+		t.Fatalf("get = %q, want the value and nothing else", got)
 	}
 	if got := c.ok("kv", "list", "app/"); got != "app/a\napp/b\n" {
 		t.Fatalf("list app/ = %q", got)
@@ -97,8 +99,48 @@ func TestKVPutFromStdin(t *testing.T) {
 	if o := c.runIn("line 1\nline 2\n", "kv", "put", "k", "-"); o.code != 0 {
 		t.Fatalf("put -: %+v", o)
 	}
-	if got := c.ok("kv", "get", "k"); got != "line 1\nline 2\n\n" {
+	if got := c.ok("kv", "get", "k"); got != "line 1\nline 2\n" {
 		t.Fatalf("get = %q", got)
+	}
+}
+
+// Values round-trip byte for byte: a binary value with and without a
+// trailing newline, through VALUE, stdin, @FILE and -base64.
+func TestKVValuesRoundTripExactly(t *testing.T) {
+	c := newCLI(t)
+	bin := make([]byte, 1<<20)
+	for i := range bin {
+		bin[i] = byte(i * 7)
+	}
+	file := filepath.Join(t.TempDir(), "v.bin")
+	if err := os.WriteFile(file, bin, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("kv", "put", "bin", "@"+file)
+	if got := c.ok("kv", "get", "bin"); got != string(bin) {
+		t.Fatalf("get of a 1 MiB value put from @file: %d bytes, want %d, same bytes", len(got), len(bin))
+	}
+	if o := c.runIn(string(bin), "kv", "put", "stdin", "-"); o.code != 0 || c.ok("kv", "get", "stdin") != string(bin) {
+		t.Fatalf("put - did not round-trip: %+v", o.stderr)
+	}
+	b64 := base64.StdEncoding.EncodeToString(bin)
+	if got := c.ok("kv", "get", "-base64", "bin"); got != b64+"\n" {
+		t.Fatalf("get -base64: %d bytes, want the base64 and a newline", len(got))
+	}
+	c.ok("kv", "put", "-base64", "dec", base64.StdEncoding.EncodeToString([]byte("a\x00b\n")))
+	if got := c.ok("kv", "get", "dec"); got != "a\x00b\n" {
+		t.Fatalf("put -base64 then get = %q", got)
+	}
+	c.ok("kv", "put", "at", "@@home")
+	if got := c.ok("kv", "get", "at"); got != "@home" {
+		t.Fatalf("put @@home stored %q, want the literal @home", got)
+	}
+	c.fails(2, "not base64", "kv", "put", "-base64", "x", "!!")
+	c.ok("kv", "put", "-flags", "0", "f", "v")
+	c.fails(2, "-flags 42: latchkey's stores keep no flags", "kv", "put", "-flags", "42", "f", "v2")
+	c.fails(1, "no such file", "kv", "put", "x", "@/nonexistent/file")
+	if !strings.Contains(c.ok("kv", "get", "-detailed", "-base64", "dec"), "\nValue            YQBiCg==\n") {
+		t.Fatalf("get -detailed -base64 lacks the base64 value line")
 	}
 }
 
@@ -107,12 +149,9 @@ func TestKVGetDetailedLayout(t *testing.T) {
 	c.ok("kv", "put", "svc/config", "hello")
 	got := c.ok("kv", "get", "-detailed", "svc/config")
 	v := c.modifyIndex("svc/config")
-	want := "CreateIndex      -\n" +
-		"Flags            0\n" +
-		"Key              svc/config\n" +
-		"LockIndex        0\n" +
+	// Only the fields the store has: no invented Flags 0 or CreateIndex -.
+	want := "Key              svc/config\n" +
 		"ModifyIndex      " + v + "\n" +
-		"Session          -\n" +
 		"Value            hello\n"
 	if got != want {
 		t.Fatalf("get -detailed =\n%s\nwant\n%s", got, want)
@@ -121,7 +160,7 @@ func TestKVGetDetailedLayout(t *testing.T) {
 	// realign it), and the other lines keep their layout.
 	c.ok("kv", "put", "svc/tabbed", "a\tb")
 	got = c.ok("kv", "get", "-detailed", "svc/tabbed")
-	if !strings.HasSuffix(got, "\nValue            a\tb\n") || !strings.Contains(got, "\nKey              svc/tabbed\n") {
+	if !strings.HasSuffix(got, "\nValue            a\tb\n") || !strings.HasPrefix(got, "Key              svc/tabbed\n") {
 		t.Fatalf("get -detailed of a tabbed value =\n%q", got)
 	}
 }
@@ -136,7 +175,7 @@ func TestKVPutCAS(t *testing.T) {
 	c.ok("kv", "put", "--cas", "--modify-index", v1, "k", "second")
 	// v1 is stale now: refused, one line naming the key, value untouched.
 	c.fails(1, "did not write to k: CAS failed", "kv", "put", "-cas", "-modify-index="+v1, "k", "third")
-	if got := c.ok("kv", "get", "k"); got != "second\n" {
+	if got := c.ok("kv", "get", "k"); got != "second" {
 		t.Fatalf("value after refused CAS = %q, want second", got)
 	}
 	// A CAS on a missing key with a version fails too.
@@ -190,7 +229,7 @@ func TestKVHelp(t *testing.T) {
 			t.Errorf("latchkey --help: kv line %q lacks %q", kvLine, name)
 		}
 	}
-	for _, want := range []string{"kv update [-max-attempts N] KEY -- CMD", "Exit codes", "-modify-index=0", "XDG_STATE_HOME"} {
+	for _, want := range []string{"kv update [-max-time DUR] [-max-attempts N] KEY -- CMD", "Exit codes", "-modify-index=0", "XDG_STATE_HOME"} {
 		if !strings.Contains(kv, want) {
 			t.Errorf("latchkey kv --help lacks %q:\n%s", want, kv)
 		}
@@ -207,14 +246,14 @@ func TestStoreSelection(t *testing.T) {
 	c := &cli{t: t, env: map[string]string{"HOME": home}}
 	// No flag, no LATCHKEY_STORE: the default directory store under HOME.
 	c.ok("kv", "put", "k", "default")
-	if got := c.ok("kv", "--store", storeurl.FileURL(filepath.Join(home, ".local/state/latchkey/store")), "get", "k"); got != "default\n" {
+	if got := c.ok("kv", "--store", storeurl.FileURL(filepath.Join(home, ".local/state/latchkey/store")), "get", "k"); got != "default" {
 		t.Fatalf("default store not at ~/.local/state/latchkey/store: %q", got)
 	}
 	// XDG_STATE_HOME moves it.
 	c.env["XDG_STATE_HOME"] = filepath.Join(home, "xdg")
 	c.fails(1, "no key exists", "kv", "get", "k")
 	c.ok("kv", "put", "k", "xdg")
-	if got := c.ok("kv", "-store", storeurl.FileURL(filepath.Join(home, "xdg/latchkey/store")), "get", "k"); got != "xdg\n" {
+	if got := c.ok("kv", "-store", storeurl.FileURL(filepath.Join(home, "xdg/latchkey/store")), "get", "k"); got != "xdg" {
 		t.Fatalf("default store not at $XDG_STATE_HOME/latchkey/store: %q", got)
 	}
 	// LATCHKEY_STORE wins over the default, and --store over both.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/latchkey/latchkey/store"
 )
@@ -144,13 +145,27 @@ func runKVTxn(ctx context.Context, e *env, args []string) error {
 	}
 	type result struct {
 		Key         string
-		ModifyIndex string `json:",omitempty"`
+		ModifyIndex json.RawMessage `json:",omitempty"`
 	}
 	results := make([]result, len(ops))
 	for i, op := range ops {
-		results[i] = result{Key: op.Key, ModifyIndex: string(versions[i])}
+		results[i] = result{Key: op.Key, ModifyIndex: versionJSON(versions[i])}
 	}
 	enc := json.NewEncoder(e.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(map[string]any{"Results": results})
+}
+
+// versionJSON is a version as JSON: a number, as Consul prints ModifyIndex,
+// when it is one (Consul, etcd, latchkey serve), else a string; nil for
+// none.
+func versionJSON(v store.Version) json.RawMessage {
+	if v == "" {
+		return nil
+	}
+	if _, err := strconv.ParseUint(string(v), 10, 64); err == nil {
+		return json.RawMessage(v)
+	}
+	b, _ := json.Marshal(string(v))
+	return b
 }

@@ -26,9 +26,12 @@ func TestKVTxn(t *testing.T) {
 		t.Fatalf("txn: exit %d: %s", out.code, out.stderr)
 	}
 	var res struct {
-		Results []struct{ Key, ModifyIndex string }
+		Results []struct {
+			Key         string
+			ModifyIndex uint64 // a number, as Consul prints it
+		}
 	}
-	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil || len(res.Results) != 3 || res.Results[1].ModifyIndex == "" {
+	if err := json.Unmarshal([]byte(out.stdout), &res); err != nil || len(res.Results) != 3 || res.Results[1].ModifyIndex == 0 {
 		t.Fatalf("txn output %q: %v", out.stdout, err)
 	}
 	if got := c.ok("kv", "get", "app/payload"); strings.TrimSpace(got) != "payload-2" {
@@ -58,6 +61,8 @@ func TestKVTxn(t *testing.T) {
 	}
 	c.fails(1, "kv txn: open /nonexistent/txn.json", "kv", "txn", "/nonexistent/txn.json")
 	// s3store opens without a request and has no transactions.
+	t.Setenv("AWS_ACCESS_KEY_ID", "AK")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "SK")
 	o := c.runIn(`[{"KV": {"Verb": "set", "Key": "a", "Value": "eA=="}}]`, "kv", "--store", "s3://b/p?endpoint=http://127.0.0.1:1", "txn", "-")
 	if o.code != exitFail || o.stderr != "latchkey: kv txn: this store has no multi-key transactions\n" {
 		t.Fatalf("txn on a store without transactions: exit %d, stderr %q", o.code, o.stderr)

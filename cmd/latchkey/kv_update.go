@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"math"
 	"os/exec"
+	"syscall"
+	"time"
 
 	"github.com/latchkey/latchkey/cas"
 )
@@ -16,7 +20,9 @@ import (
 // CMD runs again.
 func runKVUpdate(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "update")
-	attempts := f.Int("max-attempts", cas.DefaultMaxAttempts, "give up after `N` attempts lost the race to other writers")
+	f.cmdAfter = 1 // KEY [flags --] CMD...
+	attempts := f.Int("max-attempts", 0, "give up after `N` attempts lost the race to other writers (default: no count, only -max-time)")
+	budget := f.Duration("max-time", defaultUpdateBudget, "give up once `DUR` has passed without a write going through (a time, not a count, so a shell loop of many processes gets through)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -27,8 +33,15 @@ func runKVUpdate(ctx context.Context, e *env, args []string) error {
 	if len(rest) < 2 {
 		return usagef("kv update: want KEY -- CMD [ARGS...]")
 	}
-	if *attempts < 1 {
+	if given(f.FlagSet, "max-attempts") && *attempts < 1 {
 		return usagef("kv update: -max-attempts %d: want at least 1", *attempts)
+	}
+	if *budget <= 0 {
+		return usagef("kv update: -max-time %v: want a positive duration", *budget)
+	}
+	opts := &cas.Options{MaxAttempts: *attempts, Timeout: *budget}
+	if opts.MaxAttempts == 0 {
+		opts.MaxAttempts = math.MaxInt32 // only the time budget counts
 	}
 	key, argv := rest[0], rest[1:]
 	s, err := openStore(ctx, e, *f.store)
@@ -44,12 +57,16 @@ func runKVUpdate(ctx context.Context, e *env, args []string) error {
 		}
 		return cas.Set(out), nil
 	}
-	_, err = cas.Update(ctx, s, key, fn, &cas.Options{MaxAttempts: *attempts})
+	_, err = cas.Update(ctx, s, key, fn, opts)
 	var ce *cas.ContendedError
 	var xe *exitError // from runFilter: CMD failed
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("kv update: %s: %w; nothing written", key, ctx.Err())
+	case errors.As(err, &ce) && ce.Deadline:
+		return failf("kv update: gave up: %s too contended after %d attempts in %v (-max-time); nothing written", key, ce.Attempts, *budget)
 	case errors.As(err, &ce):
-		return failf("gave up: %s too contended after %d attempts", key, ce.Attempts)
+		return failf("kv update: gave up: %s too contended after %d attempts (-max-attempts); nothing written", key, ce.Attempts)
 	case errors.As(err, &xe):
 		return xe
 	case err != nil:
@@ -59,11 +76,27 @@ func runKVUpdate(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// defaultUpdateBudget is kv update's default -max-time: long enough for
+// tens of processes updating one key from shell loops, short enough that a
+// key nobody can win is reported.
+const defaultUpdateBudget = 30 * time.Second
+
+// given reports whether flag name was set on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // runFilter runs argv with in on stdin and returns its stdout, at most
 // maxValueBytes of it. Its stderr goes to ours. A failing command yields
 // an *exitError carrying its exit code.
 func runFilter(ctx context.Context, e *env, argv []string, in []byte) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	// Interrupted: CMD gets SIGTERM, as a shell's job would, and SIGKILL if
+	// it is still there 5s later.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Stdin = bytes.NewReader(in)
 	out := &cappedBuffer{max: maxValueBytes}
 	cmd.Stdout = out
@@ -71,12 +104,14 @@ func runFilter(ctx context.Context, e *env, argv []string, in []byte) ([]byte, e
 	err := cmd.Run()
 	var xe *exec.ExitError
 	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err() // CMD was stopped: see runKVUpdate
 	case errors.As(err, &xe):
-		code := xe.ExitCode()
-		if code <= 0 {
-			code = exitFail // killed by a signal
+		code, desc := describeExit(argv[0], xe)
+		if code > 128 {
+			code = exitFail // killed by a signal: not CMD's own exit code
 		}
-		return nil, &exitError{code: code, msg: fmt.Sprintf("kv update: %s: %v; nothing written", argv[0], err)}
+		return nil, &exitError{code: code, msg: fmt.Sprintf("kv update: %s; nothing written", desc)}
 	case err != nil:
 		return nil, &exitError{code: exitFail, msg: fmt.Sprintf("kv update: %v; nothing written", err)}
 	case out.over:

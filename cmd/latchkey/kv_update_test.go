@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -42,14 +44,19 @@ func TestKVUpdate(t *testing.T) {
 		if got := c.ok(append([]string{"kv", "update", "n", "--"}, incr...)...); got != "Success! Data written to: n\n" {
 			t.Fatalf("update printed %q", got)
 		}
-		if got := c.ok("kv", "get", "n"); got != want+"\n\n" {
-			t.Fatalf("n = %q, want %s and newlines", got, want)
+		if got := c.ok("kv", "get", "n"); got != want+"\n" {
+			t.Fatalf("n = %q, want %s and echo's newline", got, want)
 		}
 	}
 	// Without "--" the command starts at the second argument.
 	c.ok("kv", "update", "n", "sh", "-c", "echo reset")
-	if got := c.ok("kv", "get", "n"); got != "reset\n\n" {
+	if got := c.ok("kv", "get", "n"); got != "reset\n" {
 		t.Fatalf("n = %q after update without --", got)
+	}
+	// CMD's stdout is written exactly: no newline added, none trimmed.
+	c.ok("kv", "update", "n", "--", "printf", "x\\000y")
+	if got := c.ok("kv", "get", "n"); got != "x\x00y" {
+		t.Fatalf("n = %q after printf, want exactly its bytes", got)
 	}
 }
 
@@ -60,7 +67,7 @@ func TestKVUpdateCommandFailurePassesThrough(t *testing.T) {
 	if o.stdout != "" {
 		t.Fatalf("stdout %q, want nothing", o.stdout)
 	}
-	if got := c.ok("kv", "get", "k"); got != "before\n" {
+	if got := c.ok("kv", "get", "k"); got != "before" {
 		t.Fatalf("k = %q after a failed command, want it untouched", got)
 	}
 	c.fails(1, "nothing written", "kv", "update", "k", "--", "/nonexistent/command")
@@ -77,27 +84,45 @@ func TestKVUpdateGivesUpWhenContended(t *testing.T) {
 	t.Setenv(asMain, "1") // for the inner latchkey run by CMD
 	t.Setenv(storeEnv, c.env[storeEnv])
 	interferer := `"$0" kv put k other >/dev/null && cat`
-	o := c.fails(1, "gave up: k too contended after 3 attempts",
+	o := c.fails(1, "kv update: gave up: k too contended after 3 attempts",
 		"kv", "update", "-max-attempts", "3", "k", "--", "sh", "-c", interferer, exe)
 	if o.stdout != "" {
 		t.Fatalf("stdout %q", o.stdout)
 	}
-	if got := c.ok("kv", "get", "k"); got != "other\n" {
+	if got := c.ok("kv", "get", "k"); got != "other" {
 		t.Fatalf("k = %q, want the interferer's value", got)
 	}
+}
+
+// By default a contended update is bounded by time, not by 10 attempts:
+// with every attempt lost, it keeps going for -max-time.
+func TestKVUpdateDefaultIsATimeBudget(t *testing.T) {
+	c := newCLI(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(asMain, "1")
+	t.Setenv(storeEnv, c.env[storeEnv])
+	o := c.fails(1, "kv update: gave up: k too contended after",
+		"kv", "update", "-max-time", "1500ms", "k", "--", "sh", "-c", `"$0" kv put k other >/dev/null && cat`, exe)
+	if !regexp.MustCompile(`after \d+ attempts in 1.5s \(-max-time\)`).MatchString(o.stderr) {
+		t.Fatalf("stderr %q: want the time budget, not a count, to end it", o.stderr)
+	}
+	c.fails(2, "-max-time 0s", "kv", "update", "-max-time", "0", "k", "--", "cat")
 }
 
 // Several OS processes run kv update on one key of a directory store at
 // once; no increment may be lost.
 func TestKVUpdateAcrossProcesses(t *testing.T) {
-	const procs, each = 6, 5
+	const procs, each = 8, 5
 	url := storeurl.FileURL(filepath.Join(t.TempDir(), "store"))
 	var wg sync.WaitGroup
 	errs := make(chan string, procs*each)
 	for range procs {
 		wg.Go(func() {
 			for range each {
-				cmd := binary(t, append([]string{"kv", "--store", url, "update", "-max-attempts", "1000", "counter", "--"}, incr...)...)
+				cmd := binary(t, append([]string{"kv", "--store", url, "update", "counter", "--"}, incr...)...)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					errs <- err.Error() + ": " + string(out)
 				}
@@ -113,7 +138,7 @@ func TestKVUpdateAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(string(out)); got != "30" {
+	if got := strings.TrimSpace(string(out)); got != strconv.Itoa(procs*each) {
 		t.Fatalf("counter = %q, want %d", got, procs*each)
 	}
 }

@@ -16,27 +16,71 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGINT and SIGTERM cancel ctx: the command cleans up (releases its
+	// lock, stops its child, shuts the server down) and returns.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	caught := make(chan os.Signal, 1)
+	go func() {
+		s := <-sigs
+		caught <- s
+		cancel()
+	}()
 	err := run(ctx, os.Args[1:], &env{
 		stdin:  os.Stdin,
 		stdout: os.Stdout,
 		stderr: os.Stderr,
 		getenv: os.Getenv,
 	})
-	stop()
+	signal.Stop(sigs)
+	select {
+	case s := <-caught:
+		err = interrupted(err, s)
+	default:
+	}
+	cancel()
 	os.Exit(report(err, os.Stderr))
+}
+
+// interrupted is the outcome of a command that got signal sig: a command
+// that still finished cleanly (serve's graceful shutdown) exits 0, a
+// child's exit code passed through stays, and any other failure exits
+// 128+N as a shell reports a process killed by signal N (130 for SIGINT,
+// 143 for SIGTERM), saying "interrupted" rather than "context canceled".
+func interrupted(err error, sig os.Signal) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) && ee.msg == "" {
+		return err // a child's own exit code, or the command said it all
+	}
+	code := exitFail
+	if s, ok := sig.(syscall.Signal); ok {
+		code = 128 + int(s)
+	}
+	msg := err.Error()
+	if errors.As(err, &ee) {
+		msg = ee.msg
+	}
+	msg = strings.ReplaceAll(msg, context.Canceled.Error(), "interrupted by "+signalName(sig))
+	return &exitError{code: code, msg: msg}
 }
 
 // env is everything a command may touch of the outside world, so tests can
 // run commands in-process.
 type env struct {
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
-	getenv func(string) string
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	getenv  func(string) string
+	store   string        // latchkey --store URL COMMAND: the store when the command gets no --store
+	timeout time.Duration // latchkey --timeout DUR COMMAND: the command's deadline
 }
 
 // Exit codes, documented in usage.
@@ -70,11 +114,12 @@ func report(err error, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	code, msg := exitFail, err.Error()
+	code, msg := exitFail, capErrors(err).Error()
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code, msg = ee.code, ee.msg
 	}
+	msg = plainMessage(err, msg)
 	if msg != "" {
 		// One line, even when a cause (a server's error body, a child's
 		// message) brought line breaks along.

@@ -83,7 +83,7 @@ func TestProbeUsage(t *testing.T) {
 	}
 	c.ok("kv", "put", "mine/data", "precious")
 	c.fails(exitUsage, "prefix already holds keys", "probe", "--prefix", "mine")
-	if got := c.ok("kv", "get", "mine/data"); got != "precious\n" {
+	if got := c.ok("kv", "get", "mine/data"); got != "precious" {
 		t.Errorf("the probe touched a used prefix: %q", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,10 +19,16 @@ import (
 )
 
 func runPublish(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && publishSubcommands[args[0]] != nil {
+		return publishSubcommands[args[0]](ctx, e, args[1:])
+	}
 	f := newCmdFlags(e, "publish", "--prefix P [--lease KEY] FILE...",
 		`Publish FILEs as one generation under prefix P: they become visible together,
 by one compare-and-swap of P/pointer, or not at all. Each FILE is stored under
-its relative path as given (absolute paths and '..' are refused). Prints the
+its relative path as given (absolute paths and '..' are refused); a DIR
+publishes every file under it, named relative to DIR; -C DIR names every
+path relative to DIR (as tar -C); --files-from reads more paths (names with spaces, or
+NUL-separated with -0, as from find -print0). Prints the
 committed generation. Exit 1 with a line containing "superseded" when another
 publisher committed first (nothing of ours is left behind).
 With --lease KEY, the lease at KEY is held while publishing and its fencing
@@ -29,21 +36,18 @@ token is recorded in the pointer: a publisher with an older token is refused.`)
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "publication `prefix` (required)")
 	leaseKey := f.String("lease", "", "hold the lease at `KEY` while publishing and fence the commit with its token")
+	chdir := f.String("C", "", "name files relative to `DIR` (as tar -C)")
+	filesFrom := f.String("files-from", "", "also publish the paths listed in `FILE` (- for stdin), one a line")
+	nul := f.Bool("0", false, "with --files-from: paths are NUL-separated (find -print0)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
-	if *prefix == "" || f.NArg() == 0 {
-		return usagef("publish: usage: latchkey publish --prefix P [--lease KEY] FILE...")
+	if *prefix == "" || (f.NArg() == 0 && *filesFrom == "") {
+		return usagef("publish: usage: latchkey publish --prefix P [--lease KEY] [-C DIR] [--files-from FILE|-] FILE|DIR...")
 	}
-	for _, name := range f.Args() {
-		if _, err := objectName(name); err != nil {
-			return usagef("publish: %v", err)
-		}
-		if fi, err := os.Stat(name); err != nil {
-			return failf("publish: %v", err) // before anything is written
-		} else if fi.IsDir() {
-			return usagef("publish: %q is a directory; name the files in it", name)
-		}
+	files, err := publishSources(e, *chdir, *filesFrom, *nul, f.Args())
+	if err != nil {
+		return err
 	}
 	s, err := openStore(ctx, e, *storeFlag)
 	if err != nil {
@@ -51,14 +55,14 @@ token is recorded in the pointer: a publisher with an older token is refused.`)
 	}
 	defer s.Close()
 	if *leaseKey == "" {
-		return publishFiles(ctx, e, s, *prefix, 0, f.Args())
+		return publishFiles(ctx, e, s, *prefix, 0, files)
 	}
 	lk, err := lease.NewLocker(s, *leaseKey, nil)
 	if err != nil {
 		return err
 	}
 	return lk.Run(ctx, func(ctx context.Context, l *lease.Lease) error {
-		return publishFiles(ctx, e, s, *prefix, l.Token(), f.Args())
+		return publishFiles(ctx, e, s, *prefix, l.Token(), files)
 	})
 }
 
@@ -81,7 +85,7 @@ func objectName(file string) (string, error) {
 	return name, nil
 }
 
-func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, token uint64, files []string) error {
+func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, token uint64, files []pubFile) error {
 	w, err := publish.Begin(ctx, s, prefix, &publish.Options{Token: token})
 	if errors.Is(err, publish.ErrFenced) {
 		return failf("publish %s: superseded: a publisher with a newer lease token committed (%v)", prefix, err)
@@ -89,13 +93,12 @@ func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, tok
 	if err != nil {
 		return err
 	}
-	for _, name := range files {
-		if err := putFile(ctx, w, name); err != nil {
-			if aerr := w.Abort(context.WithoutCancel(ctx)); aerr != nil {
-				return fmt.Errorf("%w (abort: %v)", err, aerr)
-			}
-			return err
+	prog := newProgress(e.stderr, len(files), totalSize(files))
+	for i, pf := range files {
+		if err := putFile(ctx, w, pf); err != nil {
+			return putFailed(ctx, w, prefix, i, len(files), err)
 		}
+		prog.done(pf.size)
 	}
 	c, err := w.Commit(ctx)
 	if errors.Is(err, publish.ErrSuperseded) || errors.Is(err, publish.ErrFenced) {
@@ -108,20 +111,19 @@ func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, tok
 	return nil
 }
 
-func putFile(ctx context.Context, w *publish.Writer, file string) error {
-	name, err := objectName(file)
-	if err != nil {
-		return err
-	}
-	fh, err := os.Open(file)
+func putFile(ctx context.Context, w *publish.Writer, pf pubFile) error {
+	fh, err := os.Open(pf.path)
 	if err != nil {
 		return err
 	}
 	defer fh.Close()
-	return w.Put(ctx, name, fh)
+	return w.Put(ctx, pf.name, fh)
 }
 
 func runSnapshot(ctx context.Context, e *env, args []string) error {
+	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
+		args = []string{"get", "--help"} // snapshot's one subcommand
+	}
 	if len(args) == 0 || args[0] != "get" {
 		return usagef("snapshot: usage: latchkey snapshot get --prefix P --out DIR")
 	}

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // inDir runs the test with dir as the working directory.
@@ -90,11 +94,10 @@ func TestPublishRefusesBadNames(t *testing.T) {
 	inDir(t, src)
 	writeFiles(t, src, map[string]string{"bad\x01name": "x", "ok": "y"})
 	c.fails(exitUsage, "control character", "publish", "--prefix", "p", "ok", "bad\x01name")
-	c.fails(exitUsage, "invalid key", "publish", "--prefix", "p", ".")
 	if err := os.Mkdir("dir", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c.fails(exitUsage, "is a directory", "publish", "--prefix", "p", "ok", "dir")
+	c.fails(exitUsage, "no files to publish", "publish", "--prefix", "p", "dir") // empty
 	c.fails(exitFail, "no such file", "publish", "--prefix", "p", "ok", "missing")
 	if keys := c.ok("kv", "list", "p/"); keys != "" {
 		t.Fatalf("a refused publish wrote %q", keys)
@@ -138,5 +141,96 @@ func TestSnapshotGetOut(t *testing.T) {
 	c.fails(exitFail, "does not match manifest", "snapshot", "get", "--prefix", "site", "--out", out)
 	if ents, _ := os.ReadDir(parent); len(ents) != 0 {
 		t.Fatalf("a failed snapshot get left %v", ents)
+	}
+}
+
+// publish DIR publishes the tree under DIR named relative to it; -C DIR
+// names paths relative to DIR; --files-from reads paths one a line, or
+// NUL-separated with -0, so names with spaces work.
+func TestPublishDirectoryAndFileLists(t *testing.T) {
+	c := newCLI(t)
+	build := t.TempDir()
+	writeFiles(t, build, map[string]string{"index.html": "i", "css/site.css": "c", "img/a b.png": "p"})
+	gen := strings.TrimSpace(c.ok("publish", "--prefix", "site", build))
+	keys := c.ok("kv", "list", "site/gen/"+gen+"/data/")
+	for _, n := range []string{"index.html", "css/site.css", "img/a b.png"} {
+		if !strings.Contains(keys, "site/gen/"+gen+"/data/"+n+"\n") {
+			t.Errorf("publish DIR: %s missing from %q", n, keys)
+		}
+	}
+	gen = strings.TrimSpace(c.ok("publish", "--prefix", "c", "-C", build, "css", "index.html"))
+	if keys := c.ok("kv", "list", "c/gen/"+gen+"/data/"); keys != "c/gen/"+gen+"/data/css/site.css\nc/gen/"+gen+"/data/index.html\n" {
+		t.Fatalf("-C: %q", keys)
+	}
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+	}{
+		{"img/a b.png\nindex.html\n", []string{"--files-from", "-"}},
+		{"img/a b.png\x00index.html\x00", []string{"--files-from", "-", "-0"}},
+	} {
+		o := c.runIn(tc.stdin, append([]string{"publish", "--prefix", "l", "-C", build}, tc.args...)...)
+		gen := strings.TrimSpace(o.stdout)
+		if o.code != 0 {
+			t.Fatalf("%v: %+v", tc.args, o)
+		}
+		if keys := c.ok("kv", "list", "l/gen/"+gen+"/data/"); keys != "l/gen/"+gen+"/data/img/a b.png\nl/gen/"+gen+"/data/index.html\n" {
+			t.Fatalf("%v: %q", tc.args, keys)
+		}
+	}
+}
+
+// A joined error of many causes prints the first few and "and N more".
+func TestCappedJoinedErrors(t *testing.T) {
+	var errs []error
+	for i := range 187 {
+		errs = append(errs, fmt.Errorf("delete %d: boom", i))
+	}
+	var b bytes.Buffer
+	report(fmt.Errorf("publish p: failed: %w", errors.Join(errs...)), &b)
+	want := "latchkey: publish p: failed: delete 0: boom; delete 1: boom; delete 2: boom; and 184 more\n"
+	if b.String() != want {
+		t.Fatalf("report = %q, want %q", b.String(), want)
+	}
+}
+
+func TestPublishCurrentAndList(t *testing.T) {
+	c := newCLI(t)
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"a.txt": "one"})
+	c.fails(1, "nothing published", "publish", "current", "--prefix", "site")
+	gen1 := strings.TrimSpace(c.ok("publish", "--prefix", "site", src))
+	gen2 := strings.TrimSpace(c.ok("publish", "--prefix", "site", src))
+	if got := strings.TrimSpace(c.ok("publish", "current", "--prefix", "site")); got != gen2 {
+		t.Fatalf("publish current = %q, want %q", got, gen2)
+	}
+	if got := c.ok("publish", "current", "--prefix", "site", "--json"); !strings.Contains(got, `"generation": "`+gen2+`"`) || !strings.Contains(got, `"name": "a.txt"`) {
+		t.Fatalf("publish current --json = %s", got)
+	}
+	if got := c.ok("publish", "list", "--prefix", "site"); got != gen2+" current\n"+gen1+" kept (superseded or unfinished, within the grace of 1h0m0s)\n" {
+		t.Fatalf("publish list = %q", got)
+	}
+	if got := c.ok("publish", "list", "--prefix", "site", "--grace", "1ns"); !strings.Contains(got, gen1+" gc would delete") {
+		t.Fatalf("publish list --grace 1ns = %q", got)
+	}
+}
+
+// Progress goes to a terminal only; its line counts objects and bytes.
+func TestPublishProgress(t *testing.T) {
+	var b bytes.Buffer
+	p := newProgress(&b, 2, 3<<20)
+	p.done(1 << 20)
+	p.done(2 << 20)
+	if b.Len() != 0 {
+		t.Fatalf("progress wrote %q to a non-terminal", b.String())
+	}
+	if got := p.line(p.start.Add(time.Second)); got != "publish: 2/2 objects, 3.0/3.0 MiB, 3.0 MiB/s " {
+		t.Fatalf("progress line %q", got)
+	}
+	c := newCLI(t)
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"a": "1"})
+	if o := c.run("publish", "--prefix", "p", src); o.code != 0 || o.stderr != "" {
+		t.Fatalf("publish to a non-terminal: %+v", o)
 	}
 }

@@ -1,18 +1,23 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/s3api"
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/store/storeurl"
 )
@@ -25,7 +30,10 @@ type serveFlag struct {
 	set                  func(string) error
 }
 
-func serveFlags(cfg *server.Config, logLevel *string) []serveFlag {
+// logOptions are the serve flags that build the logger.
+type logOptions struct{ level, format string }
+
+func serveFlags(cfg *server.Config, logs *logOptions) []serveFlag {
 	str := func(p *string) func(string) error { return func(v string) error { *p = v; return nil } }
 	boolean := func(p *bool) func(string) error {
 		return func(v string) error {
@@ -69,8 +77,12 @@ func serveFlags(cfg *server.Config, logLevel *string) []serveFlag {
 				return err
 			},
 			help: "on SIGINT/SIGTERM, how long requests in flight may finish before they are cut off (e.g. 30s; default 15s)"},
-		{name: "log-level", env: "LATCHKEY_LOG_LEVEL", arg: "LEVEL", set: str(logLevel),
+		{name: "log-level", env: "LATCHKEY_LOG_LEVEL", arg: "LEVEL", set: str(&logs.level),
 			help: "debug, info, warn or error (default info); logs go to stderr"},
+		{name: "log-format", env: "LATCHKEY_LOG_FORMAT", arg: "FORMAT", set: str(&logs.format),
+			help: "text (key=value, the default) or json (one JSON object a line)"},
+		{name: "log-requests", env: "LATCHKEY_LOG_REQUESTS", isBool: true, set: boolean(&cfg.LogRequests),
+			help: "log every request at info level: method, path (never the query), status, duration, request id"},
 	}
 }
 
@@ -85,10 +97,18 @@ func (f funcValue) Set(v string) error { return f.set(v) }
 func (f funcValue) IsBoolFlag() bool   { return f.isBool }
 
 func runServe(ctx context.Context, e *env, args []string) error {
+	printEnv := false
+	if i := slices.IndexFunc(args, func(a string) bool { return a == "--print-env" || a == "-print-env" }); i >= 0 {
+		printEnv, args = true, slices.Delete(slices.Clone(args), i, i+1)
+	}
 	cfg, help, err := serveConfig(e, args)
 	if err != nil || help {
 		return err
 	}
+	if printEnv {
+		return printServeEnv(e, cfg)
+	}
+	cfg.Notices = e.stderr
 	err = server.Run(ctx, cfg, e.stdout)
 	if errors.Is(err, engine.ErrLocked) {
 		return failf("serve: %s is in use by another latchkey server", cfg.DataDir)
@@ -100,8 +120,8 @@ func runServe(ctx context.Context, e *env, args []string) error {
 // prints the help and reports help=true for --help. It never turns fsync
 // off: no flag or variable reaches Config.NoSync.
 func serveConfig(e *env, args []string) (cfg server.Config, help bool, err error) {
-	logLevel := "info"
-	flags := serveFlags(&cfg, &logLevel)
+	logs := logOptions{level: "info", format: "text"}
+	flags := serveFlags(&cfg, &logs)
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	for _, f := range flags {
@@ -126,6 +146,12 @@ func serveConfig(e *env, args []string) (cfg server.Config, help bool, err error
 			}
 		}
 	}
+	if (cfg.AccessKey == "") != (cfg.SecretKey == "") {
+		return cfg, false, usagef("serve: --access-key and --secret-key go together (or neither: a pair is generated and kept in the data directory)")
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return cfg, false, usagef("serve: --tls-cert and --tls-key go together")
+	}
 	if cfg.DataDir == "" {
 		state, err := storeurl.StateDir(e.getenv)
 		if err != nil {
@@ -134,10 +160,18 @@ func serveConfig(e *env, args []string) (cfg server.Config, help bool, err error
 		cfg.DataDir = filepath.Join(state, "server")
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		return cfg, false, usagef("serve: --log-level %q: want debug, info, warn or error", logLevel)
+	if err := level.UnmarshalText([]byte(logs.level)); err != nil {
+		return cfg, false, usagef("serve: --log-level %q: want debug, info, warn or error", logs.level)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	hopts := &slog.HandlerOptions{Level: level}
+	switch logs.format {
+	case "text":
+		cfg.Logger = slog.New(slog.NewTextHandler(e.stderr, hopts))
+	case "json":
+		cfg.Logger = slog.New(slog.NewJSONHandler(e.stderr, hopts))
+	default:
+		return cfg, false, usagef("serve: --log-format %q: want text or json", logs.format)
+	}
 	cfg.NoSync = false // tests only; never from the command line
 	return cfg, false, nil
 }
@@ -166,6 +200,15 @@ Flags:
 		fmt.Fprintf(&b, "  %-24s %s\n  %-24s   $%s\n", name, f.help, "", f.env)
 	}
 	b.WriteString(`
+  --print-env                print export lines for the S3 API's clients
+                             (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+                             AWS_SECRET_ACCESS_KEY, AWS_REGION) and
+                             CONSUL_HTTP_ADDR, for eval "$(latchkey serve
+                             --print-env)" with the same flags, and exit
+
+At start it prints on stderr the S3 endpoint, the access key id and where
+the secret is.
+
 Endpoints:
   /v1/...      Consul KV API (point consul/api or CONSUL_HTTP_ADDR here)
   /-/health    GET: {"status":"ok","index":N}
@@ -182,4 +225,51 @@ Consul blocking queries at once, lets other requests finish for up to
 the data directory is in use or the server fails, 2 for a bad command line.
 `)
 	io.WriteString(w, b.String())
+}
+
+// printServeEnv prints the shell lines that point the AWS CLI and SDKs
+// (and Consul's) at the server cfg describes, with its S3 credentials: the
+// keys given, else the pair in the data directory, which a first `serve`
+// creates.
+func printServeEnv(e *env, cfg server.Config) error {
+	listen := cmp.Or(cfg.Listen, server.DefaultListen)
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil || port == "0" {
+		return usagef("serve --print-env: --listen %q: want the HOST:PORT the server listens on", listen)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	ak, sk := cfg.AccessKey, cfg.SecretKey
+	if ak == "" {
+		if _, err := os.Stat(filepath.Join(cfg.DataDir, s3api.CredentialsFile)); err != nil {
+			return failf("serve --print-env: no S3 credentials in %s yet: start latchkey serve once (it creates them), or give --access-key and --secret-key", cfg.DataDir)
+		}
+		if ak, sk, _, _, err = s3api.LoadOrCreateCredentials(cfg.DataDir, "", ""); err != nil {
+			return failf("serve --print-env: %v", err)
+		}
+	}
+	scheme := "http"
+	if cfg.TLSCert != "" {
+		scheme = "https"
+	}
+	addr := net.JoinHostPort(host, port)
+	for _, kv := range [][2]string{
+		{"AWS_ENDPOINT_URL", scheme + "://" + addr},
+		{"AWS_ACCESS_KEY_ID", ak},
+		{"AWS_SECRET_ACCESS_KEY", sk},
+		{"AWS_REGION", "us-east-1"},
+		{"CONSUL_HTTP_ADDR", addr},
+	} {
+		fmt.Fprintf(e.stdout, "export %s=%s\n", kv[0], shellQuote(kv[1]))
+	}
+	return nil
+}
+
+// shellQuote quotes v for sh when it holds anything but safe characters.
+func shellQuote(v string) string {
+	if v != "" && strings.Trim(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:/._-+=@") == "" {
+		return v
+	}
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
 }

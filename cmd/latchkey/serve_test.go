@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"path/filepath"
 	"reflect"
@@ -129,6 +130,9 @@ func TestServeBadCommandLine(t *testing.T) {
 	c.fails(exitUsage, "serve:", "serve", "--nope")
 	c.fails(exitUsage, "unexpected argument", "serve", "extra")
 	c.fails(exitUsage, "--log-level", "serve", "--log-level", "loud")
+	c.fails(exitUsage, "serve: --access-key and --secret-key go together", "serve", "--access-key", "AK")
+	c.fails(exitUsage, "serve: --access-key and --secret-key go together", "serve", "--secret-key", "SK")
+	c.fails(exitUsage, "serve: --tls-cert and --tls-key go together", "serve", "--tls-cert", "c.pem")
 	c.env["LATCHKEY_ANONYMOUS"] = "maybe"
 	c.fails(exitUsage, "LATCHKEY_ANONYMOUS", "serve")
 	if out := c.ok("serve", "--help"); !strings.Contains(out, "LATCHKEY_SECRET_KEY") {
@@ -140,10 +144,11 @@ func TestServeBadCommandLine(t *testing.T) {
 // the variable really sets what the flag sets.
 func TestServeEveryFlagHasDocumentedVariable(t *testing.T) {
 	var probe server.Config
-	lvl := ""
-	flags := serveFlags(&probe, &lvl)
+	var logs logOptions
+	flags := serveFlags(&probe, &logs)
 	help := (&cli{t: t, env: map[string]string{}}).ok("serve", "--help")
-	values := map[string]string{"listen": "127.0.0.1:1", "shutdown-timeout": "3s", "log-level": "debug"}
+	values := map[string]string{"listen": "127.0.0.1:1", "shutdown-timeout": "3s", "log-level": "debug", "log-format": "json"}
+	partners := map[string]string{"access-key": "secret-key", "secret-key": "access-key", "tls-cert": "tls-key", "tls-key": "tls-cert"}
 	for _, f := range flags {
 		if !strings.HasPrefix(f.env, "LATCHKEY_") || f.env != "LATCHKEY_"+strings.ToUpper(strings.ReplaceAll(f.name, "-", "_")) {
 			t.Errorf("--%s reads $%s, want $LATCHKEY_%s", f.name, f.env, strings.ToUpper(strings.ReplaceAll(f.name, "-", "_")))
@@ -159,13 +164,19 @@ func TestServeEveryFlagHasDocumentedVariable(t *testing.T) {
 		default:
 			v = "/x/" + f.name
 		}
-		vars := map[string]string{"LATCHKEY_DATA_DIR": "/d", f.env: v}
+		// Flags that go in pairs get their partner from the environment.
+		base := map[string]string{"LATCHKEY_DATA_DIR": "/d"}
+		if p, ok := partners[f.name]; ok {
+			base["LATCHKEY_"+strings.ToUpper(strings.ReplaceAll(p, "-", "_"))] = "/x/" + p
+		}
+		vars := maps.Clone(base)
+		vars[f.env] = v
 		e := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return vars[k] }}
 		fromEnv, _, err := serveConfig(e, nil)
 		if err != nil {
 			t.Fatalf("$%s=%s: %v", f.env, v, err)
 		}
-		vars = map[string]string{"LATCHKEY_DATA_DIR": "/d"}
+		vars = base
 		arg := "--" + f.name + "=" + v
 		fromFlag, _, err := serveConfig(e, []string{arg})
 		if err != nil {
@@ -175,7 +186,7 @@ func TestServeEveryFlagHasDocumentedVariable(t *testing.T) {
 		if !reflect.DeepEqual(fromEnv, fromFlag) {
 			t.Errorf("$%s=%s gives %+v, %s gives %+v", f.env, v, fromEnv, arg, fromFlag)
 		}
-		if f.name != "log-level" && reflect.DeepEqual(fromEnv, server.Config{DataDir: "/d"}) && f.name != "data-dir" {
+		if _, paired := partners[f.name]; !paired && f.name != "log-level" && f.name != "log-format" && reflect.DeepEqual(fromEnv, server.Config{DataDir: "/d"}) && f.name != "data-dir" {
 			t.Errorf("$%s=%s changed nothing", f.env, v)
 		}
 	}

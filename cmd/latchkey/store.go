@@ -19,11 +19,15 @@ func addStoreFlag(fs *flag.FlagSet) *string {
 	return fs.String("store", "", storeFlagHelp)
 }
 
-// storeURL picks the store: the --store flag, else $LATCHKEY_STORE, else
-// the default directory store.
+// storeURL picks the store: the command's --store flag, else latchkey's
+// own (latchkey --store URL COMMAND), else $LATCHKEY_STORE, else the
+// default directory store.
 func storeURL(e *env, flagURL string) (string, error) {
 	if flagURL != "" {
 		return flagURL, nil
+	}
+	if e.store != "" {
+		return e.store, nil
 	}
 	if u := e.getenv(storeEnv); u != "" {
 		return u, nil

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"time"
@@ -50,6 +51,14 @@ type Config struct {
 
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
+	// LogRequests logs every request at info level (method, path without
+	// the query, status, duration, request id); otherwise requests are
+	// logged at debug level, and 5xx answers at warn level.
+	LogRequests bool
+	// Notices, when set, receives at start the lines a client needs to
+	// use the S3 API: the endpoint, the access key id and where the secret
+	// is (never the secret itself).
+	Notices io.Writer
 
 	// NoSync disables fsync in the engine. Tests only: it voids the
 	// durability promise.

@@ -19,6 +19,9 @@ type apis struct {
 	consulStats func() consulapi.Stats
 	s3          http.Handler
 	closers     []io.Closer
+	// s3Key is the S3 access key id; s3CredPath the file holding the pair
+	// ("" when the keys were given).
+	s3Key, s3CredPath string
 }
 
 func (a *apis) close() {
@@ -53,6 +56,7 @@ func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 	if err != nil {
 		return nil, err
 	}
+	a.s3Key, a.s3CredPath = ak, credPath
 	if credPath != "" {
 		cfg.Logger.Info("s3: credentials", "file", credPath, "access_key_id", ak, "generated", generated)
 	}

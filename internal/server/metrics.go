@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -108,13 +110,24 @@ func (m *metrics) handler() http.Handler {
 }
 
 // instrument counts and times every request of one API, and logs it: at
-// debug level always, at warn level on a 5xx. Only the path is logged,
-// never the query (it may carry ?token= or a presigned signature).
-func (m *metrics) instrument(api string, h http.Handler, log *slog.Logger) http.Handler {
+// info level with logRequests, else at debug level, and at warn level on a
+// 5xx. Only the path is logged, never the query (it may carry ?token= or a
+// presigned signature). The request id is the S3 API's x-amz-request-id,
+// else one made here and sent as X-Request-Id.
+func (m *metrics) instrument(api string, h http.Handler, log *slog.Logger, logRequests bool) http.Handler {
 	lat := m.latency.WithLabelValues(api)
+	base := slog.LevelDebug
+	if logRequests {
+		base = slog.LevelInfo
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		id := ""
+		if api != "s3" {
+			id = newRequestID()
+			w.Header().Set("X-Request-Id", id)
+		}
 		h.ServeHTTP(sw, r)
 		if sw.status == 0 {
 			sw.status = http.StatusOK
@@ -122,17 +135,27 @@ func (m *metrics) instrument(api string, h http.Handler, log *slog.Logger) http.
 		d := time.Since(start)
 		lat.Observe(d.Seconds())
 		m.requests.WithLabelValues(api, strconv.Itoa(sw.status)).Inc()
-		level := slog.LevelDebug
+		level := base
 		if sw.status >= 500 {
 			level = slog.LevelWarn
 		}
 		if log.Enabled(r.Context(), level) {
+			if id == "" {
+				id = w.Header().Get("x-amz-request-id")
+			}
 			log.LogAttrs(r.Context(), level, "request", slog.String("api", api),
 				slog.String("method", r.Method), slog.String("path", r.URL.EscapedPath()),
 				slog.Int("status", sw.status), slog.Duration("duration", d),
-				slog.String("remote", r.RemoteAddr))
+				slog.String("request_id", id), slog.String("remote", r.RemoteAddr))
 		}
 	})
+}
+
+// newRequestID is 16 random hex digits.
+func newRequestID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // statusWriter records the status code. Unwrap lets http.ResponseController

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 
 	"github.com/latchkey/latchkey/internal/engine"
 )
@@ -66,9 +68,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, tls: tlsCfg, engine: e, apis: a, metrics: m, log: cfg.Logger}
 	s.stopping, s.stopBlocking = context.WithCancel(context.Background())
 	s.handler = &router{
-		consul:   m.instrument("consul", a.consul, cfg.Logger),
-		s3:       m.instrument("s3", a.s3, cfg.Logger),
-		ops:      m.instrument("ops", s.opsHandler(), cfg.Logger),
+		consul:   m.instrument("consul", a.consul, cfg.Logger, cfg.LogRequests),
+		s3:       m.instrument("s3", a.s3, cfg.Logger, cfg.LogRequests),
+		ops:      m.instrument("ops", s.opsHandler(), cfg.Logger, cfg.LogRequests),
 		stopping: s.stopping,
 		s3Domain: cfg.S3Domain,
 	}
@@ -173,36 +175,73 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// Run listens on cfg.Listen, prints one line saying where to stdout, and
-// serves until ctx ends (see Serve).
+// Run listens on cfg.Listen, prints one line saying where to stdout (and
+// the S3 client's settings to cfg.Notices), and serves until ctx ends (see
+// Serve). It binds the listener before it creates or opens anything in the
+// data directory, so a bad or busy address leaves no trace there.
 func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return err
 	}
-	// Refuse an exposed listener before touching the data directory (Serve
-	// checks the bound address again).
+	// Refuse an exposed listener before binding (Serve checks the bound
+	// address again).
 	if addr, err := net.ResolveTCPAddr("tcp", cfg.Listen); err == nil {
 		if err := checkExposure(cfg, addr); err != nil {
 			return err
 		}
 	}
-	// The data directory first: a second server on the same directory and
-	// port is told the directory is in use, the more useful message.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		// Two servers on one directory and port: the directory in use is
+		// the more useful message.
+		if err := dirInUse(cfg.DataDir); err != nil {
+			return fmt.Errorf("server: %w", err)
+		}
+		return fmt.Errorf("server: listen: %w", err)
+	}
 	s, err := New(cfg)
 	if err != nil {
+		ln.Close()
 		return err
-	}
-	ln, err := net.Listen("tcp", s.cfg.Listen)
-	if err != nil {
-		s.Close()
-		return fmt.Errorf("server: listen: %w", err)
 	}
 	fmt.Fprintf(stdout, "latchkey: serving Consul KV API and S3 API on %s://%s (data in %s)\n",
 		s.Scheme(), ln.Addr(), s.cfg.DataDir)
+	if cfg.Notices != nil {
+		s.printNotices(cfg.Notices, s.Scheme()+"://"+ln.Addr().String())
+	}
 	s.log.Info("serving", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
 		"tls", s.cfg.TLSCert != "", "fsync", !s.cfg.NoSync, "index", s.engine.Index())
 	return s.Serve(ctx, ln)
+}
+
+// printNotices prints what an S3 client needs: the endpoint and the
+// environment of the AWS CLI and SDKs, naming where the secret is.
+func (s *Server) printNotices(w io.Writer, endpoint string) {
+	secret := "the --secret-key given"
+	if s.apis.s3CredPath != "" {
+		secret = "in " + s.apis.s3CredPath
+	}
+	fmt.Fprintf(w, "latchkey: S3 endpoint %s (path-style; any region); for the AWS CLI and SDKs:\n", endpoint)
+	fmt.Fprintf(w, "latchkey:   AWS_ENDPOINT_URL=%s AWS_ACCESS_KEY_ID=%s AWS_REGION=us-east-1\n", endpoint, s.apis.s3Key)
+	fmt.Fprintf(w, "latchkey:   AWS_SECRET_ACCESS_KEY: %s; eval \"$(latchkey serve --print-env)\" sets them all\n", secret)
+}
+
+// dirInUse returns the engine's ErrLocked error when another server holds
+// dir, and nil otherwise. It looks only at an existing data directory,
+// creating nothing.
+func dirInUse(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "LOCK")); err != nil {
+		return nil
+	}
+	e, err := engine.Open(dir, &engine.Options{LiveBlobs: liveBlobs})
+	if errors.Is(err, engine.ErrLocked) {
+		return err
+	}
+	if err == nil {
+		e.Close()
+	}
+	return nil
 }
 
 // checkExposure refuses to serve the Consul API without a token beyond

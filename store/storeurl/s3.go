@@ -1,17 +1,29 @@
 package storeurl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go/logging"
 
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/s3store"
 )
 
 // openS3 opens s3://bucket/prefix?endpoint=URL&region=R (s3store).
+// Without endpoint=, AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL is the
+// endpoint when set. create-bucket=1 creates the bucket when it does not exist (as
+// azblob's create-container=1).
 // Credentials come from the standard AWS environment variables and files.
 // With endpoint set, requests go path-style to that server.
 // no-compare-and-delete=1 declares a server whose conditional DELETE is not
@@ -23,11 +35,24 @@ func openS3(ctx context.Context, u *url.URL) (store.Store, error) {
 	if u.Host == "" {
 		return nil, errors.New("s3:// needs a bucket: s3://bucket/prefix")
 	}
-	q, err := params(u, "endpoint", "region", "no-compare-and-delete")
+	q, err := params(u, "endpoint", "region", "no-compare-and-delete", "create-bucket")
 	if err != nil {
 		return nil, err
 	}
+	create := false
+	switch q.Get("create-bucket") {
+	case "", "0", "false":
+	case "1", "true":
+		create = true
+	default:
+		return nil, fmt.Errorf("create-bucket=%q: want 1 or 0", q.Get("create-bucket"))
+	}
 	opts := &s3store.Options{Endpoint: q.Get("endpoint"), Region: q.Get("region")}
+	if opts.Endpoint == "" {
+		// The AWS CLI's variables (eval "$(latchkey serve --print-env)"),
+		// path-style like endpoint=.
+		opts.Endpoint = cmp.Or(os.Getenv("AWS_ENDPOINT_URL_S3"), os.Getenv("AWS_ENDPOINT_URL"))
+	}
 	if ep := opts.Endpoint; ep != "" {
 		e, err := url.Parse(ep)
 		if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
@@ -41,5 +66,60 @@ func openS3(ctx context.Context, u *url.URL) (store.Store, error) {
 	default:
 		return nil, fmt.Errorf("no-compare-and-delete=%q: want 1 or 0", q.Get("no-compare-and-delete"))
 	}
-	return s3store.Open(ctx, u.Host, strings.TrimPrefix(u.Path, "/"), opts)
+	creds, err := s3Credentials(ctx, opts.Region)
+	if err != nil {
+		return nil, err
+	}
+	opts.Credentials = creds
+	s, err := s3store.Open(ctx, u.Host, strings.TrimPrefix(u.Path, "/"), opts)
+	if err != nil {
+		return nil, err
+	}
+	if create {
+		if err := createBucket(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// s3Credentials resolves the AWS credential chain once, quietly, so that
+// missing credentials are one clear error rather than the SDK's warnings
+// (falling back to IMDSv1) and an error per request.
+func s3Credentials(ctx context.Context, region string) (aws.CredentialsProvider, error) {
+	loadOpts := []func(*config.LoadOptions) error{config.WithLogger(logging.Nop{})}
+	if region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(region))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	if cfg.Credentials == nil {
+		return nil, errNoAWSCredentials
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := cfg.Credentials.Retrieve(rctx); err != nil {
+		return nil, errNoAWSCredentials
+	}
+	return cfg.Credentials, nil
+}
+
+var errNoAWSCredentials = errors.New("no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY " +
+	"(for latchkey serve: eval \"$(latchkey serve --print-env)\"), or AWS_PROFILE with ~/.aws/credentials")
+
+// createBucket creates the store's bucket (create-bucket=1); one that
+// already exists and is ours is fine.
+func createBucket(ctx context.Context, s *s3store.Store) error {
+	in := &s3.CreateBucketInput{Bucket: aws.String(s.Bucket())}
+	if r := s.Client().Options().Region; r != "" && r != "us-east-1" {
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(r)}
+	}
+	_, err := s.Client().CreateBucket(ctx, in)
+	var owned *types.BucketAlreadyOwnedByYou
+	if err == nil || errors.As(err, &owned) {
+		return nil
+	}
+	return fmt.Errorf("create-bucket=1: create bucket %q: %w", s.Bucket(), err)
 }

@@ -41,3 +41,47 @@ func TestOpenS3(t *testing.T) {
 		}
 	}
 }
+
+// create-bucket=1 creates a missing bucket (and accepts one that exists),
+// and AWS_ENDPOINT_URL stands for endpoint=, as for the AWS CLI.
+func TestOpenS3CreateBucket(t *testing.T) {
+	srv := servertest.Start(t, nil)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
+	ctx := context.Background()
+	if s, err := storeurl.Open(ctx, "s3://fresh-bucket/app"); err != nil {
+		t.Fatal(err)
+	} else if _, err := s.Put(ctx, "a", []byte("1"), store.IfAbsent); err == nil {
+		t.Fatal("Put into a bucket that does not exist succeeded")
+	}
+	for range 2 { // the second time the bucket exists
+		s, err := storeurl.Open(ctx, "s3://fresh-bucket/app?create-bucket=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Put(ctx, "a", []byte("1"), store.Unconditional); err != nil {
+			t.Fatalf("Put after create-bucket=1: %v", err)
+		}
+	}
+	if _, err := storeurl.Open(ctx, "s3://b/p?create-bucket=maybe"); err == nil {
+		t.Fatal("create-bucket=maybe accepted")
+	}
+}
+
+// Without credentials, Open says so in one line, naming what to set.
+func TestOpenS3NoCredentials(t *testing.T) {
+	for _, v := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		t.Setenv(v, "")
+	}
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:1") // refused at once
+	_, err := storeurl.Open(context.Background(), "s3://bucket/p?endpoint=http://127.0.0.1:1")
+	if err == nil || !strings.Contains(err.Error(), "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY") {
+		t.Fatalf("Open without credentials: %v", err)
+	}
+}

@@ -12,12 +12,14 @@
 //	                       poll=DURATION (WaitChange polling period)
 //	s3://bucket/prefix     S3 or an S3-compatible server (s3store). Query
 //	                       parameters: endpoint=URL (path-style to that
-//	                       server), region=R; credentials from the AWS
+//	                       server), region=R, create-bucket=1;
+//	                       credentials from the AWS
 //	                       environment variables and files
 //	consul://host:port/prefix
 //	                       Consul KV or latchkey serve (consulstore).
 //	                       Query parameters: token=ACL token (else
-//	                       CONSUL_HTTP_TOKEN), dc=NAME, scheme=https
+//	                       CONSUL_HTTP_TOKEN), dc=NAME, scheme=https; Open
+//	                       refuses a server that is not Consul
 //	etcd://[user:password@]host:port[,host:port]/prefix
 //	                       etcd v3 (etcdstore). Query parameters: tls=1,
 //	                       cacert=FILE (PEM roots; implies TLS)

@@ -2,6 +2,7 @@ package storeurl_test
 
 import (
 	"context"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,5 +126,20 @@ func TestDefaultDir(t *testing.T) {
 	u, err := storeurl.DefaultURL(func(k string) string { return map[string]string{"HOME": "/home/u"}[k] })
 	if err != nil || u != "file:///home/u/.local/state/latchkey/store" {
 		t.Errorf("DefaultURL = %q, %v", u, err)
+	}
+}
+
+// etcd:// on a port where nothing listens fails at Open, at once, saying
+// which endpoint refused; it does not hang each request for its timeout.
+func TestOpenEtcdRefusedFailsFast(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	_, err = storeurl.Open(context.Background(), "etcd://"+addr+"/app")
+	if err == nil || !strings.Contains(err.Error(), "cannot reach etcd ("+addr+": ") || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("Open on a closed port: %v, want cannot reach etcd naming %s", err, addr)
 	}
 }

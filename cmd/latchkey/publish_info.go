@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/latchkey/latchkey/publish"
+)
+
+// publishSubcommands are `publish current` and `publish list`; any other
+// first argument is publish's own.
+var publishSubcommands = map[string]func(ctx context.Context, e *env, args []string) error{
+	"current": runPublishCurrent,
+	"list":    runPublishList,
+}
+
+// runPublishCurrent prints the generation published under P, or with
+// --json its manifest: generation, store version, lease token, files.
+func runPublishCurrent(ctx context.Context, e *env, args []string) error {
+	f := newCmdFlags(e, "publish current", "--prefix P [--json]",
+		"Print the generation currently published under P (--json: with its files).")
+	storeFlag := addStoreFlag(f.FlagSet)
+	prefix := f.String("prefix", "", "publication `prefix` (required)")
+	asJSON := f.Bool("json", false, "print the manifest as JSON")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if *prefix == "" || f.NArg() != 0 {
+		return usagef("publish current: usage: latchkey publish current --prefix P [--json]")
+	}
+	s, err := openStore(ctx, e, *storeFlag)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	snap, err := publish.Open(ctx, s, *prefix)
+	if errors.Is(err, publish.ErrNothingPublished) {
+		return failf("publish current: nothing published under %q", *prefix)
+	}
+	if err != nil {
+		return fmt.Errorf("publish current: %w", err)
+	}
+	if !*asJSON {
+		fmt.Fprintln(e.stdout, snap.Generation())
+		return nil
+	}
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(map[string]any{
+		"generation": snap.Generation(), "version": snap.Version(), "token": snap.Token(), "files": snap.Files(),
+	})
+}
+
+// runPublishList lists the generations under P: the current one, those
+// GC would delete with --grace, and those it keeps (within their grace).
+func runPublishList(ctx context.Context, e *env, args []string) error {
+	f := newCmdFlags(e, "publish list", "--prefix P [--grace D]",
+		"List the generations under P: current, kept within the grace (superseded or\nstill being published), and what gc --grace D would delete.")
+	storeFlag := addStoreFlag(f.FlagSet)
+	prefix := f.String("prefix", "", "publication `prefix` (required)")
+	grace := f.Duration("grace", publish.DefaultGrace, "the grace gc would use")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if *prefix == "" || f.NArg() != 0 || *grace <= 0 {
+		return usagef("publish list: usage: latchkey publish list --prefix P [--grace D]")
+	}
+	s, err := openStore(ctx, e, *storeFlag)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res, err := publish.GC(ctx, s, *prefix, &publish.GCOptions{Grace: *grace, DryRun: true})
+	if err != nil {
+		return fmt.Errorf("publish list: %w", err)
+	}
+	if res.Current != "" {
+		fmt.Fprintf(e.stdout, "%s current\n", res.Current)
+	}
+	for _, id := range res.Kept {
+		fmt.Fprintf(e.stdout, "%s kept (superseded or unfinished, within the grace of %v)\n", id, *grace)
+	}
+	for _, id := range res.Deleted {
+		fmt.Fprintf(e.stdout, "%s gc would delete (superseded or abandoned)\n", id)
+	}
+	return nil
+}
