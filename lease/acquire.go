@@ -121,7 +121,18 @@ func (lk *Locker) abandonPending() {
 	if err != nil {
 		return
 	}
-	if rec, err := decodeRecord(lk.key, e.Value); err == nil && rec.Nonce == p.nonce {
+	rec, err := decodeRecord(lk.key, e.Value)
+	if err != nil || rec.Nonce != p.nonce {
+		return
+	}
+	// Take it only if no other goroutine adopted it meanwhile.
+	lk.mu.Lock()
+	mine := lk.pending == p
+	if mine {
+		lk.pending = nil
+	}
+	lk.mu.Unlock()
+	if mine {
 		lk.newLease(p.rec, e.Version, p.start).Release(ctx)
 	}
 }

@@ -56,6 +56,9 @@ func NewLocker(s store.Store, key string, opts *Options) (*Locker, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("lease: %w", err)
 	}
+	if err := store.ValidateKey(EpochKey(key)); err != nil {
+		return nil, fmt.Errorf("lease: key %q: its epoch counter %w", key, err)
+	}
 	if c := s.Capabilities(); !c.CreateIfAbsent || !c.CompareAndSwap {
 		return nil, fmt.Errorf("lease: %q: %w: the store lacks create-if-absent or compare-and-swap", key, store.ErrUnsupported)
 	}
@@ -78,7 +81,13 @@ func (lk *Locker) TryAcquire(ctx context.Context) (*Lease, error) {
 	e, err := lk.s.Get(ctx, lk.key)
 	if errors.Is(err, store.ErrNotFound) {
 		lk.setObs("")
-		return lk.write(ctx, Record{Token: 1}, store.IfAbsent)
+		// The counter of creations survives a deletion of the record, so
+		// a record deleted by hand does not restart the tokens.
+		n, err := bumpEpoch(ctx, lk.s, lk.key, false)
+		if err != nil {
+			return nil, err
+		}
+		return lk.write(ctx, Record{Token: epochToken(n), Epoch: n, created: true}, store.IfAbsent)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, err)
@@ -91,14 +100,28 @@ func (lk *Locker) TryAcquire(ctx context.Context) (*Lease, error) {
 		return l, err
 	}
 	if rec.Released {
-		return lk.write(ctx, Record{Token: rec.Token + 1}, store.IfMatch(e.Version))
+		return lk.takeOver(ctx, rec, e.Version)
 	}
 	since := lk.setObs(e.Version)
 	if waited := time.Since(since); waited < rec.TTL {
-		return nil, &HeldError{Key: lk.key, Holder: rec.Holder, Token: rec.Token,
+		return nil, &HeldError{Key: lk.key, Holder: rec.Holder, Token: rec.Token, Forced: rec.Forced,
 			Until: time.Now().Add(rec.TTL - waited)}
 	}
-	return lk.write(ctx, Record{Token: rec.Token + 1}, store.IfMatch(e.Version))
+	return lk.takeOver(ctx, rec, e.Version)
+}
+
+// takeOver writes the record at version v, read as rec, as ours with the
+// next token. A record from before epochs existed first gets its counter.
+func (lk *Locker) takeOver(ctx context.Context, rec Record, v store.Version) (*Lease, error) {
+	epoch := rec.Epoch
+	if epoch == 0 {
+		n, err := bumpEpoch(ctx, lk.s, lk.key, true)
+		if err != nil {
+			return nil, err
+		}
+		epoch = n
+	}
+	return lk.write(ctx, Record{Token: rec.Token + 1, Epoch: epoch}, store.IfMatch(v))
 }
 
 // setObs records that the record is at version v (or absent, "") and
@@ -163,10 +186,20 @@ func (lk *Locker) readBack(ctx context.Context, rec Record, start time.Time) (*L
 // the lease is ours if it is still valid. An expired one is released so
 // that the next attempt re-acquires it with a higher token.
 func (lk *Locker) adoptPending(ctx context.Context, rec Record, v store.Version) (*Lease, error, bool) {
+	// Take the pending write and clear it in one step: two goroutines
+	// sharing this Locker that both read its nonce must not both adopt it.
 	lk.mu.Lock()
 	p := lk.pending
+	if p != nil && rec.Nonce == p.nonce {
+		lk.pending = nil
+	} else {
+		p = nil
+	}
 	lk.mu.Unlock()
-	if p == nil || rec.Nonce != p.nonce {
+	if adoptHook != nil {
+		adoptHook()
+	}
+	if p == nil {
 		return nil, nil, false
 	}
 	l := lk.newLease(p.rec, v, p.start)
@@ -178,6 +211,10 @@ func (lk *Locker) adoptPending(ctx context.Context, rec Record, v store.Version)
 	}
 	return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, ErrLostRace), true
 }
+
+// adoptHook, when set by a test, runs in adoptPending just after it
+// looked at the pending write.
+var adoptHook func()
 
 // newLease records a successful acquisition and returns the lease.
 func (lk *Locker) newLease(rec Record, v store.Version, start time.Time) *Lease {
