@@ -31,7 +31,11 @@
 // period has passed: superseded ones and abandoned ones (a writer that
 // died before committing). The grace period runs from the later of the
 // wall-clock time embedded in the generation's id when it began and the
-// time its successor committed (recorded in the successor's manifest). So
+// latest time its successor may have swapped the pointer: the successor's
+// begin time plus its MaxAge, recorded in its manifest (a commit may spend
+// a long time listing its objects after writing the manifest, so the
+// manifest's own time would shorten the grace). A superseded generation
+// may so be kept up to MaxAge longer than needed, never shorter. So
 // the grace period must exceed the longest life of any reader, and the
 // writers' maximum age (Options.MaxAge, past which Commit refuses with
 // ErrAbandoned), plus the worst clock skew between the hosts involved; the

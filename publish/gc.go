@@ -18,8 +18,8 @@ const DefaultGrace = time.Hour
 // GCOptions configure GC. The zero value (or nil) is valid.
 type GCOptions struct {
 	// Grace: a generation is deleted only once it began longer ago than
-	// this and, if it was ever replaced, its successor was committed longer
-	// ago than this. It must exceed both the longest life of a reader and
+	// this and, if it was ever replaced, its successor's commit deadline
+	// (its begin time + MaxAge) passed longer ago than this. It must exceed both the longest life of a reader and
 	// the writers' Options.MaxAge, plus the clock skew between hosts. Zero
 	// means DefaultGrace.
 	Grace time.Duration
@@ -43,8 +43,9 @@ type GCResult struct {
 // whose generation id it does not recognise.
 //
 // The grace period of a generation runs from the later of the time it
-// began (the time in its id) and the time its successor was committed (the
-// Created time in the manifest of the generation that replaced it), so a
+// began (the time in its id) and the latest time its successor could have
+// committed (the CommitBy time, begin + MaxAge, in the manifest of the
+// generation that replaced it), so a
 // reader that opened a generation just before it was superseded has the
 // whole grace period to finish, however old the generation was. GC reads
 // the manifest of every generation to learn this.
@@ -147,9 +148,11 @@ func deleteGeneration(ctx context.Context, s store.Store, l layout, id string, k
 }
 
 // supersessions reads the manifest of every listed generation and returns,
-// for each generation some manifest names as its Base, the latest Created
-// of those manifests: no later than that (up to the commit's own latency),
-// the generation stopped being current. A generation replaced by a
+// for each generation some manifest names as its Base, the latest CommitBy
+// of those manifests: no later than that (up to the latency of the last
+// pointer write), the generation stopped being current. The manifest's
+// Created would not do: a commit may spend up to its MaxAge between
+// writing the manifest and swapping the pointer. A generation replaced by a
 // successor that GC has since removed stopped being current even earlier.
 // A manifest that cannot be read or parsed stops GC: without it, GC cannot
 // tell which generation it replaced.
@@ -167,8 +170,12 @@ func supersessions(ctx context.Context, s store.Store, l layout, gens map[string
 		if err != nil {
 			return nil, fmt.Errorf("publish: gc: manifest %q: %w", mkey, err)
 		}
-		if m.Base != "" && m.Created.After(out[m.Base]) {
-			out[m.Base] = m.Created
+		by := m.CommitBy
+		if by.IsZero() { // written before commit_by existed
+			by = m.Created.Add(DefaultMaxAge)
+		}
+		if m.Base != "" && by.After(out[m.Base]) {
+			out[m.Base] = by
 		}
 	}
 	return out, nil
@@ -201,6 +208,8 @@ func manifestHead(ctx context.Context, s store.Store, key string) (manifest, err
 			dst = &m.Base
 		case "created":
 			dst = &m.Created
+		case "commit_by":
+			dst = &m.CommitBy
 		default:
 			dst = new(json.RawMessage)
 		}

@@ -103,7 +103,10 @@ func TestGCKeepsRecentlySuperseded(t *testing.T) {
 		if b, err := snap.ReadFile(ctx, "x"); err != nil || string(b) != "old" {
 			t.Fatalf("reader of the superseded generation: %q, %v", b, err)
 		}
-		clk.t = clk.t.Add(time.Second)
+		// The successor began (and committed) a grace ago; it could have
+		// committed as late as DefaultMaxAge after it began, so GC counts
+		// the grace from then.
+		clk.t = clk.t.Add(publish.DefaultMaxAge + time.Second)
 		res, err = publish.GC(ctx, s, "rs", &publish.GCOptions{Grace: grace, Now: clk.now})
 		if err != nil || len(res.Deleted) != 1 || res.Deleted[0] != old {
 			t.Fatalf("GC past the grace = %+v, %v; want %s deleted", res, err, old)
@@ -135,7 +138,7 @@ func publishAt(t *testing.T, ctx context.Context, s store.Store, prefix string, 
 type modelGen struct {
 	began      time.Time
 	committed  bool
-	superseded time.Time // when its successor committed; zero while current or never committed
+	superseded time.Time // the latest its successor could commit (began + MaxAge); zero while current or never committed
 }
 
 // pendingWriter is a writer of the model that has begun and not finished.
@@ -206,7 +209,10 @@ func TestGCModel(t *testing.T) {
 					fail(step, "commit: %v", err)
 				default:
 					if current != "" {
-						gens[current].superseded = clk.t
+						// GC cannot know when the commit swapped the
+						// pointer, only that it was before its writer's
+						// begin + MaxAge.
+						gens[current].superseded = pw.began.Add(maxAge)
 					}
 					gens[id] = &modelGen{began: pw.began, committed: true}
 					current = id
@@ -382,4 +388,52 @@ func TestGCReadsManifestHeads(t *testing.T) {
 	if n := cs.read.Load(); n == 0 || n > 16<<10 {
 		t.Fatalf("GC read %d bytes of a %d-byte manifest; want its head only", n, len(big.Value))
 	}
+}
+
+// TestGCGraceCountsFromSupersession: a Commit that spends 25 minutes
+// (within MaxAge) between writing its manifest and swapping the pointer
+// still leaves the generation it replaced a whole grace period from the
+// swap, not from the manifest's Created.
+func TestGCGraceCountsFromSupersession(t *testing.T) {
+	forEach(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		const grace, maxAge = time.Hour, 30 * time.Minute
+		old := publishAt(t, ctx, s, "sl", clk, "old")
+		clk.t = clk.t.Add(3 * grace)
+		snap, err := publish.Open(ctx, s, "sl")
+		if err != nil || snap.Generation() != old {
+			t.Fatalf("Open = %v, %v", snap, err)
+		}
+		// The commit's check of its objects (a List) takes 25 minutes.
+		slow := &listHook{Store: s, after: func() { clk.t = clk.t.Add(25 * time.Minute) }}
+		w, err := publish.Begin(ctx, slow, "sl", &publish.Options{Now: clk.now, MaxAge: maxAge})
+		if err != nil {
+			t.Fatal(err)
+		}
+		began := clk.t
+		put(t, ctx, w, "x", "new")
+		if _, err := w.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		swapped := clk.t
+		if swapped.Sub(began) != 25*time.Minute {
+			t.Fatalf("the commit took %v of fake time, want 25m (the hook did not run?)", swapped.Sub(began))
+		}
+		clk.t = swapped.Add(grace - time.Minute)
+		res, err := publish.GC(ctx, s, "sl", &publish.GCOptions{Grace: grace, Now: clk.now})
+		if err != nil || len(res.Deleted) != 0 {
+			t.Fatalf("GC %v after the supersession (grace %v) = %+v, %v; want %s kept", clk.t.Sub(swapped), grace, res, err, old)
+		}
+		if b, err := snap.ReadFile(ctx, "x"); err != nil || string(b) != "old" {
+			t.Fatalf("reader of the superseded generation within the grace: %q, %v", b, err)
+		}
+		// The supersession happened no later than began + MaxAge: past a
+		// grace from then, the old generation goes.
+		clk.t = began.Add(maxAge + grace + time.Second)
+		res, err = publish.GC(ctx, s, "sl", &publish.GCOptions{Grace: grace, Now: clk.now})
+		if err != nil || len(res.Deleted) != 1 || res.Deleted[0] != old {
+			t.Fatalf("GC a grace after the latest possible supersession = %+v, %v; want %s deleted", res, err, old)
+		}
+	})
 }
