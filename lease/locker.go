@@ -72,8 +72,8 @@ func (lk *Locker) Key() string { return lk.key }
 func (lk *Locker) Options() Options { return lk.opts }
 
 // TryAcquire makes one attempt. It returns the *Lease when acquired; an
-// error matching ErrHeld (a *HeldError saying who holds it) when someone
-// else holds it; an error matching ErrLostRace when another contender wrote
+// error matching ErrHeld (a *HeldError saying who holds it, and whether
+// the record looks stale) when someone else holds it; an error matching ErrLostRace when another contender wrote
 // the record between our read and our write (retry at once); or the store's
 // error. The returned lease is not renewed in the background: call Renew,
 // or use Hold or Run.
@@ -105,6 +105,7 @@ func (lk *Locker) TryAcquire(ctx context.Context) (*Lease, error) {
 	since := lk.setObs(e.Version)
 	if waited := time.Since(since); waited < rec.TTL {
 		return nil, &HeldError{Key: lk.key, Holder: rec.Holder, Token: rec.Token, Forced: rec.Forced,
+			Stale: lk.opts.Now().Sub(rec.Renewed) > StaleAfter(rec.TTL), Renewed: rec.Renewed,
 			Until: time.Now().Add(rec.TTL - waited)}
 	}
 	return lk.takeOver(ctx, rec, e.Version)
@@ -237,4 +238,49 @@ func (lk *Locker) wakeChan() <-chan struct{} {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	return lk.wake
+}
+
+// ConfirmStale follows a TryAcquire that returned held with held.Stale
+// set: the record looks abandoned, but only seeing it unchanged for a full
+// TTL on this Locker's own clock allows a takeover. It re-reads the record
+// every PollInterval until held.Until and takes it over then, spending at
+// most about one TTL and a poll interval. It gives up at once, returning
+// the new *HeldError, as soon as the record changes (its holder is alive
+// after all, or someone else took it); it returns ctx's error if ctx ends
+// first.
+func (lk *Locker) ConfirmStale(ctx context.Context, held *HeldError) (*Lease, error) {
+	deadline := held.Until.Add(lk.opts.PollInterval)
+	var last error = held
+	failures := 0
+	for {
+		l, err := lk.TryAcquire(ctx)
+		var h *HeldError
+		switch {
+		case err == nil:
+			return l, nil
+		case errors.As(err, &h):
+			if h.Until.After(held.Until.Add(time.Millisecond)) || h.Token != held.Token {
+				return nil, err // the record changed: not stale
+			}
+			last = err
+		case errors.Is(err, ErrLostRace):
+			last = err
+		case retryable(err):
+			failures++
+			last = err
+		default:
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("lease: acquire %q: %w; last attempt: %w", lk.key, ctx.Err(), last)
+		}
+		if !time.Now().Before(deadline) {
+			return nil, last
+		}
+		wait := min(jitter(lk.opts.PollInterval), time.Until(held.Until)+time.Millisecond)
+		if failures > 0 && h == nil {
+			wait = backoff(lk.opts.PollInterval, failures)
+		}
+		sleep(ctx, max(min(wait, time.Until(deadline)), time.Millisecond), nil)
+	}
 }

@@ -90,6 +90,8 @@ func Run(t *testing.T, h Harness) {
 		{"Release/the holder's next renew after a forced release is lost", testForcedReleaseSeenByHolder},
 		{"Release/a record deleted by hand does not restart the tokens", testDeletedRecord},
 		{"TryAcquire/goroutines sharing a Locker adopt a pending acquisition once", testSharedLockerAdoptsOnce},
+		{"TryAcquire/an abandoned record looks stale and is confirmed for a TTL before takeover", testStaleConfirmed},
+		{"TryAcquire/a stale-looking record that is renewed is not taken", testStaleButAlive},
 		{"Renew/a holder cut off from the store is lost before anyone can take over", testLostBeforeTakeover},
 		{"Fence/a paused holder is taken over and its late writes are refused", testZombie},
 		{"Acquire/waits for a release", testAcquireWaits},
