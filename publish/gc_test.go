@@ -103,10 +103,7 @@ func TestGCKeepsRecentlySuperseded(t *testing.T) {
 		if b, err := snap.ReadFile(ctx, "x"); err != nil || string(b) != "old" {
 			t.Fatalf("reader of the superseded generation: %q, %v", b, err)
 		}
-		// The successor began (and committed) a grace ago; it could have
-		// committed as late as DefaultMaxAge after it began, so GC counts
-		// the grace from then.
-		clk.t = clk.t.Add(publish.DefaultMaxAge + time.Second)
+		clk.t = clk.t.Add(time.Second)
 		res, err = publish.GC(ctx, s, "rs", &publish.GCOptions{Grace: grace, Now: clk.now})
 		if err != nil || len(res.Deleted) != 1 || res.Deleted[0] != old {
 			t.Fatalf("GC past the grace = %+v, %v; want %s deleted", res, err, old)
@@ -138,7 +135,7 @@ func publishAt(t *testing.T, ctx context.Context, s store.Store, prefix string, 
 type modelGen struct {
 	began      time.Time
 	committed  bool
-	superseded time.Time // the latest its successor could commit (began + MaxAge); zero while current or never committed
+	superseded time.Time // when its successor committed; zero while current or never committed
 }
 
 // pendingWriter is a writer of the model that has begun and not finished.
@@ -209,10 +206,7 @@ func TestGCModel(t *testing.T) {
 					fail(step, "commit: %v", err)
 				default:
 					if current != "" {
-						// GC cannot know when the commit swapped the
-						// pointer, only that it was before its writer's
-						// begin + MaxAge.
-						gens[current].superseded = pw.began.Add(maxAge)
+						gens[current].superseded = clk.t
 					}
 					gens[id] = &modelGen{began: pw.began, committed: true}
 					current = id
@@ -391,9 +385,10 @@ func TestGCReadsManifestHeads(t *testing.T) {
 }
 
 // TestGCGraceCountsFromSupersession: a Commit that spends 25 minutes
-// (within MaxAge) between writing its manifest and swapping the pointer
-// still leaves the generation it replaced a whole grace period from the
-// swap, not from the manifest's Created.
+// (within MaxAge) checking its objects before it swaps the pointer still
+// leaves the generation it replaced a whole grace period from the swap:
+// the manifest, whose Created GC counts from, is written after the check,
+// just before the swap.
 func TestGCGraceCountsFromSupersession(t *testing.T) {
 	forEach(t, func(t *testing.T, s store.Store) {
 		ctx := context.Background()
@@ -428,12 +423,42 @@ func TestGCGraceCountsFromSupersession(t *testing.T) {
 		if b, err := snap.ReadFile(ctx, "x"); err != nil || string(b) != "old" {
 			t.Fatalf("reader of the superseded generation within the grace: %q, %v", b, err)
 		}
-		// The supersession happened no later than began + MaxAge: past a
-		// grace from then, the old generation goes.
-		clk.t = began.Add(maxAge + grace + time.Second)
+		clk.t = swapped.Add(grace + time.Second)
 		res, err = publish.GC(ctx, s, "sl", &publish.GCOptions{Grace: grace, Now: clk.now})
 		if err != nil || len(res.Deleted) != 1 || res.Deleted[0] != old {
-			t.Fatalf("GC a grace after the latest possible supersession = %+v, %v; want %s deleted", res, err, old)
+			t.Fatalf("GC a grace after the supersession = %+v, %v; want %s deleted", res, err, old)
+		}
+	})
+}
+
+// TestCommitRefusesLateSwap: a pointer write that would come more than
+// MaxSwapDelay after the manifest (here the commit's read of the pointer
+// takes two minutes) is refused, so GC's grace, counted from the
+// manifest, is never cut by more than that; nothing was published and
+// the generation is gone.
+func TestCommitRefusesLateSwap(t *testing.T) {
+	forEach(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		old := publishAt(t, ctx, s, "ls", clk, "old")
+		slow := &getHook{Store: s, suffix: "-", before: func() { clk.t = clk.t.Add(publish.MaxSwapDelay + time.Minute) }}
+		w2, err := publish.Begin(ctx, slow, "ls", &publish.Options{Now: clk.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w2.Put(ctx, "x", strings.NewReader("late")); err != nil {
+			t.Fatal(err)
+		}
+		slow.suffix = "ls/pointer" // from now on: the commit's read of the pointer
+		if _, err := w2.Commit(ctx); !errors.Is(err, publish.ErrAbandoned) {
+			t.Fatalf("Commit whose pointer swap comes %v after its manifest = %v, want ErrAbandoned", publish.MaxSwapDelay+time.Minute, err)
+		}
+		snap, err := publish.Open(ctx, s, "ls")
+		if err != nil || snap.Generation() != old {
+			t.Fatalf("current = %v, %v; want %s still", snap, err, old)
+		}
+		if n := len(keysUnder(t, ctx, s, "ls/gen/"+w2.ID()+"/")); n != 0 {
+			t.Errorf("%d objects of the refused generation left", n)
 		}
 	})
 }

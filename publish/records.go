@@ -24,18 +24,13 @@ type File struct {
 type manifest struct {
 	Generation string `json:"generation"`
 	// Base is the generation the pointer named when this one began: the
-	// one it replaces if it commits.
+	// one it replaces if it commits. GC keeps a superseded generation for
+	// the grace period after its successor's Created, which Commit keeps
+	// within maxSwapDelay of the pointer swap.
 	Base    string    `json:"base,omitempty"`
 	Token   uint64    `json:"token,omitempty"`
 	Created time.Time `json:"created"`
-	// CommitBy is the writer's begin time plus its MaxAge: Commit sends
-	// no pointer write after it, so Base stopped being current no later
-	// than this (whatever the commit spent after writing the manifest).
-	// GC keeps a superseded generation for the grace period after its
-	// successor's CommitBy (Created + DefaultMaxAge in manifests written
-	// before CommitBy existed).
-	CommitBy time.Time `json:"commit_by,omitzero"`
-	Files    []File    `json:"files"`
+	Files   []File    `json:"files"`
 }
 
 // pointer is the one object whose CAS commits a generation.

@@ -152,11 +152,13 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Commit writes the manifest, checks that every object of the generation
-// is still there, and then swaps the pointer. If another writer committed
+// Commit checks that every object of the generation is still there,
+// writes the manifest, and then swaps the pointer (within MaxSwapDelay of
+// the manifest). If another writer committed
 // since Begin, it returns an error matching ErrSuperseded; it never
 // retries that. A generation that began longer ago than Options.MaxAge,
-// or lost objects meanwhile, is refused with ErrAbandoned. On either
+// lost objects meanwhile, or would swap the pointer more than MaxSwapDelay
+// after its manifest, is refused with ErrAbandoned. On either
 // refusal the generation is deleted, unless an earlier attempt of the
 // pointer write may have applied (then it may have been visible, and GC
 // removes it after the grace period). Transient failures of the pointer
@@ -170,6 +172,16 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if err := w.checkAge(); err != nil {
 		return Commit{}, w.fail(ctx, err)
 	}
+	// The objects are checked before the manifest is written, so that a
+	// long check (a listing of many objects) does not come between the
+	// manifest's Created, from which GC counts the replaced generation's
+	// grace, and the pointer swap.
+	if err := w.checkObjects(ctx); err != nil {
+		return Commit{}, w.fail(ctx, err)
+	}
+	if err := w.checkAge(); err != nil { // again, just before the commit
+		return Commit{}, w.fail(ctx, err)
+	}
 	m := w.manifest()
 	mb, err := json.Marshal(m)
 	if err != nil {
@@ -181,18 +193,12 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if err != nil {
 		return Commit{}, w.fail(ctx, fmt.Errorf("publish: manifest: %w", err))
 	}
-	if err := w.checkObjects(ctx, mkey, mv); err != nil {
-		return Commit{}, w.fail(ctx, err)
-	}
-	if err := w.checkAge(); err != nil { // again, just before the commit
-		return Commit{}, w.fail(ctx, err)
-	}
 	token := max(w.opts.Token, w.basePt.Token) // a token never goes backwards
 	pb, err := json.Marshal(pointer{Generation: w.id, Manifest: mkey, ManVersion: mv, Token: token, Committed: w.opts.Now().UTC()})
 	if err != nil {
 		return Commit{}, err
 	}
-	v, err := w.swapPointer(ctx, pb)
+	v, err := w.swapPointer(ctx, pb, m.Created)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -204,8 +210,7 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 }
 
 func (w *Writer) manifest() manifest {
-	m := manifest{Generation: w.id, Base: w.basePt.Generation, Token: w.opts.Token, Created: w.opts.Now().UTC(),
-		CommitBy: w.began.Add(w.opts.MaxAge).UTC(), Files: []File{}}
+	m := manifest{Generation: w.id, Base: w.basePt.Generation, Token: w.opts.Token, Created: w.opts.Now().UTC(), Files: []File{}}
 	for _, f := range w.files {
 		m.Files = append(m.Files, f)
 	}
@@ -222,16 +227,15 @@ func (w *Writer) checkAge() error {
 	return nil
 }
 
-// checkObjects lists the generation and confirms that every object and
-// the manifest are there at the versions written, so that a generation
-// GC has started to delete (a GC whose grace is shorter than this
-// writer's life) is never committed.
-func (w *Writer) checkObjects(ctx context.Context, mkey string, mv store.Version) error {
-	want := make(map[string]store.Version, len(w.files)+1)
+// checkObjects lists the generation and confirms that every object is
+// there at the version written, so that a generation GC has started to
+// delete (a GC whose grace is shorter than this writer's life) is never
+// committed.
+func (w *Writer) checkObjects(ctx context.Context) error {
+	want := make(map[string]store.Version, len(w.files))
 	for _, f := range w.files {
 		want[f.Key] = f.Ver
 	}
-	want[mkey] = mv
 	for it, err := range store.All(ctx, w.s, w.l.gen(w.id)) {
 		if err != nil {
 			return fmt.Errorf("publish: commit %s: check objects: %w", w.id, err)
@@ -242,6 +246,23 @@ func (w *Writer) checkObjects(ctx context.Context, mkey string, mv store.Version
 	}
 	for k := range want {
 		return fmt.Errorf("%w: %q of generation %s is gone or replaced", ErrAbandoned, k, w.id)
+	}
+	return nil
+}
+
+// MaxSwapDelay bounds the time from writing a generation's manifest to
+// sending a pointer write: Commit refuses with ErrAbandoned past it. GC
+// counts the grace of the generation a commit replaces from the manifest's
+// Created, so a superseded generation keeps at least its grace less this
+// (and less the latency of the last pointer write).
+const MaxSwapDelay = time.Minute
+
+// checkSwapDelay refuses a pointer write more than MaxSwapDelay after the
+// manifest was created.
+func (w *Writer) checkSwapDelay(created time.Time) error {
+	if d := w.opts.Now().Sub(created); d > MaxSwapDelay {
+		return fmt.Errorf("%w: generation %s: the pointer swap would come %s after its manifest, more than %s (GC counts the replaced generation's grace from the manifest)",
+			ErrAbandoned, w.id, d.Round(time.Second), MaxSwapDelay)
 	}
 	return nil
 }
@@ -260,11 +281,9 @@ func definite(err error) bool {
 // that ended, an unclassified error), the generation may have been
 // visible to readers, however briefly, so it is never deleted here: only
 // GC may remove it, after the grace period.
-func (w *Writer) swapPointer(ctx context.Context, pb []byte) (store.Version, error) {
+func (w *Writer) swapPointer(ctx context.Context, pb []byte, created time.Time) (store.Version, error) {
 	rs := &recordingStore{Store: w.s}
-	calls := 0
 	res, err := cas.Update(ctx, rs, w.l.pointer(), func(cur []byte, exists bool) (cas.Decision, error) {
-		calls++
 		if exists {
 			if p, err := decodePointer(w.l, cur); err == nil && p.Generation == w.id {
 				return cas.Abort(), nil // an earlier attempt of ours applied
@@ -273,10 +292,11 @@ func (w *Writer) swapPointer(ctx context.Context, pb []byte) (store.Version, err
 		if exists != w.baseOK || (exists && !bytes.Equal(cur, w.baseRaw)) {
 			return cas.Decision{}, fmt.Errorf("%w: generation %s lost the pointer race", ErrSuperseded, w.id)
 		}
-		if calls > 1 {
-			if err := w.checkAge(); err != nil {
-				return cas.Decision{}, err
-			}
+		if err := w.checkAge(); err != nil {
+			return cas.Decision{}, err
+		}
+		if err := w.checkSwapDelay(created); err != nil {
+			return cas.Decision{}, err
 		}
 		return cas.Set(pb), nil
 	}, &cas.Options{MaxTransient: w.opts.MaxTransient, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, UniqueValues: true})
