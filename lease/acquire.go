@@ -54,6 +54,7 @@ func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 		switch {
 		case errors.As(err, &held):
 			last, quick, failures = err, 0, 0
+			lk.waiting(err)
 			untilTakeover := time.Until(held.Until) + time.Millisecond
 			wait = min(jitter(lk.opts.PollInterval), untilTakeover)
 			if w, ok := lk.s.(store.Watcher); ok && lk.s.Capabilities().Watch {
@@ -78,6 +79,7 @@ func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 			}
 			failures++
 			last = err
+			lk.waiting(err)
 			wait = backoff(lk.opts.PollInterval, failures)
 		default:
 			return nil, err
@@ -121,7 +123,18 @@ func (lk *Locker) abandonPending() {
 	if err != nil {
 		return
 	}
-	if rec, err := decodeRecord(lk.key, e.Value); err == nil && rec.Nonce == p.nonce {
+	rec, err := decodeRecord(lk.key, e.Value)
+	if err != nil || rec.Nonce != p.nonce {
+		return
+	}
+	// Take it only if no other goroutine adopted it meanwhile.
+	lk.mu.Lock()
+	mine := lk.pending == p
+	if mine {
+		lk.pending = nil
+	}
+	lk.mu.Unlock()
+	if mine {
 		lk.newLease(p.rec, e.Version, p.start).Release(ctx)
 	}
 }
@@ -163,4 +176,10 @@ func (lk *Locker) obsVersion() store.Version {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	return lk.obs.version
+}
+
+func (lk *Locker) waiting(err error) {
+	if f := lk.opts.Waiting; f != nil {
+		f(err)
+	}
 }

@@ -26,6 +26,10 @@ var (
 	// ErrFenced: a FencedPut carried a token older than the newest token the
 	// key has accepted.
 	ErrFenced = errors.New("stale fencing token")
+	// ErrDeleted: the lease record was deleted by hand (the package never
+	// deletes it). Inspect returns it, with store.ErrNotFound. Tokens are
+	// not restarted by a deletion (see Record.Epoch).
+	ErrDeleted = errors.New("the lease record was deleted")
 )
 
 // HeldError says who holds a lease and until about when a contender that
@@ -34,6 +38,16 @@ type HeldError struct {
 	Key    string
 	Holder string
 	Token  uint64
+	// Forced is true when the holder was released by force (ForceRelease)
+	// and the record waits out its TTL before anyone may take it.
+	Forced bool
+	// Stale is true when the record looks abandoned: its last write, by
+	// the writer's own wall clock, is older than StaleAfter(TTL) by ours.
+	// That compares two hosts' clocks, so it is only a hint, never grounds
+	// for a takeover: see Locker.ConfirmStale.
+	Stale bool
+	// Renewed is the record's last write time, on the writer's clock.
+	Renewed time.Time
 	// Until is this contender's own estimate, on its own clock, of when it
 	// may take the lease over if the record stays unchanged: the time it
 	// first saw the current version plus the record's TTL. The holder may
@@ -42,9 +56,22 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
+	if e.Forced {
+		return fmt.Sprintf("lease: %q released by force by %q (token %d); free for others about %s, once its holder has given it up",
+			e.Key, e.Holder, e.Token, e.Until.Format(time.RFC3339))
+	}
+	if e.Stale {
+		return fmt.Sprintf("lease: %q held by %q (token %d), last renewed %s ago by its clock: it looks stale; free about %s if nothing changes",
+			e.Key, e.Holder, e.Token, time.Since(e.Renewed).Round(time.Second), e.Until.Format(time.RFC3339))
+	}
 	return fmt.Sprintf("lease: %q held by %q (token %d), expiring about %s unless renewed",
 		e.Key, e.Holder, e.Token, e.Until.Format(time.RFC3339))
 }
 
 // Is makes a *HeldError match ErrHeld.
 func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// StaleAfter is how old (by the contender's wall clock) a record's last
+// write must be before the record looks stale: its TTL plus one more TTL
+// of allowance for the skew between the two hosts' wall clocks.
+func StaleAfter(ttl time.Duration) time.Duration { return 2 * ttl }

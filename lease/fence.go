@@ -6,20 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
+	"github.com/latchkey/latchkey/cas"
 	"github.com/latchkey/latchkey/store"
 )
 
 // fenceHeader starts every fenced value: "latchkey-fenced <token>\n".
 const fenceHeader = "latchkey-fenced "
 
-// maxFenceAttempts bounds FencedPut's compare-and-swap loop.
-const maxFenceAttempts = 50
-
-// ErrContended is returned (wrapped) when FencedPut lost the
-// compare-and-swap race maxFenceAttempts times in a row.
-var ErrContended = errors.New("too contended")
+// ErrContended is returned (wrapped) when FencedPut, ForceRelease or
+// ReleaseHolder lost the compare-and-swap race too many times in a row.
+// It is cas.ErrContended.
+var ErrContended = cas.ErrContended
 
 // FencedPut writes value under key, a resource protected by a lease, only
 // if token is at least the newest token the key has accepted: it stores
@@ -29,50 +27,32 @@ var ErrContended = errors.New("too contended")
 // ErrFenced and changes nothing. Equal tokens are accepted, so one holding
 // may write many times. Read the value back with FencedGet.
 //
-// On store.ErrConflict it re-reads and tries again, at most a bounded
-// number of times with jittered backoff; an unknown outcome is resolved by
-// reading back.
+// It is one cas.Update: on store.ErrConflict it re-reads and tries again,
+// a bounded number of times with jittered exponential backoff, then fails
+// with an error matching ErrContended. A write of unknown outcome counts
+// as written when a re-read finds exactly its bytes: the key then holds
+// this value under this token, whoever wrote it.
 func FencedPut(ctx context.Context, s store.Store, key string, value []byte, token uint64) (store.Version, error) {
 	body := encodeFenced(value, token)
-	for attempt := 1; ; attempt++ {
-		cond := store.IfAbsent
-		e, err := s.Get(ctx, key)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return "", fmt.Errorf("lease: fenced put %q: %w", key, err)
-		default:
-			_, cur, err := decodeFenced(key, e.Value)
+	res, err := cas.Update(ctx, s, key, func(cur []byte, exists bool) (cas.Decision, error) {
+		if exists {
+			_, accepted, err := decodeFenced(key, cur)
 			if err != nil {
-				return "", err
+				return cas.Decision{}, err
 			}
-			if token < cur {
-				return "", fmt.Errorf("lease: fenced put %q: %w: token %d, accepted %d", key, ErrFenced, token, cur)
+			if token < accepted {
+				return cas.Decision{}, fmt.Errorf("lease: fenced put %q: %w: token %d, accepted %d", key, ErrFenced, token, accepted)
 			}
-			cond = store.IfMatch(e.Version)
 		}
-		v, err := s.Put(ctx, key, body, cond)
-		if err == nil {
-			return v, nil
-		}
-		if retryable(err) {
-			if e, gerr := s.Get(ctx, key); gerr == nil && bytes.Equal(e.Value, body) {
-				return e.Version, nil
-			}
-		} else if !errors.Is(err, store.ErrConflict) {
-			return "", fmt.Errorf("lease: fenced put %q: %w", key, err)
-		}
-		if attempt == maxFenceAttempts {
-			return "", fmt.Errorf("lease: fenced put %q: %w after %d attempts: %w", key, ErrContended, attempt, err)
-		}
-		t := time.NewTimer(backoff(10*time.Millisecond, attempt))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return "", fmt.Errorf("lease: fenced put %q: %w", key, ctx.Err())
-		}
+		return cas.Set(body), nil
+	}, &releaseOptions)
+	if errors.Is(err, ErrFenced) || errors.Is(err, ErrCorrupt) {
+		return "", err
 	}
+	if err != nil {
+		return "", fmt.Errorf("lease: fenced put %q: %w", key, err)
+	}
+	return res.Entry.Version, nil
 }
 
 // FencedGet returns the value FencedPut stored under key, the newest token

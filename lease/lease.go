@@ -15,12 +15,13 @@ import (
 // closed; Err then says why (ErrLost or ErrReleased). A Lease is safe for
 // concurrent use.
 type Lease struct {
-	lk     *Locker
-	token  uint64
-	holder string
-	done   chan struct{}
-	ctx    context.Context // cancelled with Done; see Context
-	stop   context.CancelCauseFunc
+	lk        *Locker
+	token     uint64
+	holder    string
+	recreated bool
+	done      chan struct{}
+	ctx       context.Context // cancelled with Done; see Context
+	stop      context.CancelCauseFunc
 
 	renewMu  sync.Mutex // one renew or release at a time
 	keepOnce sync.Once  // KeepAlive
@@ -37,7 +38,7 @@ type Lease struct {
 
 func newLease(lk *Locker, rec Record, v store.Version, start time.Time) *Lease {
 	ctx, stop := context.WithCancelCause(context.Background())
-	l := &Lease{lk: lk, token: rec.Token, holder: rec.Holder, done: make(chan struct{}), ctx: ctx, stop: stop,
+	l := &Lease{lk: lk, token: rec.Token, holder: rec.Holder, recreated: rec.created && rec.Epoch > 1, done: make(chan struct{}), ctx: ctx, stop: stop,
 		rec: rec, version: v, pending: map[string]time.Time{}}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -233,6 +234,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		if !retry || attempt == 3 {
 			return err
 		}
+		sleep(ctx, backoff(l.lk.opts.PollInterval, attempt), nil)
 	}
 }
 
@@ -266,3 +268,9 @@ func (l *Lease) resolveRelease(ctx context.Context, tried []string, cause error)
 	}
 	return false, fmt.Errorf("lease: release %q: %w", l.Key(), ErrLost)
 }
+
+// Recreated reports whether this acquisition created the record after an
+// earlier one at the key had been deleted by hand: its token continues
+// above the deleted record's (see Record.Epoch), but whoever deleted it
+// may have meant something by it.
+func (l *Lease) Recreated() bool { return l.recreated }

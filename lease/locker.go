@@ -56,6 +56,9 @@ func NewLocker(s store.Store, key string, opts *Options) (*Locker, error) {
 	if err := store.ValidateKey(key); err != nil {
 		return nil, fmt.Errorf("lease: %w", err)
 	}
+	if err := store.ValidateKey(EpochKey(key)); err != nil {
+		return nil, fmt.Errorf("lease: key %q: its epoch counter %w", key, err)
+	}
 	if c := s.Capabilities(); !c.CreateIfAbsent || !c.CompareAndSwap {
 		return nil, fmt.Errorf("lease: %q: %w: the store lacks create-if-absent or compare-and-swap", key, store.ErrUnsupported)
 	}
@@ -69,8 +72,8 @@ func (lk *Locker) Key() string { return lk.key }
 func (lk *Locker) Options() Options { return lk.opts }
 
 // TryAcquire makes one attempt. It returns the *Lease when acquired; an
-// error matching ErrHeld (a *HeldError saying who holds it) when someone
-// else holds it; an error matching ErrLostRace when another contender wrote
+// error matching ErrHeld (a *HeldError saying who holds it, and whether
+// the record looks stale) when someone else holds it; an error matching ErrLostRace when another contender wrote
 // the record between our read and our write (retry at once); or the store's
 // error. The returned lease is not renewed in the background: call Renew,
 // or use Hold or Run.
@@ -78,7 +81,13 @@ func (lk *Locker) TryAcquire(ctx context.Context) (*Lease, error) {
 	e, err := lk.s.Get(ctx, lk.key)
 	if errors.Is(err, store.ErrNotFound) {
 		lk.setObs("")
-		return lk.write(ctx, Record{Token: 1}, store.IfAbsent)
+		// The counter of creations survives a deletion of the record, so
+		// a record deleted by hand does not restart the tokens.
+		n, err := bumpEpoch(ctx, lk.s, lk.key, false)
+		if err != nil {
+			return nil, err
+		}
+		return lk.write(ctx, Record{Token: epochToken(n), Epoch: n, created: true}, store.IfAbsent)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, err)
@@ -91,14 +100,29 @@ func (lk *Locker) TryAcquire(ctx context.Context) (*Lease, error) {
 		return l, err
 	}
 	if rec.Released {
-		return lk.write(ctx, Record{Token: rec.Token + 1}, store.IfMatch(e.Version))
+		return lk.takeOver(ctx, rec, e.Version)
 	}
 	since := lk.setObs(e.Version)
 	if waited := time.Since(since); waited < rec.TTL {
-		return nil, &HeldError{Key: lk.key, Holder: rec.Holder, Token: rec.Token,
+		return nil, &HeldError{Key: lk.key, Holder: rec.Holder, Token: rec.Token, Forced: rec.Forced,
+			Stale: lk.opts.Now().Sub(rec.Renewed) > StaleAfter(rec.TTL), Renewed: rec.Renewed,
 			Until: time.Now().Add(rec.TTL - waited)}
 	}
-	return lk.write(ctx, Record{Token: rec.Token + 1}, store.IfMatch(e.Version))
+	return lk.takeOver(ctx, rec, e.Version)
+}
+
+// takeOver writes the record at version v, read as rec, as ours with the
+// next token. A record from before epochs existed first gets its counter.
+func (lk *Locker) takeOver(ctx context.Context, rec Record, v store.Version) (*Lease, error) {
+	epoch := rec.Epoch
+	if epoch == 0 {
+		n, err := bumpEpoch(ctx, lk.s, lk.key, true)
+		if err != nil {
+			return nil, err
+		}
+		epoch = n
+	}
+	return lk.write(ctx, Record{Token: rec.Token + 1, Epoch: epoch}, store.IfMatch(v))
 }
 
 // setObs records that the record is at version v (or absent, "") and
@@ -163,10 +187,20 @@ func (lk *Locker) readBack(ctx context.Context, rec Record, start time.Time) (*L
 // the lease is ours if it is still valid. An expired one is released so
 // that the next attempt re-acquires it with a higher token.
 func (lk *Locker) adoptPending(ctx context.Context, rec Record, v store.Version) (*Lease, error, bool) {
+	// Take the pending write and clear it in one step: two goroutines
+	// sharing this Locker that both read its nonce must not both adopt it.
 	lk.mu.Lock()
 	p := lk.pending
+	if p != nil && rec.Nonce == p.nonce {
+		lk.pending = nil
+	} else {
+		p = nil
+	}
 	lk.mu.Unlock()
-	if p == nil || rec.Nonce != p.nonce {
+	if adoptHook != nil {
+		adoptHook()
+	}
+	if p == nil {
 		return nil, nil, false
 	}
 	l := lk.newLease(p.rec, v, p.start)
@@ -178,6 +212,10 @@ func (lk *Locker) adoptPending(ctx context.Context, rec Record, v store.Version)
 	}
 	return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, ErrLostRace), true
 }
+
+// adoptHook, when set by a test, runs in adoptPending just after it
+// looked at the pending write.
+var adoptHook func()
 
 // newLease records a successful acquisition and returns the lease.
 func (lk *Locker) newLease(rec Record, v store.Version, start time.Time) *Lease {
@@ -200,4 +238,49 @@ func (lk *Locker) wakeChan() <-chan struct{} {
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	return lk.wake
+}
+
+// ConfirmStale follows a TryAcquire that returned held with held.Stale
+// set: the record looks abandoned, but only seeing it unchanged for a full
+// TTL on this Locker's own clock allows a takeover. It re-reads the record
+// every PollInterval until held.Until and takes it over then, spending at
+// most about one TTL and a poll interval. It gives up at once, returning
+// the new *HeldError, as soon as the record changes (its holder is alive
+// after all, or someone else took it); it returns ctx's error if ctx ends
+// first.
+func (lk *Locker) ConfirmStale(ctx context.Context, held *HeldError) (*Lease, error) {
+	deadline := held.Until.Add(lk.opts.PollInterval)
+	var last error = held
+	failures := 0
+	for {
+		l, err := lk.TryAcquire(ctx)
+		var h *HeldError
+		switch {
+		case err == nil:
+			return l, nil
+		case errors.As(err, &h):
+			if h.Until.After(held.Until.Add(time.Millisecond)) || h.Token != held.Token {
+				return nil, err // the record changed: not stale
+			}
+			last = err
+		case errors.Is(err, ErrLostRace):
+			last = err
+		case retryable(err):
+			failures++
+			last = err
+		default:
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("lease: acquire %q: %w; last attempt: %w", lk.key, ctx.Err(), last)
+		}
+		if !time.Now().Before(deadline) {
+			return nil, last
+		}
+		wait := min(jitter(lk.opts.PollInterval), time.Until(held.Until)+time.Millisecond)
+		if failures > 0 && h == nil {
+			wait = backoff(lk.opts.PollInterval, failures)
+		}
+		sleep(ctx, max(min(wait, time.Until(deadline)), time.Millisecond), nil)
+	}
 }

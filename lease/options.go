@@ -47,8 +47,15 @@ type Options struct {
 	// TTL.
 	PollInterval time.Duration
 
+	// Waiting, if set, is called by Acquire after every attempt that did
+	// not acquire the lease and will be followed by another: with the
+	// *HeldError while someone holds it, or with the store's error while
+	// the store fails. For messages to people (lock run's "waiting for").
+	Waiting func(err error)
+
 	// Now returns the wall-clock time written into records for people and
-	// tools. It is never used to decide anything. Zero: time.Now.
+	// tools, and compared with a record's times only for the Stale hint of
+	// HeldError. It is never used to decide a takeover. Zero: time.Now.
 	Now func() time.Time
 }
 

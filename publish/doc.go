@@ -18,9 +18,11 @@
 //
 // Writer.Put takes an io.Reader and Snapshot.Open returns an
 // io.ReadCloser; on a store implementing store.Streamer (the directory
-// store, s3store) memory does not grow with object size. Before the
-// pointer write, Commit lists the generation to check that every object
-// is still there at the version it wrote.
+// store, s3store) memory does not grow with object size. Before it
+// writes the manifest, Commit lists the generation to check that every
+// object is still there at the version it wrote; it then swaps the pointer
+// at once, and refuses (ErrAbandoned) to send a pointer write more than
+// MaxSwapDelay after the manifest was written.
 //
 // A Snapshot reads the pointer once and then exactly the objects its
 // manifest names, so a reader sees one generation whole however many
@@ -31,11 +33,13 @@
 // period has passed: superseded ones and abandoned ones (a writer that
 // died before committing). The grace period runs from the later of the
 // wall-clock time embedded in the generation's id when it began and the
-// time its successor committed (recorded in the successor's manifest). So
-// the grace period must exceed the longest life of any reader, and the
-// writers' maximum age (Options.MaxAge, past which Commit refuses with
-// ErrAbandoned), plus the worst clock skew between the hosts involved; the
-// default grace is one hour and the default maximum age half of that.
+// Created time of its successor's manifest, which its successor's pointer
+// swap follows within MaxSwapDelay (plus the latency of that one write).
+// So the grace period must exceed the longest life of any reader plus
+// MaxSwapDelay, and the writers' maximum age (Options.MaxAge, past which
+// Commit refuses with ErrAbandoned), plus the worst clock skew between the
+// hosts involved; the default grace is one hour and the default maximum
+// age half of that.
 //
 // When writers are serialised by a lease (package lease), Options.Token
 // carries the lease's fencing token: the pointer records it (and keeps

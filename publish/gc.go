@@ -18,10 +18,11 @@ const DefaultGrace = time.Hour
 // GCOptions configure GC. The zero value (or nil) is valid.
 type GCOptions struct {
 	// Grace: a generation is deleted only once it began longer ago than
-	// this and, if it was ever replaced, its successor was committed longer
-	// ago than this. It must exceed both the longest life of a reader and
-	// the writers' Options.MaxAge, plus the clock skew between hosts. Zero
-	// means DefaultGrace.
+	// this and, if it was ever replaced, its successor's manifest was
+	// written longer ago than this (the successor then swapped the pointer
+	// within MaxSwapDelay). It must exceed both the longest life of a
+	// reader plus MaxSwapDelay and the writers' Options.MaxAge, plus the
+	// clock skew between hosts. Zero means DefaultGrace.
 	Grace time.Duration
 	// DryRun lists what would be deleted and deletes nothing.
 	DryRun bool
@@ -43,8 +44,9 @@ type GCResult struct {
 // whose generation id it does not recognise.
 //
 // The grace period of a generation runs from the later of the time it
-// began (the time in its id) and the time its successor was committed (the
-// Created time in the manifest of the generation that replaced it), so a
+// began (the time in its id) and the time its successor committed (the
+// Created time in the manifest of the generation that replaced it, which
+// Commit keeps within MaxSwapDelay of the pointer swap), so a
 // reader that opened a generation just before it was superseded has the
 // whole grace period to finish, however old the generation was. GC reads
 // the manifest of every generation to learn this.
@@ -148,8 +150,10 @@ func deleteGeneration(ctx context.Context, s store.Store, l layout, id string, k
 
 // supersessions reads the manifest of every listed generation and returns,
 // for each generation some manifest names as its Base, the latest Created
-// of those manifests: no later than that (up to the commit's own latency),
-// the generation stopped being current. A generation replaced by a
+// of those manifests: the generation stopped being current no earlier than
+// that, and (if that successor committed) at most MaxSwapDelay plus one
+// write's latency later, since Commit writes the manifest after checking
+// its objects and refuses a pointer write past MaxSwapDelay. A generation replaced by a
 // successor that GC has since removed stopped being current even earlier.
 // A manifest that cannot be read or parsed stops GC: without it, GC cannot
 // tell which generation it replaced.

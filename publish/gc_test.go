@@ -383,3 +383,82 @@ func TestGCReadsManifestHeads(t *testing.T) {
 		t.Fatalf("GC read %d bytes of a %d-byte manifest; want its head only", n, len(big.Value))
 	}
 }
+
+// TestGCGraceCountsFromSupersession: a Commit that spends 25 minutes
+// (within MaxAge) checking its objects before it swaps the pointer still
+// leaves the generation it replaced a whole grace period from the swap:
+// the manifest, whose Created GC counts from, is written after the check,
+// just before the swap.
+func TestGCGraceCountsFromSupersession(t *testing.T) {
+	forEach(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		const grace, maxAge = time.Hour, 30 * time.Minute
+		old := publishAt(t, ctx, s, "sl", clk, "old")
+		clk.t = clk.t.Add(3 * grace)
+		snap, err := publish.Open(ctx, s, "sl")
+		if err != nil || snap.Generation() != old {
+			t.Fatalf("Open = %v, %v", snap, err)
+		}
+		// The commit's check of its objects (a List) takes 25 minutes.
+		slow := &listHook{Store: s, after: func() { clk.t = clk.t.Add(25 * time.Minute) }}
+		w, err := publish.Begin(ctx, slow, "sl", &publish.Options{Now: clk.now, MaxAge: maxAge})
+		if err != nil {
+			t.Fatal(err)
+		}
+		began := clk.t
+		put(t, ctx, w, "x", "new")
+		if _, err := w.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		swapped := clk.t
+		if swapped.Sub(began) != 25*time.Minute {
+			t.Fatalf("the commit took %v of fake time, want 25m (the hook did not run?)", swapped.Sub(began))
+		}
+		clk.t = swapped.Add(grace - time.Minute)
+		res, err := publish.GC(ctx, s, "sl", &publish.GCOptions{Grace: grace, Now: clk.now})
+		if err != nil || len(res.Deleted) != 0 {
+			t.Fatalf("GC %v after the supersession (grace %v) = %+v, %v; want %s kept", clk.t.Sub(swapped), grace, res, err, old)
+		}
+		if b, err := snap.ReadFile(ctx, "x"); err != nil || string(b) != "old" {
+			t.Fatalf("reader of the superseded generation within the grace: %q, %v", b, err)
+		}
+		clk.t = swapped.Add(grace + time.Second)
+		res, err = publish.GC(ctx, s, "sl", &publish.GCOptions{Grace: grace, Now: clk.now})
+		if err != nil || len(res.Deleted) != 1 || res.Deleted[0] != old {
+			t.Fatalf("GC a grace after the supersession = %+v, %v; want %s deleted", res, err, old)
+		}
+	})
+}
+
+// TestCommitRefusesLateSwap: a pointer write that would come more than
+// MaxSwapDelay after the manifest (here the commit's read of the pointer
+// takes two minutes) is refused, so GC's grace, counted from the
+// manifest, is never cut by more than that; nothing was published and
+// the generation is gone.
+func TestCommitRefusesLateSwap(t *testing.T) {
+	forEach(t, func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+		old := publishAt(t, ctx, s, "ls", clk, "old")
+		slow := &getHook{Store: s, suffix: "-", before: func() { clk.t = clk.t.Add(publish.MaxSwapDelay + time.Minute) }}
+		w2, err := publish.Begin(ctx, slow, "ls", &publish.Options{Now: clk.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w2.Put(ctx, "x", strings.NewReader("late")); err != nil {
+			t.Fatal(err)
+		}
+		slow.suffix = "ls/pointer" // from now on: the commit's read of the pointer
+		if _, err := w2.Commit(ctx); !errors.Is(err, publish.ErrAbandoned) {
+			t.Fatalf("Commit whose pointer swap comes %v after its manifest = %v, want ErrAbandoned", publish.MaxSwapDelay+time.Minute, err)
+		}
+		snap, err := publish.Open(ctx, s, "ls")
+		if err != nil || snap.Generation() != old {
+			t.Fatalf("current = %v, %v; want %s still", snap, err, old)
+		}
+		if n := len(keysUnder(t, ctx, s, "ls/gen/"+w2.ID()+"/")); n != 0 {
+			t.Errorf("%d objects of the refused generation left", n)
+		}
+	})
+}

@@ -25,7 +25,8 @@ type manifest struct {
 	Generation string `json:"generation"`
 	// Base is the generation the pointer named when this one began: the
 	// one it replaces if it commits. GC keeps a superseded generation for
-	// the grace period after its successor's Created.
+	// the grace period after its successor's Created, which Commit keeps
+	// within maxSwapDelay of the pointer swap.
 	Base    string    `json:"base,omitempty"`
 	Token   uint64    `json:"token,omitempty"`
 	Created time.Time `json:"created"`
@@ -44,17 +45,32 @@ type pointer struct {
 // readPointer returns the pointer and its version, or ok=false when there
 // is none.
 func readPointer(ctx context.Context, s store.Store, l layout) (p pointer, v store.Version, ok bool, err error) {
+	p, v, _, ok, err = readPointerRaw(ctx, s, l)
+	return p, v, ok, err
+}
+
+// readPointerRaw is readPointer that also returns the pointer's bytes.
+func readPointerRaw(ctx context.Context, s store.Store, l layout) (p pointer, v store.Version, raw []byte, ok bool, err error) {
 	e, err := s.Get(ctx, l.pointer())
 	if errors.Is(err, store.ErrNotFound) {
-		return pointer{}, "", false, nil
+		return pointer{}, "", nil, false, nil
 	}
 	if err != nil {
-		return pointer{}, "", false, err
+		return pointer{}, "", nil, false, err
 	}
-	if err := json.Unmarshal(e.Value, &p); err != nil {
-		return pointer{}, "", false, fmt.Errorf("publish: pointer %q: %w", l.pointer(), err)
+	p, err = decodePointer(l, e.Value)
+	if err != nil {
+		return pointer{}, "", nil, false, err
 	}
-	return p, e.Version, true, nil
+	return p, e.Version, e.Value, true, nil
+}
+
+func decodePointer(l layout, b []byte) (pointer, error) {
+	var p pointer
+	if err := json.Unmarshal(b, &p); err != nil {
+		return pointer{}, fmt.Errorf("publish: pointer %q: %w", l.pointer(), err)
+	}
+	return p, nil
 }
 
 func readManifest(ctx context.Context, s store.Store, p pointer) (manifest, error) {

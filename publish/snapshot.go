@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math/rand/v2"
 	"sort"
+	"time"
 
 	"github.com/latchkey/latchkey/store"
 )
@@ -58,6 +60,15 @@ func Open(ctx context.Context, s store.Store, prefix string) (*Snapshot, error) 
 		}
 		if !errors.Is(err, store.ErrNotFound) || attempt == openAttempts {
 			return nil, err
+		}
+		// A short jittered pause: many readers that lost the same
+		// manifest do not all re-read the pointer at once.
+		t := time.NewTimer(rand.N(time.Millisecond << attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
 		}
 	}
 	snap := &Snapshot{s: s, p: p, v: v, files: make(map[string]File, len(m.Files))}

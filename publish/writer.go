@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,10 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"sort"
 	"time"
 
+	"github.com/latchkey/latchkey/cas"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -24,7 +25,8 @@ type Options struct {
 	// Now is the wall clock; nil means time.Now. The time a generation
 	// begins is embedded in its id, for GC.
 	Now func() time.Time
-	// MaxTransient bounds retries of the pointer write after
+	// MaxTransient bounds retries of the pointer write (cas.Options's
+	// MaxTransient: the first attempt and at most this many more) after
 	// store.ErrTransient or an unknown outcome known not to have applied;
 	// 0 means 5.
 	MaxTransient int
@@ -60,17 +62,17 @@ func (o *Options) orDefault() Options {
 // Writer stages one generation and commits it. A Writer is not safe for
 // concurrent use.
 type Writer struct {
-	s      store.Store
-	l      layout
-	opts   Options
-	id     string
-	began  time.Time     // opts.Now() at Begin, the time in id
-	base   store.Version // pointer version at Begin; "" if there was none
-	baseOK bool
-	basePt pointer // the pointer at Begin (zero if there was none)
-	files  map[string]File
-	keys   []string // every key written, for cleanup
-	done   bool
+	s       store.Store
+	l       layout
+	opts    Options
+	id      string
+	began   time.Time // opts.Now() at Begin, the time in id
+	baseOK  bool
+	basePt  pointer // the pointer at Begin (zero if there was none)
+	baseRaw []byte  // its bytes: unique per commit (the generation id is never reused)
+	files   map[string]File
+	keys    []string // every key written, for cleanup
+	done    bool
 }
 
 // Commit describes a committed generation.
@@ -94,7 +96,7 @@ func Begin(ctx context.Context, s store.Store, prefix string, opts *Options) (*W
 		return nil, err
 	}
 	o := opts.orDefault()
-	p, v, ok, err := readPointer(ctx, s, l)
+	p, _, raw, ok, err := readPointerRaw(ctx, s, l)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +108,7 @@ func Begin(ctx context.Context, s store.Store, prefix string, opts *Options) (*W
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{s: s, l: l, opts: o, id: id, began: began, base: v, baseOK: ok, basePt: p, files: map[string]File{}}, nil
+	return &Writer{s: s, l: l, opts: o, id: id, began: began, baseOK: ok, basePt: p, baseRaw: raw, files: map[string]File{}}, nil
 }
 
 // ID returns the generation's id.
@@ -150,11 +152,13 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Commit writes the manifest, checks that every object of the generation
-// is still there, and then swaps the pointer. If another writer committed
+// Commit checks that every object of the generation is still there,
+// writes the manifest, and then swaps the pointer (within MaxSwapDelay of
+// the manifest). If another writer committed
 // since Begin, it returns an error matching ErrSuperseded; it never
 // retries that. A generation that began longer ago than Options.MaxAge,
-// or lost objects meanwhile, is refused with ErrAbandoned. On either
+// lost objects meanwhile, or would swap the pointer more than MaxSwapDelay
+// after its manifest, is refused with ErrAbandoned. On either
 // refusal the generation is deleted, unless an earlier attempt of the
 // pointer write may have applied (then it may have been visible, and GC
 // removes it after the grace period). Transient failures of the pointer
@@ -168,6 +172,16 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if err := w.checkAge(); err != nil {
 		return Commit{}, w.fail(ctx, err)
 	}
+	// The objects are checked before the manifest is written, so that a
+	// long check (a listing of many objects) does not come between the
+	// manifest's Created, from which GC counts the replaced generation's
+	// grace, and the pointer swap.
+	if err := w.checkObjects(ctx); err != nil {
+		return Commit{}, w.fail(ctx, err)
+	}
+	if err := w.checkAge(); err != nil { // again, just before the commit
+		return Commit{}, w.fail(ctx, err)
+	}
 	m := w.manifest()
 	mb, err := json.Marshal(m)
 	if err != nil {
@@ -179,18 +193,12 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if err != nil {
 		return Commit{}, w.fail(ctx, fmt.Errorf("publish: manifest: %w", err))
 	}
-	if err := w.checkObjects(ctx, mkey, mv); err != nil {
-		return Commit{}, w.fail(ctx, err)
-	}
-	if err := w.checkAge(); err != nil { // again, just before the commit
-		return Commit{}, w.fail(ctx, err)
-	}
 	token := max(w.opts.Token, w.basePt.Token) // a token never goes backwards
 	pb, err := json.Marshal(pointer{Generation: w.id, Manifest: mkey, ManVersion: mv, Token: token, Committed: w.opts.Now().UTC()})
 	if err != nil {
 		return Commit{}, err
 	}
-	v, err := w.swapPointer(ctx, pb)
+	v, err := w.swapPointer(ctx, pb, m.Created)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -219,16 +227,15 @@ func (w *Writer) checkAge() error {
 	return nil
 }
 
-// checkObjects lists the generation and confirms that every object and
-// the manifest are there at the versions written, so that a generation
-// GC has started to delete (a GC whose grace is shorter than this
-// writer's life) is never committed.
-func (w *Writer) checkObjects(ctx context.Context, mkey string, mv store.Version) error {
-	want := make(map[string]store.Version, len(w.files)+1)
+// checkObjects lists the generation and confirms that every object is
+// there at the version written, so that a generation GC has started to
+// delete (a GC whose grace is shorter than this writer's life) is never
+// committed.
+func (w *Writer) checkObjects(ctx context.Context) error {
+	want := make(map[string]store.Version, len(w.files))
 	for _, f := range w.files {
 		want[f.Key] = f.Ver
 	}
-	want[mkey] = mv
 	for it, err := range store.All(ctx, w.s, w.l.gen(w.id)) {
 		if err != nil {
 			return fmt.Errorf("publish: commit %s: check objects: %w", w.id, err)
@@ -243,59 +250,86 @@ func (w *Writer) checkObjects(ctx context.Context, mkey string, mv store.Version
 	return nil
 }
 
+// MaxSwapDelay bounds the time from writing a generation's manifest to
+// sending a pointer write: Commit refuses with ErrAbandoned past it. GC
+// counts the grace of the generation a commit replaces from the manifest's
+// Created, so a superseded generation keeps at least its grace less this
+// (and less the latency of the last pointer write).
+const MaxSwapDelay = time.Minute
+
+// checkSwapDelay refuses a pointer write more than MaxSwapDelay after the
+// manifest was created.
+func (w *Writer) checkSwapDelay(created time.Time) error {
+	if d := w.opts.Now().Sub(created); d > MaxSwapDelay {
+		return fmt.Errorf("%w: generation %s: the pointer swap would come %s after its manifest, more than %s (GC counts the replaced generation's grace from the manifest)",
+			ErrAbandoned, w.id, d.Round(time.Second), MaxSwapDelay)
+	}
+	return nil
+}
+
 // definite reports whether a failed write certainly did not apply.
 func definite(err error) bool {
 	return errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrTransient) ||
 		errors.Is(err, store.ErrInvalidKey) || errors.Is(err, store.ErrUnsupported)
 }
 
-// swapPointer is the commit: one CAS of the pointer. Once an attempt may
-// have applied (an unknown outcome, a context that ended, an unclassified
-// error), the generation may have been visible to readers, however
-// briefly, so it is never deleted here: only GC may remove it, after the
-// grace period.
-func (w *Writer) swapPointer(ctx context.Context, pb []byte) (store.Version, error) {
-	cond := store.IfAbsent
-	if w.baseOK {
-		cond = store.IfMatch(w.base)
-	}
-	mayHaveLanded := false
-	for attempt := 1; ; attempt++ {
-		v, err := w.s.Put(ctx, w.l.pointer(), pb, cond)
-		if err == nil {
-			return v, nil
-		}
-		mayHaveLanded = mayHaveLanded || !definite(err)
-		if !errors.Is(err, store.ErrTransient) {
-			// Read back: an earlier or this attempt may have won, even if
-			// this one was refused.
-			p, pv, ok, rerr := w.readBack(ctx)
-			switch {
-			case rerr != nil:
-				return "", w.giveUp(ctx, mayHaveLanded, fmt.Errorf("publish: commit %s: %w (and the pointer re-read failed: %v)", w.id, err, rerr))
-			case ok && p.Generation == w.id:
-				return pv, nil
-			case ok != w.baseOK || pv != w.base:
-				return "", w.giveUp(ctx, mayHaveLanded, fmt.Errorf("%w: generation %s lost the pointer race: %v", ErrSuperseded, w.id, err))
-			case !errors.Is(err, store.ErrUnknownOutcome):
-				// The pointer is as we began, and the write failed for
-				// good (or our context ended).
-				return "", w.giveUp(ctx, mayHaveLanded, fmt.Errorf("publish: commit %s: %w", w.id, err))
+// swapPointer is the commit: one cas.Update of the pointer, whose
+// function refuses (ErrSuperseded) as soon as the pointer is not the one
+// read at Begin, so a lost race is never retried blindly; transient
+// failures are retried within Options.MaxTransient with cas's jittered
+// backoff. Once a write may have applied (an unknown outcome, a context
+// that ended, an unclassified error), the generation may have been
+// visible to readers, however briefly, so it is never deleted here: only
+// GC may remove it, after the grace period.
+func (w *Writer) swapPointer(ctx context.Context, pb []byte, created time.Time) (store.Version, error) {
+	rs := &recordingStore{Store: w.s}
+	res, err := cas.Update(ctx, rs, w.l.pointer(), func(cur []byte, exists bool) (cas.Decision, error) {
+		if exists {
+			if p, err := decodePointer(w.l, cur); err == nil && p.Generation == w.id {
+				return cas.Abort(), nil // an earlier attempt of ours applied
 			}
-			// An unknown outcome with the pointer as we began: not
-			// applied (yet). A retry is safe: it is the same CAS, and
-			// only one of the two can apply.
 		}
-		if attempt >= w.opts.MaxTransient {
-			return "", w.giveUp(ctx, mayHaveLanded, fmt.Errorf("publish: commit %s: gave up after %d attempts: %w", w.id, attempt, err))
-		}
-		if err := sleep(ctx, attempt); err != nil {
-			return "", w.giveUp(ctx, mayHaveLanded, fmt.Errorf("publish: commit %s: %w", w.id, err))
+		if exists != w.baseOK || (exists && !bytes.Equal(cur, w.baseRaw)) {
+			return cas.Decision{}, fmt.Errorf("%w: generation %s lost the pointer race", ErrSuperseded, w.id)
 		}
 		if err := w.checkAge(); err != nil {
-			return "", w.giveUp(ctx, mayHaveLanded, err)
+			return cas.Decision{}, err
 		}
+		if err := w.checkSwapDelay(created); err != nil {
+			return cas.Decision{}, err
+		}
+		return cas.Set(pb), nil
+	}, &cas.Options{MaxTransient: w.opts.MaxTransient, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, UniqueValues: true})
+	if err == nil {
+		return res.Entry.Version, nil
 	}
+	if !rs.mayHaveLanded {
+		return "", w.fail(ctx, fmt.Errorf("publish: commit %s: %w", w.id, err))
+	}
+	// Read back, even when ctx has ended: a write of ours may have won.
+	p, pv, ok, rerr := w.readBack(ctx)
+	switch {
+	case rerr != nil:
+		err = fmt.Errorf("%w (and the pointer re-read failed: %v)", err, rerr)
+	case ok && p.Generation == w.id:
+		return pv, nil
+	}
+	return "", fmt.Errorf("publish: commit %s: %w (a pointer write may have applied: generation %s is left for GC)", w.id, err, w.id)
+}
+
+// recordingStore notes whether a pointer write may have applied without
+// our knowing: a failure other than a definite refusal.
+type recordingStore struct {
+	store.Store
+	mayHaveLanded bool
+}
+
+func (r *recordingStore) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
+	v, err := r.Store.Put(ctx, key, value, cond)
+	if err != nil && !definite(err) {
+		r.mayHaveLanded = true
+	}
+	return v, err
 }
 
 // readBack reads the pointer after a failed write, even when ctx has
@@ -308,28 +342,6 @@ func (w *Writer) readBack(ctx context.Context) (pointer, store.Version, bool, er
 
 // readBackTimeout bounds readBack.
 const readBackTimeout = 10 * time.Second
-
-// giveUp fails the commit: it deletes the generation only when no pointer
-// write may have applied.
-func (w *Writer) giveUp(ctx context.Context, mayHaveLanded bool, err error) error {
-	if mayHaveLanded {
-		return fmt.Errorf("%w (a pointer write may have applied: generation %s is left for GC)", err, w.id)
-	}
-	return w.fail(ctx, err)
-}
-
-// sleep waits a full-jitter exponential backoff for the attempt.
-func sleep(ctx context.Context, attempt int) error {
-	d := min(10*time.Millisecond<<attempt, time.Second)
-	t := time.NewTimer(rand.N(d) + time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
 
 // fail deletes what this writer wrote and returns err.
 func (w *Writer) fail(ctx context.Context, err error) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/latchkey/latchkey/lease"
@@ -14,8 +15,9 @@ import (
 )
 
 const lockUsage = `Usage:
-  latchkey lock run [--ttl D] [--wait D] [--grace D] [--holder NAME] [--child-exit-code] KEY -- CMD [ARGS...]
+  latchkey lock run [--ttl D] [--wait D] [--grace D] [--holder NAME] [--quiet] [--child-exit-code] KEY -- CMD [ARGS...]
   latchkey lock show [--json] KEY
+  latchkey lock list [--json] PREFIX
   latchkey lock release [--holder NAME | --force] KEY
 
 A lock is a lease record at KEY in the store (see package lease): holder,
@@ -30,30 +32,53 @@ LATCHKEY_LOCK_HELD=1 and LATCHKEY_FENCING_TOKEN=<token> in its environment.
 It renews the lock while CMD runs and releases it when CMD exits. SIGINT and
 SIGTERM are forwarded to CMD. CMD runs in its own process group, so that
 it and everything it starts can be killed together (it therefore cannot
-read from a terminal); on Linux CMD is killed (SIGKILL) if lock run itself
-dies, though processes CMD started may outlive it then.
+read from a terminal): when CMD exits, whatever it left running in its
+group is killed (SIGKILL) before the lock is released. On Linux CMD is
+killed (SIGKILL) if lock run itself dies, though processes CMD started may
+outlive it then. While it waits, lock run says on stderr whom it waits for
+(once, and again when that changes) and when the store is unreachable;
+--quiet silences that.
+
+A holder that crashed (SIGKILL, OOM, a reboot) leaves a record nobody
+renews. When its last renewal, by the holder's own clock, is more than two
+TTLs old by ours (one TTL plus one of allowance for clock skew), the lock
+looks stale: lock run, even with --wait 0, then watches it for up to one
+TTL and a poll, and takes it over if it stayed unchanged all that time
+("... looks stale; confirming for 15s"); it gives up at once if the record
+changes. --wait 0 on a lock whose holder renews gives up at once.
 
 If the lock is lost (the store was unreachable for about a TTL, or someone
-forced a release), CMD's process group gets SIGTERM at once and SIGKILL
---grace later. lock run gives the lock up at (start of its last successful
-renew) + TTL - margin, where margin = grace + TTL/10, and a contender can
-take over only after seeing the record unchanged for a full TTL, so CMD is
-dead before anyone else can hold the lock. --grace must therefore be less
-than 40% of --ttl.
+forced a release), CMD's process group gets SIGTERM at once and, --grace
+later, SIGKILL to the whole group, whether or not CMD itself has exited by
+then. lock run gives the lock up at (start of its last successful renew) +
+TTL - margin, where margin = grace + TTL/10, and a contender can take over
+only after seeing the record unchanged for a full TTL (a forced release
+included), so CMD and its group are dead before anyone else can hold the
+lock. --grace must therefore be less than 40% of --ttl.
 
 A lock bounds how often two CMDs overlap; it cannot rule it out (a paused
 machine, or a lock run stopped with SIGSTOP while CMD runs on, can outlive
-its lock). Pass LATCHKEY_FENCING_TOKEN to the resource
-CMD writes, and have it refuse tokens older than the newest it has seen.
+its lock, and so can a process CMD moved out of its group). Pass
+LATCHKEY_FENCING_TOKEN to the resource CMD writes, and have it refuse
+tokens older than the newest it has seen. Tokens never repeat for a KEY,
+even if its record is deleted by hand (lock show and lock run say so when
+it was); the count that ensures it is kept at .latchkey/lease-epoch/KEY,
+which must not be deleted.
 
-lock show prints the record: holder, token, held or released, TTL, and the
-wall-clock times of acquisition and last renew (on the writer's clock).
+lock show prints the record: holder, token, state, TTL, and the wall-clock
+times of acquisition and last renew (on the writer's clock) with the age of
+the last renew. States: held; released (free now); released by force (free
+once its holder's TTL has passed unchanged, so that the holder has stopped);
+looks stale (held, but not renewed for over two TTLs). lock list prints one
+line per lock under PREFIX (KEY HOLDER TOKEN TTL RENEWED-AGO STATE), or
+with --json one JSON object per lock.
 
 lock release marks the lock released, keeping its token (the next holder
 gets a higher one). Without --force it releases only a lock whose holder is
---holder (the name lock show prints; lock run's default is HOST:PID);
---force releases anyone's lock, and that holder is not told until its next
-renew fails.
+--holder (the name lock show prints; lock run's default is HOST:PID), and
+says who holds it otherwise; --force releases anyone's lock. Either way the
+holder is not told until its next renew fails, so the lock is free for
+others only after a TTL (only lock run's own release frees it at once).
 
 Exit codes:
   0  done; for lock run, CMD exited 0
@@ -74,6 +99,8 @@ func runLock(ctx context.Context, e *env, args []string) error {
 		return runLockRun(ctx, e, args[1:])
 	case "show":
 		return runLockShow(ctx, e, args[1:])
+	case "list":
+		return runLockList(ctx, e, args[1:])
 	case "release":
 		return runLockRelease(ctx, e, args[1:])
 	case "-h", "-help", "--help", "help":
@@ -108,16 +135,47 @@ func (f *lockFlags) key() (string, error) {
 	return k, nil
 }
 
-// showRecord is what lock show --json prints.
+// showRecord is what lock show --json and lock list --json print.
 type showRecord struct {
 	Key       string        `json:"key"`
 	Holder    string        `json:"holder"`
 	Token     uint64        `json:"token"`
 	Released  bool          `json:"released"`
+	Forced    bool          `json:"forced"`
+	State     string        `json:"state"`
 	TTLMillis int64         `json:"ttl_ms"`
+	TTLNanos  int64         `json:"ttl_ns"`
 	Acquired  time.Time     `json:"acquired"`
 	Renewed   time.Time     `json:"renewed"`
+	AgeMillis int64         `json:"renewed_age_ms"`
 	Version   store.Version `json:"version"`
+}
+
+// lockState names the state of a record, as lock show and list print it.
+func lockState(rec lease.Record, now time.Time) string {
+	switch {
+	case rec.Released:
+		return "released"
+	case rec.Forced:
+		return "released by force"
+	case now.Sub(rec.Renewed) > lease.StaleAfter(rec.TTL):
+		return "looks stale"
+	}
+	return "held"
+}
+
+func newShowRecord(key string, rec lease.Record, v store.Version, now time.Time) showRecord {
+	return showRecord{Key: key, Holder: rec.Holder, Token: rec.Token, Released: rec.Released, Forced: rec.Forced,
+		State: lockState(rec, now), TTLMillis: (rec.TTL + time.Millisecond - 1).Milliseconds(), TTLNanos: int64(rec.TTL),
+		Acquired: rec.Acquired, Renewed: rec.Renewed, AgeMillis: now.Sub(rec.Renewed).Milliseconds(), Version: v}
+}
+
+// noLock is the message for a key without a lock record.
+func noLock(cmd, key string, err error) error {
+	if errors.Is(err, lease.ErrDeleted) {
+		return failf("lock %s: no lock at %q: its record was deleted by hand (the next holder's token continues above the old ones)", cmd, key)
+	}
+	return failf("lock %s: no lock at %q", cmd, key)
 }
 
 func runLockShow(ctx context.Context, e *env, args []string) error {
@@ -137,23 +195,26 @@ func runLockShow(ctx context.Context, e *env, args []string) error {
 	defer s.Close()
 	rec, v, err := lease.Inspect(ctx, s, key)
 	if errors.Is(err, store.ErrNotFound) {
-		return failf("lock show: no lock at %q", key)
+		return noLock("show", key, err)
 	}
 	if err != nil {
 		return failf("lock show: %v", err)
 	}
+	r := newShowRecord(key, rec, v, time.Now())
 	if *asJSON {
-		b, err := json.Marshal(showRecord{Key: key, Holder: rec.Holder, Token: rec.Token, Released: rec.Released,
-			TTLMillis: rec.TTL.Milliseconds(), Acquired: rec.Acquired, Renewed: rec.Renewed, Version: v})
+		b, err := json.Marshal(r)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "%s\n", b)
 		return nil
 	}
-	state := "held"
-	if rec.Released {
-		state = "released"
+	state := r.State
+	switch state {
+	case "released by force":
+		state += " (free once unchanged for its TTL)"
+	case "looks stale":
+		state += " (held, but not renewed for over two TTLs by its holder's clock)"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "key:       %s\n", key)
@@ -162,8 +223,59 @@ func runLockShow(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(&b, "token:     %d\n", rec.Token)
 	fmt.Fprintf(&b, "ttl:       %v\n", rec.TTL)
 	fmt.Fprintf(&b, "acquired:  %s (holder's clock)\n", rec.Acquired.Format(time.RFC3339Nano))
-	fmt.Fprintf(&b, "renewed:   %s (writer's clock)\n", rec.Renewed.Format(time.RFC3339Nano))
+	fmt.Fprintf(&b, "renewed:   %s (writer's clock), %s ago\n", rec.Renewed.Format(time.RFC3339Nano), time.Duration(r.AgeMillis)*time.Millisecond)
 	fmt.Fprintf(&b, "version:   %s\n", v)
+	io.WriteString(e.stdout, b.String())
+	return nil
+}
+
+func runLockList(ctx context.Context, e *env, args []string) error {
+	f := newLockFlags(e, "list")
+	asJSON := f.Bool("json", false, "print one JSON object per lock")
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	if f.NArg() != 1 {
+		return usagef("lock list: want exactly one PREFIX, got %d arguments (see latchkey lock --help)", f.NArg())
+	}
+	prefix := f.Arg(0)
+	if err := store.ValidatePrefix(prefix); err != nil {
+		return usagef("lock list: %v", err)
+	}
+	s, err := openStore(ctx, e, *f.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	if !*asJSON {
+		fmt.Fprintln(tw, "KEY\tHOLDER\tTOKEN\tTTL\tRENEWED-AGO\tSTATE")
+	}
+	for it, err := range store.All(ctx, s, prefix) {
+		if err != nil {
+			return failf("lock list: %v", err)
+		}
+		rec, v, err := lease.Inspect(ctx, s, it.Key)
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, lease.ErrCorrupt) {
+			continue // deleted since the listing, or not a lock
+		}
+		if err != nil {
+			return failf("lock list: %v", err)
+		}
+		r := newShowRecord(it.Key, rec, v, time.Now())
+		if *asJSON {
+			j, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, "%s\n", j)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%v\t%s\n", r.Key, r.Holder, r.Token, rec.TTL,
+			(time.Duration(r.AgeMillis) * time.Millisecond).Round(time.Second), r.State)
+	}
+	tw.Flush()
 	io.WriteString(e.stdout, b.String())
 	return nil
 }
@@ -188,12 +300,17 @@ func runLockRelease(ctx context.Context, e *env, args []string) error {
 	}
 	defer s.Close()
 	if _, _, err := lease.Inspect(ctx, s, key); errors.Is(err, store.ErrNotFound) {
-		return failf("lock release: no lock at %q", key)
+		return noLock("release", key, err)
 	}
 	if *force {
 		err = lease.ForceRelease(ctx, s, key, "released by "+lease.DefaultHolder()+" (--force)")
 	} else {
 		err = lease.ReleaseHolder(ctx, s, key, *holder)
+	}
+	var held *lease.HeldError
+	if errors.As(err, &held) {
+		return failf("lock release: %q is held by %q (token %d), not by %q; nothing released (--force releases anyone's lock)",
+			key, held.Holder, held.Token, *holder)
 	}
 	if err != nil {
 		return failf("lock release: %v", err)

@@ -132,6 +132,7 @@ func watchRecord(t *testing.T, dir, key string, notBefore time.Time) <-chan time
 // A lock lost while CMD ignores SIGTERM: CMD gets SIGKILL after --grace
 // and lock run exits 1.
 func TestLockRunLostKillsStubbornChild(t *testing.T) {
+	t.Parallel() // waits out a TTL after the forced release
 	c := newCLI(t)
 	done := make(chan outcome)
 	go func() {
@@ -154,12 +155,14 @@ func TestLockRunLostKillsStubbornChild(t *testing.T) {
 		Holder   string `json:"holder"`
 		Token    int    `json:"token"`
 		Released bool   `json:"released"`
+		Forced   bool   `json:"forced"`
+		State    string `json:"state"`
 	}
 	if err := json.Unmarshal([]byte(c.ok("lock", "show", "--json", "k")), &rec); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Token != 1 || !rec.Released || !strings.Contains(rec.Holder, "--force") {
-		t.Errorf("record after release --force: %+v; want token 1 kept, released, by --force", rec)
+	if rec.Token != 1 || rec.Released || !rec.Forced || rec.State != "released by force" || !strings.Contains(rec.Holder, "--force") {
+		t.Errorf("record after release --force: %+v; want token 1 kept, released by force, by --force", rec)
 	}
 	c.ok("lock", "run", "k", "--", "sh", "-c", `test "$LATCHKEY_FENCING_TOKEN" = 2`)
 }

@@ -30,6 +30,7 @@ type lockRunConfig struct {
 	wait          time.Duration // < 0: no limit
 	holder        string
 	childExitCode bool
+	quiet         bool
 }
 
 func parseLockRun(e *env, args []string) (*lockRunConfig, error) {
@@ -47,6 +48,7 @@ func parseLockRun(e *env, args []string) (*lockRunConfig, error) {
 	f.DurationVar(&c.grace, "grace", 0, "when the lock is lost, time from SIGTERM to SIGKILL of CMD (default TTL/5; less than 40% of TTL)")
 	f.StringVar(&c.holder, "holder", "", "holder `NAME` written in the lock (default HOST:PID)")
 	f.BoolVar(&c.childExitCode, "child-exit-code", false, "exit with CMD's own exit code")
+	f.BoolVar(&c.quiet, "quiet", false, "say nothing on stderr while waiting for the lock")
 	if err := f.parse(args); err != nil {
 		return nil, err
 	}
@@ -90,13 +92,19 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	lk, err := lease.NewLocker(s, c.key, c.options())
+	w := &waitReporter{e: e, key: c.key, quiet: c.quiet}
+	opts := c.options()
+	opts.Waiting = w.report
+	lk, err := lease.NewLocker(s, c.key, opts)
 	if err != nil {
 		return failf("lock run: %v", err)
 	}
-	l, err := acquireForRun(ctx, lk, c.wait)
+	l, err := acquireForRun(ctx, lk, c.wait, w)
 	if err != nil {
 		return failf("lock run: %v", err)
+	}
+	if l.Recreated() {
+		fmt.Fprintf(e.stderr, "latchkey: lock run: warning: the lock record at %q had been deleted by hand; its tokens continue above the deleted ones (token %d)\n", c.key, l.Token())
 	}
 	l.KeepAlive()
 	defer func() {
@@ -114,30 +122,80 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 	return superviseChild(ctx, e, c, l, ch, sigs)
 }
 
-// acquireForRun acquires with lock run's --wait rule.
-func acquireForRun(ctx context.Context, lk *lease.Locker, wait time.Duration) (*lease.Lease, error) {
+// acquireForRun acquires with lock run's --wait rule. A record that
+// looks stale (its holder crashed) is confirmed unchanged for up to a TTL
+// and a poll, and then taken over, even with --wait 0.
+func acquireForRun(ctx context.Context, lk *lease.Locker, wait time.Duration, w *waitReporter) (*lease.Lease, error) {
 	if wait < 0 {
 		return lk.Acquire(ctx)
 	}
+	var l *lease.Lease
+	var err error
 	if wait == 0 {
 		for i := 0; ; i++ {
-			l, err := lk.TryAcquire(ctx)
+			l, err = lk.TryAcquire(ctx)
 			if !errors.Is(err, lease.ErrLostRace) || i == lockRaceRetries {
-				return l, err
+				break
 			}
 		}
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		l, err = lk.Acquire(wctx)
+		cancel()
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	l, err := lk.Acquire(wctx)
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		var held *lease.HeldError
+	var held *lease.HeldError
+	if err != nil && ctx.Err() == nil && errors.As(err, &held) && held.Stale {
+		w.stale(held)
+		if l, err := lk.ConfirmStale(ctx, held); err == nil || !errors.As(err, &held) {
+			return l, err
+		}
+	}
+	if err != nil && wait > 0 && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 		if errors.As(err, &held) {
 			return nil, fmt.Errorf("not acquired within --wait %v: %w", wait, held)
 		}
 		return nil, fmt.Errorf("not acquired within --wait %v: %w", wait, err)
 	}
+	if err != nil && errors.As(err, &held) && wait == 0 {
+		return nil, held
+	}
 	return l, err
+}
+
+// waitReporter tells the user, on stderr, whom a waiting lock run waits
+// for: once, and again when that changes (unless --quiet).
+type waitReporter struct {
+	e     *env
+	key   string
+	quiet bool
+	last  string
+}
+
+func (w *waitReporter) say(msg string) {
+	if w.quiet || msg == w.last {
+		return
+	}
+	w.last = msg
+	fmt.Fprintf(w.e.stderr, "latchkey: lock run: %s\n", msg)
+}
+
+// report is lease.Options.Waiting.
+func (w *waitReporter) report(err error) {
+	var held *lease.HeldError
+	switch {
+	case errors.As(err, &held) && held.Forced:
+		w.say(fmt.Sprintf("waiting for %s: released by force by %s (token %d); free once its holder's TTL has passed", w.key, held.Holder, held.Token))
+	case errors.As(err, &held):
+		w.say(fmt.Sprintf("waiting for %s: held by %s (token %d)", w.key, held.Holder, held.Token))
+	default:
+		w.say(fmt.Sprintf("store unreachable, retrying: %v", err))
+	}
+}
+
+// stale announces the confirmation of a stale-looking record.
+func (w *waitReporter) stale(held *lease.HeldError) {
+	w.say(fmt.Sprintf("%s: held by %s (token %d), last renewed %v ago by its clock: looks stale; confirming for %v",
+		w.key, held.Holder, held.Token, time.Since(held.Renewed).Round(time.Second), time.Until(held.Until).Round(time.Millisecond)))
 }
 
 // superviseChild waits for the child, forwarding signals, and kills it if
@@ -148,6 +206,9 @@ func superviseChild(ctx context.Context, e *env, c *lockRunConfig, l *lease.Leas
 	for {
 		select {
 		case <-ch.exited:
+			// Whatever CMD left running in its group dies with it,
+			// before the lock is released.
+			ch.finish()
 			return childResult(c, ch)
 		case s := <-sigs:
 			ch.signal(s.(syscall.Signal))
@@ -174,18 +235,17 @@ func superviseChild(ctx context.Context, e *env, c *lockRunConfig, l *lease.Leas
 }
 
 // killLost ends the child after the lease was lost: SIGTERM to its process
-// group, SIGKILL after the grace period.
+// group, and SIGKILL to the whole group after the grace period, whether or
+// not the leader has exited by then: a process it started may ignore
+// SIGTERM.
 func killLost(e *env, c *lockRunConfig, ch *child) error {
 	fmt.Fprintf(e.stderr, "latchkey: lock run: lock %q lost; sending SIGTERM to %s, SIGKILL in %v\n", c.key, c.argv[0], c.grace)
 	ch.signal(syscall.SIGTERM)
 	t := time.NewTimer(c.grace)
 	defer t.Stop()
-	select {
-	case <-ch.exited:
-	case <-t.C:
-		ch.signal(syscall.SIGKILL)
-		<-ch.exited
-	}
+	<-t.C
+	ch.signal(syscall.SIGKILL)
+	ch.finish()
 	return failf("lock run: lock %q lost while %s ran; it was terminated", c.key, c.argv[0])
 }
 
@@ -216,13 +276,27 @@ func childEnv(token uint64) []string {
 
 // child is a running CMD.
 type child struct {
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when Wait returned; state is then set
+	cmd *exec.Cmd
+	// exited is closed when CMD's leader has exited; on Linux it is not
+	// reaped yet, so its process group id cannot be reused until finish.
+	exited chan struct{}
+	reap   chan struct{} // closed by finish
+	reaped chan struct{} // closed when Wait returned; state is then set
 	state  *os.ProcessState
 }
 
 func (ch *child) signal(s syscall.Signal) {
 	signalGroup(ch.cmd.Process.Pid, s)
+}
+
+// finish kills whatever is left of CMD's process group (SIGKILL), then
+// reaps the leader, which has exited. CMD's processes are all dead when it
+// returns, except any that left the group (setsid, setpgid).
+func (ch *child) finish() {
+	<-ch.exited
+	ch.signal(syscall.SIGKILL)
+	close(ch.reap)
+	<-ch.reaped
 }
 
 // startChild starts argv from a goroutine locked to its OS thread, which
@@ -233,7 +307,7 @@ func startChild(argv []string, token uint64) (*child, error) {
 	cmd.Env = childEnv(token)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = childAttr()
-	ch := &child{cmd: cmd, exited: make(chan struct{})}
+	ch := &child{cmd: cmd, exited: make(chan struct{}), reap: make(chan struct{}), reaped: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		lockThread()
@@ -242,9 +316,17 @@ func startChild(argv []string, token uint64) (*child, error) {
 			return
 		}
 		started <- nil
-		cmd.Wait()
+		if waitExitedNoReap(cmd.Process.Pid) {
+			close(ch.exited)
+			<-ch.reap
+			cmd.Wait()
+		} else {
+			cmd.Wait()
+			close(ch.exited)
+			<-ch.reap
+		}
 		ch.state = cmd.ProcessState
-		close(ch.exited)
+		close(ch.reaped)
 		// The thread stays locked; it exits with this goroutine, after
 		// the child is gone.
 	}()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,7 +72,14 @@ func TestLockRunWaitZeroWhenHeld(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	c.fails(1, "held by", "lock", "run", "--wait", "0", "k", "--", "true")
-	c.fails(1, "not acquired within --wait 200ms", "lock", "run", "--wait", "200ms", "k", "--", "true")
+	c.fails(1, "not acquired within --wait 200ms", "lock", "run", "--quiet", "--wait", "200ms", "k", "--", "true")
+	// Without --quiet, a waiting lock run says whom it waits for, once.
+	o := c.run("lock", "run", "--wait", "300ms", "k", "--", "true")
+	if lines := strings.Split(strings.TrimSpace(o.stderr), "\n"); o.code != 1 || len(lines) != 2 ||
+		!regexp.MustCompile(`^latchkey: lock run: waiting for k: held by \S+:\d+ \(token 1\)$`).MatchString(lines[0]) ||
+		!strings.Contains(lines[1], "not acquired within --wait 300ms") {
+		t.Errorf("waiting lock run: exit %d, stderr %q; want 1, one waiting line naming the holder and token, then the error", o.code, o.stderr)
+	}
 	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +90,7 @@ func TestLockRunWaitZeroWhenHeld(t *testing.T) {
 }
 
 func TestLockShowAndRelease(t *testing.T) {
+	t.Parallel() // waits out a TTL after the release by name
 	c := newCLI(t)
 	c.fails(1, `no lock at "k"`, "lock", "show", "k")
 	c.fails(1, `no lock at "k"`, "lock", "release", "--force", "k")
@@ -98,7 +107,7 @@ func TestLockShowAndRelease(t *testing.T) {
 	for !strings.Contains(c.run("lock", "show", "k").stdout, "state:     held") {
 		time.Sleep(10 * time.Millisecond)
 	}
-	c.fails(1, "held by", "lock", "release", "--holder", "cron@a", "k")
+	c.fails(1, `"k" is held by "cron@b" (token 2), not by "cron@a"; nothing released`, "lock", "release", "--holder", "cron@a", "k")
 	if got := c.ok("lock", "release", "--holder", "cron@b", "k"); got != "released k (token 2)\n" {
 		t.Errorf("release output %q", got)
 	}

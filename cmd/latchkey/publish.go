@@ -32,18 +32,33 @@ NUL-separated with -0, as from find -print0). Prints the
 committed generation. Exit 1 with a line containing "superseded" when another
 publisher committed first (nothing of ours is left behind).
 With --lease KEY, the lease at KEY is held while publishing and its fencing
-token is recorded in the pointer: a publisher with an older token is refused.`)
+token is recorded in the pointer: a publisher with an older token is refused.
+--wait D bounds the wait for that lease as lock run's --wait does (default:
+as long as it takes; 0: try once, taking over a lock that looks stale after
+confirming it for a TTL).`)
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "publication `prefix` (required)")
 	leaseKey := f.String("lease", "", "hold the lease at `KEY` while publishing and fence the commit with its token")
 	chdir := f.String("C", "", "name files relative to `DIR` (as tar -C)")
 	filesFrom := f.String("files-from", "", "also publish the paths listed in `FILE` (- for stdin), one a line")
 	nul := f.Bool("0", false, "with --files-from: paths are NUL-separated (find -print0)")
+	wait := time.Duration(-1)
+	f.Func("wait", "with --lease, give up acquiring it after `D` (default: wait as long as it takes; 0: try once)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err == nil && d < 0 {
+			err = errors.New("negative")
+		}
+		wait = d
+		return err
+	})
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	if *prefix == "" || (f.NArg() == 0 && *filesFrom == "") {
 		return usagef("publish: usage: latchkey publish --prefix P [--lease KEY] [-C DIR] [--files-from FILE|-] FILE|DIR...")
+	}
+	if wait >= 0 && *leaseKey == "" {
+		return usagef("publish: --wait needs --lease KEY")
 	}
 	files, err := publishSources(e, *chdir, *filesFrom, *nul, f.Args())
 	if err != nil {
@@ -61,9 +76,26 @@ token is recorded in the pointer: a publisher with an older token is refused.`)
 	if err != nil {
 		return err
 	}
-	return lk.Run(ctx, func(ctx context.Context, l *lease.Lease) error {
-		return publishFiles(ctx, e, s, *prefix, l.Token(), files)
-	})
+	l, err := acquireForRun(ctx, lk, wait, &waitReporter{e: e, key: *leaseKey, quiet: true})
+	if err != nil {
+		return failf("publish: lease %q: %v", *leaseKey, err)
+	}
+	l.KeepAlive()
+	// The commit's context ends when the lease is lost, before anyone
+	// else can hold it.
+	pctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(l.Context(), cancel)
+	err = publishFiles(pctx, e, s, *prefix, l.Token(), files)
+	stop()
+	cancel()
+	lost := errors.Is(l.Err(), lease.ErrLost)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), lk.Options().TTL)
+	defer rcancel()
+	l.Release(rctx)
+	if err == nil && lost {
+		return failf("publish: lease %q lost while publishing", *leaseKey)
+	}
+	return err
 }
 
 // objectName is the name a FILE argument is published under: its
