@@ -264,7 +264,7 @@ func childResult(c *lockRunConfig, ch *child) error {
 // exitStatus returns the code a shell would report and a description.
 func exitStatus(st *os.ProcessState) (int, string) {
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), "was killed by " + ws.Signal().String()
+		return 128 + int(ws.Signal()), "was killed by " + signalName(ws.Signal())
 	}
 	return st.ExitCode(), "exited with status " + strconv.Itoa(st.ExitCode())
 }

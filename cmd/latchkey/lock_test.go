@@ -51,6 +51,8 @@ func TestLockRunExitCodes(t *testing.T) {
 		t.Errorf("--child-exit-code with a killed child: exit %d, want 137", o.code)
 	}
 	c.fails(1, "no-such-command", "lock", "run", "k", "--", "no-such-command-latchkey")
+	// Signals are named as a shell user knows them, not "terminated".
+	c.fails(1, "lock run: sh was killed by SIGTERM", "lock", "run", "k", "--", "sh", "-c", "kill -TERM $$")
 }
 
 func TestLockRunWaitZeroWhenHeld(t *testing.T) {
