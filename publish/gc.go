@@ -36,7 +36,39 @@ type GCResult struct {
 	Deleted []string // generations deleted (or, with DryRun, to delete)
 	Kept    []string // other generations, kept as within their grace
 	Objects int      // objects deleted (or to delete)
+	// Generations describes every generation GC judged (not the current
+	// one), in id order: what it is and when its grace ends.
+	Generations []Generation
 }
+
+// Generation is what GC knows of one generation that is not current.
+type Generation struct {
+	ID    string
+	State GenerationState
+	// Began is the time in the generation's id; Superseded, for a
+	// superseded generation, the Created time of the manifest that named
+	// it as its base (zero otherwise).
+	Began, Superseded time.Time
+	// GraceEnds is when GC may delete it: the grace after the later of
+	// Began and Superseded.
+	GraceEnds time.Time
+	Objects   int  // its objects
+	Delete    bool // deleted by this GC (or, with DryRun, to delete)
+}
+
+// GenerationState is what a generation that is not current is.
+type GenerationState string
+
+const (
+	// Superseded: a later generation's manifest names it as its base.
+	Superseded GenerationState = "superseded"
+	// Abandoned: it has a manifest that no later manifest names (its
+	// commit lost, or the successor that named it is gone).
+	Abandoned GenerationState = "abandoned"
+	// Unfinished: it has no manifest (still being written, or given up
+	// before its manifest).
+	Unfinished GenerationState = "unfinished"
+)
 
 // GC deletes the generations under prefix that the pointer does not name
 // and whose grace period has passed: superseded generations and abandoned,
@@ -103,7 +135,12 @@ func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCR
 		if live[id] || !ours {
 			continue
 		}
-		if now.Sub(began) <= o.Grace || now.Sub(superseded[id]) <= o.Grace {
+		g := Generation{ID: id, Began: began, Superseded: superseded[id], Objects: len(gens[id]),
+			State: generationState(l, id, gens[id], superseded)}
+		g.GraceEnds = laterOf(g.Began, g.Superseded).Add(o.Grace)
+		g.Delete = now.After(g.GraceEnds)
+		res.Generations = append(res.Generations, g)
+		if !g.Delete {
 			res.Kept = append(res.Kept, id)
 			continue
 		}
@@ -114,6 +151,23 @@ func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCR
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+func generationState(l layout, id string, keys []string, superseded map[string]time.Time) GenerationState {
+	switch {
+	case !superseded[id].IsZero():
+		return Superseded
+	case slices.Contains(keys, l.manifest(id)):
+		return Abandoned
+	}
+	return Unfinished
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // listGenerations lists the keys under prefix/gen/, by generation id.

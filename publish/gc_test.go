@@ -57,6 +57,11 @@ func TestAbandonedGeneration(t *testing.T) {
 		if err != nil || len(res.Deleted) != 0 || len(res.Kept) != 1 || res.Kept[0] != dead.ID() {
 			t.Fatalf("GC within grace = %+v, %v; want %s kept", res, err, dead.ID())
 		}
+		want := publish.Generation{ID: dead.ID(), State: publish.Unfinished, Began: clk.t.Add(-grace),
+			GraceEnds: clk.t, Objects: 2}
+		if len(res.Generations) != 1 || res.Generations[0] != want {
+			t.Fatalf("GC within grace described %+v; want [%+v]", res.Generations, want)
+		}
 		clk.t = clk.t.Add(time.Second)
 		res, err = publish.GC(ctx, s, "ab", &publish.GCOptions{Grace: grace, Now: clk.now, DryRun: true})
 		if err != nil || len(res.Deleted) != 1 || res.Objects != 2 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/latchkey/latchkey/publish"
 )
@@ -53,19 +54,24 @@ func runPublishCurrent(ctx context.Context, e *env, args []string) error {
 	})
 }
 
-// runPublishList lists the generations under P: the current one, those
-// GC would delete with --grace, and those it keeps (within their grace).
+// runPublishList lists the generations under P: the current one, then
+// every other with what it is (superseded, and when; abandoned; unfinished)
+// and whether gc --grace D would delete it, or until when it is kept.
 func runPublishList(ctx context.Context, e *env, args []string) error {
-	f := newCmdFlags(e, "publish list", "--prefix P [--grace D]",
-		"List the generations under P: current, kept within the grace (superseded or\nstill being published), and what gc --grace D would delete.")
+	f := newCmdFlags(e, "publish list", "--prefix P [--grace D] [--json]",
+		`List the generations under P: the current one, and every other one with what
+it is (superseded, and when; abandoned: a manifest no commit kept; unfinished:
+no manifest yet) and whether gc --grace D would delete it now, or until when
+it is kept.`)
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "publication `prefix` (required)")
 	grace := f.Duration("grace", publish.DefaultGrace, "the grace gc would use")
+	asJSON := f.Bool("json", false, "print the list as JSON")
 	if err := f.parse(args); err != nil {
 		return err
 	}
 	if *prefix == "" || f.NArg() != 0 || *grace <= 0 {
-		return usagef("publish list: usage: latchkey publish list --prefix P [--grace D]")
+		return usagef("publish list: usage: latchkey publish list --prefix P [--grace D] [--json]")
 	}
 	s, err := openStore(ctx, e, *storeFlag)
 	if err != nil {
@@ -76,14 +82,24 @@ func runPublishList(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("publish list: %w", err)
 	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"current": res.Current, "grace": grace.String(), "generations": res.Generations})
+	}
 	if res.Current != "" {
 		fmt.Fprintf(e.stdout, "%s current\n", res.Current)
 	}
-	for _, id := range res.Kept {
-		fmt.Fprintf(e.stdout, "%s kept (superseded or unfinished, within the grace of %v)\n", id, *grace)
-	}
-	for _, id := range res.Deleted {
-		fmt.Fprintf(e.stdout, "%s gc would delete (superseded or abandoned)\n", id)
+	for _, g := range res.Generations {
+		what := string(g.State)
+		if g.State == publish.Superseded {
+			what += " at " + g.Superseded.UTC().Format(time.RFC3339)
+		}
+		fate := "kept until " + g.GraceEnds.UTC().Format(time.RFC3339)
+		if g.Delete {
+			fate = "gc would delete"
+		}
+		fmt.Fprintf(e.stdout, "%s %s, %d objects, %s\n", g.ID, what, g.Objects, fate)
 	}
 	return nil
 }

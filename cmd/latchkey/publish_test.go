@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -207,11 +209,25 @@ func TestPublishCurrentAndList(t *testing.T) {
 	if got := c.ok("publish", "current", "--prefix", "site", "--json"); !strings.Contains(got, `"generation": "`+gen2+`"`) || !strings.Contains(got, `"name": "a.txt"`) {
 		t.Fatalf("publish current --json = %s", got)
 	}
-	if got := c.ok("publish", "list", "--prefix", "site"); got != gen2+" current\n"+gen1+" kept (superseded or unfinished, within the grace of 1h0m0s)\n" {
+	list := regexp.MustCompile(`^` + gen2 + ` current\n` + gen1 + ` superseded at \S+Z, 2 objects, kept until (\S+Z)\n$`)
+	got := c.ok("publish", "list", "--prefix", "site")
+	m := list.FindStringSubmatch(got)
+	if m == nil {
 		t.Fatalf("publish list = %q", got)
 	}
-	if got := c.ok("publish", "list", "--prefix", "site", "--grace", "1ns"); !strings.Contains(got, gen1+" gc would delete") {
+	if until, err := time.Parse(time.RFC3339, m[1]); err != nil || time.Until(until) < 50*time.Minute || time.Until(until) > time.Hour+time.Minute {
+		t.Errorf("kept until %s (%v): want about an hour from now (the default grace)", m[1], err)
+	}
+	if got := c.ok("publish", "list", "--prefix", "site", "--grace", "1ns"); !strings.Contains(got, gen1+" superseded at ") || !strings.HasSuffix(got, ", 2 objects, gc would delete\n") {
 		t.Fatalf("publish list --grace 1ns = %q", got)
+	}
+	var js struct {
+		Current     string
+		Generations []struct{ ID, State string }
+	}
+	if err := json.Unmarshal([]byte(c.ok("publish", "list", "--prefix", "site", "--json")), &js); err != nil ||
+		js.Current != gen2 || len(js.Generations) != 1 || js.Generations[0].ID != gen1 || js.Generations[0].State != "superseded" {
+		t.Fatalf("publish list --json: %+v (%v)", js, err)
 	}
 }
 
