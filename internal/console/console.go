@@ -68,6 +68,9 @@ type Options struct {
 	// ConsulStats is the Consul API's in-memory state (blocking queries,
 	// session timers). Nil: not shown.
 	ConsulStats func() consulapi.Stats
+	// SessionExpiry tells when a TTL session is invalidated unless renewed
+	// (the Consul API's in-memory timer). Nil: not shown.
+	SessionExpiry func(id string) (time.Time, bool)
 	// PageSize is how many records one listing reads at most. Default
 	// DefaultPageSize.
 	PageSize int

@@ -111,6 +111,7 @@ func TestConsulSessionLock(t *testing.T) {
 		Sessions []struct {
 			ID, Name, Behavior string
 			TTL                int64 `json:"ttl_ns"`
+			ExpiresIn          int64 `json:"expires_in_ns"`
 			Held               []string
 		}
 	}
@@ -118,6 +119,15 @@ func TestConsulSessionLock(t *testing.T) {
 	if len(ss.Sessions) != 1 || ss.Sessions[0].ID != id || ss.Sessions[0].Behavior != "delete" || ss.Sessions[0].TTL != 30e9 ||
 		fmt.Sprint(ss.Sessions[0].Held) != "[svc/leader]" {
 		t.Fatalf("sessions: %+v", ss)
+	}
+	// A fresh TTL session is invalidated 2×TTL after its last renewal.
+	// (more than the TTL itself: the rule is Consul's 2×TTL).
+	if e := time.Duration(ss.Sessions[0].ExpiresIn); e <= 30*time.Second || e > time.Minute {
+		t.Fatalf("session expires in %v, want between 30s and 2×30s", e)
+	}
+	if code, _, page := f.get("/ui/sessions"); code != 200 || !strings.Contains(string(page), `<td class="num expires">`) ||
+		strings.Contains(string(page), `<td class="num expires">—`) {
+		t.Fatalf("sessions page shows no time to expiry: %d\n%s", code, page)
 	}
 	if _, _, err := c.KV().Release(&consul.KVPair{Key: "svc/leader", Session: id}, nil); err != nil {
 		t.Fatal(err)

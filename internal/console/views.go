@@ -284,6 +284,20 @@ type Sessions struct {
 	Next     string                  `json:"next,omitempty"`
 }
 
+// expiries fills in each TTL session's time to expiry from the Consul
+// API's timers.
+func (h *Handler) expiries(ss []consulapi.SessionInfo) {
+	if h.o.SessionExpiry == nil {
+		return
+	}
+	now := h.o.Now()
+	for i := range ss {
+		if at, ok := h.o.SessionExpiry(ss[i].ID); ok {
+			ss[i].ExpiresIn = max(at.Sub(now), time.Nanosecond)
+		}
+	}
+}
+
 // heldLimit is how many held keys a session row lists.
 const heldLimit = 20
 
@@ -296,6 +310,7 @@ func (h *Handler) sessions(r *http.Request) (any, error) {
 	err = h.o.Engine.View(func(tx *engine.Tx) error {
 		var more bool
 		out.Sessions, more = consulapi.ConsoleSessions(tx, after, h.o.PageSize, heldLimit)
+		h.expiries(out.Sessions)
 		if more && len(out.Sessions) > 0 {
 			out.Next = out.Sessions[len(out.Sessions)-1].ID
 		}

@@ -23,6 +23,9 @@ type SessionInfo struct {
 	// HeldMore is set when there are more.
 	Held     []string `json:"held"`
 	HeldMore bool     `json:"held_more,omitempty"`
+	// ExpiresIn is how long until a TTL session is invalidated unless
+	// renewed; set by the console from Handler.SessionExpiry (0: no timer).
+	ExpiresIn time.Duration `json:"expires_in_ns,omitempty"`
 }
 
 // ConsoleSessions returns at most limit sessions with an id greater than

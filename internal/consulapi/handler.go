@@ -207,6 +207,18 @@ type Stats struct {
 }
 
 // Stats returns a snapshot of the handler's in-memory state.
+// SessionExpiry reports when the TTL session id will be invalidated if it
+// is not renewed before (ok is false for a session without a running TTL
+// timer). The time lives in memory only, as Consul's leader keeps it.
+func (h *Handler) SessionExpiry(id string) (at time.Time, ok bool) {
+	h.sess.mu.Lock()
+	defer h.sess.mu.Unlock()
+	if tt := h.sess.timers[id]; tt != nil {
+		return tt.deadline, true
+	}
+	return time.Time{}, false
+}
+
 func (h *Handler) Stats() Stats {
 	h.sess.mu.Lock()
 	defer h.sess.mu.Unlock()

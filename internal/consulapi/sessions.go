@@ -35,8 +35,9 @@ type sessions struct {
 }
 
 type ttlTimer struct {
-	t   *time.Timer
-	gen uint64
+	t        *time.Timer
+	gen      uint64
+	deadline time.Time // when t fires
 }
 
 func newSessions(h *Handler) *sessions {
@@ -81,6 +82,7 @@ func (s *sessions) arm(se *sessionEntry) {
 	tt.gen++
 	gen, id := tt.gen, se.ID
 	tt.t = time.AfterFunc(2*ttl, func() { s.expire(id, gen) })
+	tt.deadline = time.Now().Add(2 * ttl)
 }
 
 // disarm stops the timer of id.
@@ -140,6 +142,7 @@ func (s *sessions) rearm(id string) {
 	tt := &ttlTimer{gen: 1}
 	s.timers[id] = tt
 	tt.t = time.AfterFunc(expiryRetry, func() { s.expire(id, 1) })
+	tt.deadline = time.Now().Add(expiryRetry)
 }
 
 // setLockDelay starts the lock-delay of key: until now+d.

@@ -11,11 +11,12 @@ import (
 // JSON under /-/api/, behind the same ACL token as the Consul API.
 func (s *Server) consoleHandler() http.Handler {
 	h, err := console.New(console.Options{
-		Engine:      s.engine,
-		ACLToken:    s.cfg.ACLToken,
-		Metrics:     s.metrics.reg,
-		ConsulStats: s.apis.consulStats,
-		Logger:      s.log,
+		Engine:        s.engine,
+		ACLToken:      s.cfg.ACLToken,
+		Metrics:       s.metrics.reg,
+		ConsulStats:   s.apis.consulStats,
+		SessionExpiry: s.apis.sessionExpiry,
+		Logger:        s.log,
 	})
 	if err != nil { // embedded templates that do not parse: a build defect
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package server
 import (
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/consulapi"
 	"github.com/latchkey/latchkey/internal/engine"
@@ -17,8 +18,10 @@ import (
 type apis struct {
 	consul      http.Handler
 	consulStats func() consulapi.Stats
-	s3          http.Handler
-	closers     []io.Closer
+	// sessionExpiry is consulapi.Handler.SessionExpiry, for the console.
+	sessionExpiry func(id string) (time.Time, bool)
+	s3            http.Handler
+	closers       []io.Closer
 	// s3Key is the S3 access key id; s3CredPath the file holding the pair
 	// ("" when the keys were given).
 	s3Key, s3CredPath string
@@ -48,7 +51,7 @@ func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a.consul, a.consulStats = consul, consul.Stats
+	a.consul, a.consulStats, a.sessionExpiry = consul, consul.Stats, consul.SessionExpiry
 	a.closers = append(a.closers, consul)
 
 	// S3: credentials given, or generated once into the data directory.
