@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -331,7 +332,10 @@ func startBenchServer(ctx context.Context) (*benchChild, error) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Stderr = os.Stderr
+	// The server's start-up notices (S3 endpoint, credentials) are not the
+	// bench's output; they are shown only if it does not start.
+	var errb bytes.Buffer
+	cmd.Stderr = &limitedWriter{w: &errb, n: 4 << 10}
 	cmd.SysProcAttr = benchChildAttr()
 	out, err := cmd.StdoutPipe()
 	if err == nil {
@@ -361,9 +365,23 @@ func startBenchServer(ctx context.Context) (*benchChild, error) {
 	i := strings.Index(line, "http://")
 	if i < 0 {
 		stop()
-		return nil, fmt.Errorf("bench: latchkey serve did not start (it said %q)", strings.TrimSpace(line))
+		return nil, fmt.Errorf("bench: latchkey serve did not start (it said %q; stderr %q)", strings.TrimSpace(line), strings.TrimSpace(errb.String()))
 	}
 	return &benchChild{url: strings.Fields(line[i:])[0], pid: cmd.Process.Pid, stop: stop}, nil
+}
+
+// limitedWriter keeps the first n bytes written to it and drops the rest.
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if keep := min(len(p), l.n); keep > 0 {
+		l.w.Write(p[:keep])
+		l.n -= keep
+	}
+	return len(p), nil
 }
 
 func fmtCPU(d time.Duration) string {
