@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/faultproxy"
 )
@@ -174,7 +175,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 func TestFaultProxyWrites(t *testing.T) {
 	addr := startServer(t, nil)
 	proxy := faultproxy.NewHTTP(t, addr)
-	prefix := randomPrefix()
+	prefix := testutil.RandomName("t-")
 	open := func(addr string) *Store {
 		s, err := Open(context.Background(), &Options{Address: addr, Prefix: prefix})
 		if err != nil {
