@@ -42,7 +42,7 @@ func (p *faultProxy) inject(fs ...fault) {
 
 func (p *faultProxy) clear() { p.Clear() }
 
-// Every failure on the wire maps onto the error set as DESIGN.md §1 says,
+// Every failure on the wire maps onto the error set of store/errors.go,
 // with the status kept: reads are transient; 429 is transient (refused
 // before applying); a 5xx or a lost connection on a write is an unknown
 // outcome unless a re-read proves the write applied.
