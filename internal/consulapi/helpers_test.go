@@ -1,9 +1,7 @@
 package consulapi
 
 import (
-	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 type testServer struct {
@@ -41,16 +40,11 @@ func newTestServer(t testing.TB, opts *Options) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
-	srv.Start()
 	t.Cleanup(func() {
-		cancel() // ends blocking queries
-		srv.Close()
 		h.Close()
 		e.Close()
 	})
+	srv := testutil.Serve(t, h) // cancels blocking queries before h.Close
 	cfg := api.DefaultConfig()
 	cfg.Address = srv.Listener.Addr().String()
 	cfg.Token = opts.ACLToken

@@ -144,3 +144,44 @@ func TestViolationsAreFound(t *testing.T) {
 		t.Errorf("false alarms:\n%s", strings.Join(v, "\n"))
 	}
 }
+
+// testOnly are the helper packages for tests: no package's non-test code
+// may import them (go list's Deps leaves test-only imports out).
+var testOnly = []string{"internal/testutil"}
+
+// testOnlyViolations returns one line per package whose code (not its
+// tests) reaches a test-only helper.
+func testOnlyViolations(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		for _, d := range p.Deps {
+			if slices.ContainsFunc(testOnly, func(h string) bool { return under(d, h) }) {
+				out = append(out, fmt.Sprintf("%s imports the test helper %s outside its tests", p.ImportPath, d))
+			}
+		}
+	}
+	return out
+}
+
+func TestTestHelpersOnlyInTests(t *testing.T) {
+	out, err := exec.Command("go", "list", "-e", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		pkgs = append(pkgs, pkg{ImportPath: f[0], Deps: f[1:]})
+	}
+	if len(pkgs) < 10 {
+		t.Fatalf("go list reported %d packages; the check would be vacuous", len(pkgs))
+	}
+	for _, v := range testOnlyViolations(pkgs) {
+		t.Error(v)
+	}
+	m := func(p string) string { return module + "/" + p }
+	bad := []pkg{{m("store/s3store"), []string{"context", m("internal/testutil")}}}
+	if v := testOnlyViolations(bad); len(v) != 1 {
+		t.Errorf("a package importing internal/testutil was not caught: %q", v)
+	}
+}

@@ -1,5 +1,7 @@
-// Package depcheck holds the dependency test that keeps the store
-// contract and the coordination packages free of backends and cloud SDKs
-// (DESIGN: "packages here import store only — never a backend, never an
-// SDK"). It has no code of its own; see depcheck_test.go.
+// Package depcheck holds the dependency tests: the store contract and the
+// coordination packages (store, cas, lease, publish) import the standard
+// library, store and internal helpers only — never a backend, never an SDK
+// (docs/architecture.md, "The layers") — and no package's code, as opposed
+// to its tests, imports a test helper such as internal/testutil. It has no
+// code of its own; see depcheck_test.go.
 package depcheck

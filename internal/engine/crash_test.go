@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -40,8 +41,7 @@ func TestMain(m *testing.M) {
 }
 
 func child(t *testing.T, mode, dir string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+mode, childDirEnv+"="+dir)
+	cmd := testutil.Child(childEnv+"="+mode, childDirEnv+"="+dir)
 	cmd.Stderr = os.Stderr
 	return cmd
 }

@@ -33,4 +33,74 @@
 //
 // Layers above keep their own records in raw bbolt buckets (Tx.Bucket),
 // namespaced so they cannot collide with the engine's own.
+//
+// # Using it
+//
+//	e, err := engine.Open(dir, &engine.Options{LiveBlobs: ..., OnCommit: ...}) // nil: defaults
+//	defer e.Close()
+//	idx, err := e.Update(ctx, func(tx *engine.Tx) error { ... }) // on disk before it returns
+//	err = e.View(func(tx *engine.Tx) error { ... })             // a durable snapshot; tx.Index() is its index
+//	e.Wait(ctx, prefix, after)        // until a commit after index `after` wrote a KV key under prefix
+//	e.WaitTouched(ctx, prefix, after) // the same for names given to Tx.Touch
+//	kvs := e.Store()                  // store.Store, Transactor and Watcher over the KV records
+//
+// What a caller must know:
+//
+//   - fn may run more than once. Group commit re-runs a batch when one of
+//     its members fails after writing, so fn must have no effect outside
+//     tx and must reset what it captures at its top. Effects that must
+//     happen once (timers, RemoveBlob, waking others) go after Update
+//     returns.
+//   - fn runs on the engine's single writer goroutine: it must not block,
+//     and it must never call Update (that deadlocks).
+//   - fn returning an error applies nothing it wrote and consumes no
+//     index. Check preconditions before writing where possible: a failing
+//     fn that wrote nothing does not force its batch to re-run.
+//   - An Update that calls PutKV, DeleteKV of an existing key, or Touch
+//     gets one fresh index, tx.Index(), shared by all its records; one
+//     that changes nothing returns the current index and consumes none.
+//     So an identical rewrite that must not move the index (Consul's
+//     ModifyIndex) compares first and does not call PutKV.
+//   - PutKV stamps ModifyIndex with tx.Index() and CreateIndex with the
+//     existing record's (or tx.Index() for a new key); Flags, LockIndex
+//     and Session are stored as given. DeleteKV leaves a tombstone, so
+//     KeysIndex(prefix) moves forward on deletes. Tombstones are reaped
+//     after Options.TombstoneTTL (15 minutes by default, as Consul); a
+//     reaped tombstone's index becomes a floor for every KeysIndex, so
+//     prefix indexes never go backwards (a blocking list may return once,
+//     early, after a reap).
+//   - Raw buckets: Tx.Bucket in an Update creates the bucket on demand and
+//     counts as a write; in a View it is nil when absent. Tx.ReadBucket
+//     reads inside an Update without counting as a write. Raw writes wake
+//     no waiter and consume no index unless the Update calls Tx.Touch
+//     (consulapi touches "\x00session/"+id and waits with WaitTouched on
+//     "\x00session/"). Touched names and KV keys never match each other,
+//     so a KV waiter on the root prefix "" is not woken by S3 or session
+//     writes.
+//   - Blobs: NewBlob, write, then Commit (or Abort) before the Update that
+//     stores the id in a record. If that Update fails, RemoveBlob(id);
+//     after a committed Update drops a blob's last reference, RemoveBlob(id).
+//     OpenBlob reads one. Blobs orphaned by a crash are swept at Open only
+//     when Options.LiveBlobs names the referenced ones (internal/s3api's
+//     LiveBlobs does, and the server passes it).
+//   - Errors: ErrLocked (another server holds dir), ErrClosed, ErrFailed (a
+//     commit failed; every later Update and View fails with it until the
+//     directory is reopened, and Err reports it: answer 5xx, and the
+//     server's /-/health turns 503).
+//   - Tests may open with Options.NoSync (fast, not durable); HTTP tests
+//     use internal/server/servertest.
+//
+// A blocking read passes the tx.Index() of the View it just read from as
+// Wait's after, and re-reads when Wait returns (it may return early). A
+// single-key watch waits on the key as prefix (longer keys wake it too, so
+// re-check):
+//
+//	for {
+//		var idx, seen uint64
+//		e.View(func(tx *engine.Tx) error { idx = tx.KeysIndex(p); seen = tx.Index(); ...; return nil })
+//		if idx > want || timedOut {
+//			return result
+//		}
+//		if err := e.Wait(ctx, p, seen); err != nil { ... } // ctx carries the wait timeout
+//	}
 package engine

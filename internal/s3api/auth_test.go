@@ -97,7 +97,7 @@ func (s *testServer) putURL(u, body string) resp {
 }
 
 // TestAuthErrors: the verifier's verdicts reach the client as S3 errors
-// over real HTTP (issue #4 §5, §7).
+// over real HTTP: unknown key, wrong secret, unsigned, HEAD without a body.
 func TestAuthErrors(t *testing.T) {
 	s := signedServer(t, false)
 	s.send(testAK, testSK, "PUT", "/authb", nil).mustStatus(t, 200)
@@ -134,8 +134,8 @@ func TestAuthErrors(t *testing.T) {
 }
 
 // TestPresignedConditionalQuerySigned: If-None-Match / If-Match travelling
-// as signed query parameters of a presigned URL are honoured (spec §1.1,
-// §13.13), and cannot be stripped without breaking the signature.
+// as signed query parameters of a presigned URL are honoured, as by S3,
+// and cannot be stripped without breaking the signature.
 func TestPresignedConditionalQuerySigned(t *testing.T) {
 	s := signedServer(t, false)
 	s.send(testAK, testSK, "PUT", "/pre", nil).mustStatus(t, 200)

@@ -91,7 +91,7 @@ func copyCounting(dst io.Writer, src io.Reader, buf []byte) (int64, error) {
 // requireEOF reads a request body past the size ingest took from it. The
 // SigV4 layer reports its verdict on a body (a trailing or header
 // x-amz-checksum-*, x-amz-content-sha256, the last aws-chunked frame)
-// instead of io.EOF (AUTH-SEAM.md), and ingest stops after the declared
+// instead of io.EOF (see the sigv4 package doc), and ingest stops after the declared
 // size, before that read; without this one a wrong trailing checksum would
 // be stored. A body longer than declared is IncompleteBody.
 func requireEOF(body io.Reader) error {
@@ -140,7 +140,7 @@ func (h *Handler) discard(in ingested) {
 // declaredSize is the object size the request announces: Content-Length,
 // which the SigV4 verifier (or sigv4.Dechunk, for unsigned requests) has
 // already replaced by the decoded length of an aws-chunked body
-// (AUTH-SEAM.md). x-amz-decoded-content-length on a body
+// (see the sigv4 package doc). x-amz-decoded-content-length on a body
 // nobody de-chunked means nothing and is not trusted: it must not truncate
 // a plain body.
 func declaredSize(r *http.Request) (int64, error) {

@@ -13,7 +13,7 @@ import (
 )
 
 // The SigV4 verifier checks x-amz-checksum-* headers of the signed PUT
-// bodies it de-chunks (AUTH-SEAM.md). Two bodies are left to us: unsigned
+// bodies it de-chunks (see the sigv4 package doc). Two bodies are left to us: unsigned
 // requests served in anonymous mode, which never reach the verifier, and
 // DeleteObjects, a POST whose checksum header describes its XML body.
 // (CompleteMultipartUpload's checksum headers describe the whole object,

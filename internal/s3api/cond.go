@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// This file holds the conditional-request decisions of spec/s3-conditional.md
-// §1 as pure functions: header parsing and validation happen before any
+// This file holds the conditional-request decisions (the tables of
+// docs/wire-s3.md, "Conditional requests") as pure functions: header parsing and validation happen before any
 // state is read; evaluation happens inside the engine transaction that
 // publishes the write, against the key's state at commit.
 
@@ -31,7 +31,7 @@ type writeCond struct {
 func (c writeCond) conditional() bool { return c.IfMatch != "" || c.IfNoneMatch }
 
 // condValue reads a conditional header, falling back to the query parameter
-// of the same name (signed query parameters of a presigned URL, §13.13).
+// of the same name (the signed query parameters of a presigned URL).
 func condValue(r *http.Request, name string) (string, bool) {
 	if vs, ok := r.Header[http.CanonicalHeaderKey(name)]; ok && len(vs) > 0 {
 		return vs[0], true
@@ -80,7 +80,7 @@ func decideWriteHeaders(im string, hasIM bool, inm string, hasINM bool) (writeCo
 // check evaluates c against the key's state at commit. snapshot, when not
 // nil, is the key's Mod at CreateMultipartUpload: a mutation since then
 // turns a passing precondition into 409 ConditionalRequestConflict.
-// Order (§1.2): 404 on If-Match without a current object, 412, 409.
+// Order, as AWS answers: 404 on If-Match without a current object, 412, 409.
 func (c writeCond) check(key string, cur current, snapshot *uint64) *Error {
 	if c.IfMatch != "" {
 		if !cur.Exists {
@@ -131,7 +131,7 @@ type deleteCond struct {
 	IfMatch string // "" when absent; may be "*"
 }
 
-// parseDeleteCond applies the DeleteObject 501 rules (§1.3).
+// parseDeleteCond applies the DeleteObject 501 rules (docs/wire-s3.md, "Deletes").
 func parseDeleteCond(r *http.Request, versionID string) (deleteCond, *Error) {
 	_, hasSize := r.Header["X-Amz-If-Match-Size"]
 	_, hasTime := r.Header["X-Amz-If-Match-Last-Modified-Time"]
@@ -202,7 +202,7 @@ func parseHTTPTime(s string) time.Time {
 	return t
 }
 
-// checkRead applies the GET/HEAD ladder of §1.4: If-Match → 412,
+// checkRead applies the GET/HEAD ladder (docs/wire-s3.md): If-Match → 412,
 // If-Unmodified-Since → 412, If-None-Match → 304, If-Modified-Since → 304.
 // Last-Modified is compared at one-second resolution, as HTTP dates are.
 // A 304 carries the ETag and Last-Modified headers.

@@ -28,8 +28,8 @@ const (
 	addTwo = "Multiple conditional request headers present in the request"
 )
 
-// TestWriteConditionMatrix is spec §1.2 row by row, plus the §3 multipart
-// snapshot table.
+// TestWriteConditionMatrix is the write-outcome table of docs/wire-s3.md
+// row by row, plus its multipart snapshot table ("Concurrent writes").
 func TestWriteConditionMatrix(t *testing.T) {
 	etag := `"0cc175b9c0f1b6a831c399e269772661"`
 	snap := func(n uint64) *uint64 { return &n }
@@ -59,7 +59,7 @@ func TestWriteConditionMatrix(t *testing.T) {
 		{name: "If-Match * absent/501 beats 404", im: "*", hasIM: true, cur: absent, want: errShape{501, "NotImplemented", "", "If-Match", addIM, ""}},
 		{name: "both headers/501", im: etag, inm: "*", hasIM: true, hasINM: true, cur: present, want: errShape{501, "NotImplemented", "", "If-Match,If-None-Match", addTwo, ""}},
 		{name: "unconditional", cur: present, want: errShape{Status: 200}},
-		// §3 multipart snapshot table: snapshot is the key's Mod at create.
+		// The multipart snapshot table: snapshot is the key's Mod at create.
 		{name: "mpu/nothing changed, key existed, INM", inm: "*", hasINM: true, cur: present, snapshot: snap(5), want: errShape{412, "PreconditionFailed", "If-None-Match", "", "", ""}},
 		{name: "mpu/key deleted, INM/409", inm: "*", hasINM: true, cur: current{Mod: 6}, snapshot: snap(5), want: errShape{409, "ConditionalRequestConflict", "If-None-Match", "", "", "k"}},
 		{name: "mpu/another PUT created key, INM/412", inm: "*", hasINM: true, cur: present, snapshot: snap(0), want: errShape{412, "PreconditionFailed", "If-None-Match", "", "", ""}},
@@ -83,7 +83,7 @@ func TestWriteConditionMatrix(t *testing.T) {
 	}
 }
 
-// TestDeleteConditionMatrix is spec §1.3.
+// TestDeleteConditionMatrix is the DeleteObject table (docs/wire-s3.md, "Deletes").
 func TestDeleteConditionMatrix(t *testing.T) {
 	etag := `"abc"`
 	present := current{Exists: true, ETag: etag}
@@ -118,7 +118,7 @@ func TestDeleteConditionMatrix(t *testing.T) {
 	}
 }
 
-// TestReadConditionLadder is spec §1.4.
+// TestReadConditionLadder is the GET/HEAD ladder (docs/wire-s3.md, "GET and HEAD").
 func TestReadConditionLadder(t *testing.T) {
 	etag := `"abc"`
 	lm := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
@@ -231,8 +231,8 @@ func TestParseRange(t *testing.T) {
 }
 
 func TestMultipartETag(t *testing.T) {
-	// One part whose MD5 is that of the empty string; the recorded AWS
-	// value for md5(md5("")) with -1 is known from spec §5's example shape.
+	// One part whose MD5 is that of the empty string: AWS's ETag for it is
+	// md5 of that MD5's 16 bytes, then -1.
 	got, err := multipartETag([]string{`"d41d8cd98f00b204e9800998ecf8427e"`})
 	if err != nil {
 		t.Fatal(err)

@@ -168,7 +168,7 @@ func TestDeleteObjects(t *testing.T) {
 			t.Fatalf("per-key 412 message %q", e.Message)
 		}
 	}
-	// An unquoted <ETag> matches too (spec §1.1).
+	// An unquoted <ETag> matches too, as on S3.
 	etB := s.put("/bat/b2", "B2")
 	r = s.mustDo(200, "POST", "/bat?delete", []byte("<Delete><Object><Key>b2</Key><ETag>"+strings.Trim(etB, `"`)+"</ETag></Object></Delete>"))
 	if !strings.Contains(string(r.Body), "<Deleted><Key>b2</Key>") {

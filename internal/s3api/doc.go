@@ -2,8 +2,8 @@
 // objects, listing, multipart uploads, copy, batch delete and versioning,
 // stored in the durable engine (internal/engine).
 //
-// It promises the conditional-write matrix of spec/s3-conditional.md as AWS
-// records it: If-None-Match: * and If-Match on PutObject,
+// It promises the conditional-request tables of docs/wire-s3.md
+// ("Conditional requests"), AWS's recorded answers: If-None-Match: * and If-Match on PutObject,
 // CompleteMultipartUpload and CopyObject (destination); If-Match on
 // DeleteObject and per key in DeleteObjects; the GET/HEAD validator ladder;
 // 412 / 409 / 404 / 501 / 304 exactly where AWS sends them. Every write
@@ -35,7 +35,10 @@
 // narrow what the signature allows; a presigned URL's signed If-Match or
 // If-None-Match query condition is never replaced by an unsigned header.
 // Signed headers reach the handler in their canonical (signed) form.
-// Unsigned requests are served only with Options.Anonymous.
+// Unsigned requests are served only with Options.Anonymous. The contract
+// between the handler and the verifier (what Verify changes on the
+// request, when a body's verdict arrives, what the handler still checks)
+// is in the internal/s3api/sigv4 package doc.
 //
 // Bodies above a small inline threshold stream to engine blobs (fsynced
 // before the metadata transaction names them), so memory does not grow with

@@ -15,7 +15,8 @@ func TestErrorShapes(t *testing.T) {
 	marker := s.mustDo(204, "DELETE", "/shp/k", nil).Header.Get("x-amz-version-id")
 
 	// A read addressed to a delete marker's version: 405 with the marker's
-	// headers (spec §4, §13.12), on GET with the XML body and on HEAD without.
+	// headers (docs/wire-s3.md, "Delete markers"), on GET with the XML body
+	// and on HEAD without.
 	for _, method := range []string{"GET", "HEAD"} {
 		r := s.mustDo(405, method, "/shp/k?versionId="+marker, nil)
 		lm, err := http.ParseTime(r.Header.Get("Last-Modified"))

@@ -9,7 +9,7 @@ import (
 // etagOfMD5 is the quoted strong ETag of a single-part object.
 func etagOfMD5(sum []byte) string { return `"` + hex.EncodeToString(sum) + `"` }
 
-// multipartETag is "<md5(md5(part1)‖…‖md5(partN))>-N" (spec §5). partETags
+// multipartETag is "<md5(md5(part1)‖…‖md5(partN))>-N", as S3's. partETags
 // are the parts' ETags, quoted or not.
 func multipartETag(partETags []string) (string, error) {
 	h := md5.New()

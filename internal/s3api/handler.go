@@ -44,7 +44,8 @@ const (
 	inlineMax = 32 << 10
 )
 
-// Authenticator verifies a request (see AUTH-SEAM.md; *sigv4.Verifier is
+// Authenticator verifies a request (the contract is in the sigv4 package
+// doc; *sigv4.Verifier is
 // the implementation): it returns the principal and the body to read from
 // now on, de-chunked and verified while it streams. Its errors, from Verify
 // and from the body's Read, are *sigv4.Error values.

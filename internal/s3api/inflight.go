@@ -7,7 +7,7 @@ import (
 	"github.com/latchkey/latchkey/internal/engine"
 )
 
-// The 409 rule (spec §3) compares a key's last-mutation record (s3m) at a
+// The 409 rule (docs/wire-s3.md, "Concurrent writes") compares a key's last-mutation record (s3m) at a
 // conditional write's start with the record at its commit. A key with no
 // version and no upload keeps no record, so a key absent when a PUT began,
 // then created and deleted while its body streamed, would look untouched.

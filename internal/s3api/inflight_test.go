@@ -34,7 +34,7 @@ func inflight(t *testing.T, s *testServer, path string, hdr []string, between fu
 // TestConflictDuringUpload: a conditional PUT whose key is changed by
 // another write while its body streams answers 409
 // ConditionalRequestConflict when its precondition would still pass, and
-// 412 (or 404) when it no longer does (spec §3: 412 beats 409).
+// 412 (or 404) when it no longer does: 412 beats 409, as on S3.
 func TestConflictDuringUpload(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("infl")
@@ -86,7 +86,7 @@ func modRecord(t *testing.T, s *testServer, bucket, key string) bool {
 // TestConflictCreateDeleteDuringUpload: a key absent when a conditional
 // PUT or Copy began, then created and deleted while its body streamed, was
 // mutated meanwhile: 409 ConditionalRequestConflict (If-None-Match), as S3
-// answers a write that raced a delete (spec §3). The record that let us see
+// answers a write that raced a delete. The record that let us see
 // it is removed afterwards; an abort of another upload is not a mutation.
 func TestConflictCreateDeleteDuringUpload(t *testing.T) {
 	s := newTestServer(t, nil)

@@ -15,7 +15,7 @@ import (
 )
 
 // Multipart uploads: the upload record snapshots the key's last-mutation
-// index at create (the 409 rule of spec §3); parts are blobs; Complete
+// index at create (the 409 rule: docs/wire-s3.md, "Concurrent writes"); parts are blobs; Complete
 // publishes a version whose segments are the chosen parts' blobs, so no
 // byte is copied.
 

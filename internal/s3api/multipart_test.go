@@ -160,8 +160,9 @@ func TestMultipartErrors(t *testing.T) {
 	}
 }
 
-// TestMultipartConditionalSnapshot is the §3 table: S3 remembers the key's
-// state at CreateMultipartUpload.
+// TestMultipartConditionalSnapshot is the multipart snapshot table of
+// docs/wire-s3.md ("Concurrent writes"): S3 remembers the key's state at
+// CreateMultipartUpload.
 func TestMultipartConditionalSnapshot(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("mcb")

@@ -77,7 +77,8 @@ func (h *Handler) putObject(q *request) error {
 // last-mutation index: a conditional write whose precondition still holds at
 // commit but whose key was changed meanwhile answers 409
 // ConditionalRequestConflict, as S3 does for writes that raced a
-// conflicting operation (spec §3). The decisive check is the one at commit.
+// conflicting operation (docs/wire-s3.md, "Concurrent writes"). The
+// decisive check is the one at commit.
 func (h *Handler) precheck(q *request, cond writeCond) (uint64, error) {
 	var snap uint64
 	err := h.e.View(func(tx *engine.Tx) error {

@@ -188,7 +188,8 @@ func TestRangeReads(t *testing.T) {
 	}
 }
 
-// TestPutConditionMatrixHTTP runs every row of spec §1.2 over real HTTP.
+// TestPutConditionMatrixHTTP runs every row of the write-outcome table
+// (docs/wire-s3.md, "Conditional requests") over real HTTP.
 func TestPutConditionMatrixHTTP(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("plain")
@@ -256,7 +257,7 @@ func TestPutConditionMatrixHTTP(t *testing.T) {
 	}
 }
 
-// TestDeleteConditionMatrixHTTP runs spec §1.3 over HTTP.
+// TestDeleteConditionMatrixHTTP runs the DeleteObject table (docs/wire-s3.md) over HTTP.
 func TestDeleteConditionMatrixHTTP(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("plain")
@@ -310,7 +311,7 @@ func TestDeleteConditionMatrixHTTP(t *testing.T) {
 	}
 }
 
-// TestGetConditionsHTTP is spec §1.4 over HTTP for GET and HEAD.
+// TestGetConditionsHTTP is the GET/HEAD ladder (docs/wire-s3.md) over HTTP.
 func TestGetConditionsHTTP(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("bk1")

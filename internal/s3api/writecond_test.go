@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// TestWriteConditionMatrixAllOps runs the rows of spec §1.2 against each
+// TestWriteConditionMatrixAllOps runs the rows of the write-outcome table
+// (docs/wire-s3.md, "Conditional requests") against each
 // of the three operations that take write preconditions — PutObject,
 // CopyObject (destination) and CompleteMultipartUpload — over HTTP: status,
 // code, Condition, Header, additionalMessage and Key, and that a refused
@@ -114,7 +115,7 @@ func TestWriteConditionMatrixAllOps(t *testing.T) {
 }
 
 // TestInProgressUploadIsInvisible: parts of an unfinished multipart upload
-// do not make a key exist for write preconditions (spec §13.6).
+// do not make a key exist for write preconditions, as on S3.
 func TestInProgressUploadIsInvisible(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("ipu")

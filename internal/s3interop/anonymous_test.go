@@ -24,6 +24,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // sentRequest is what a client put on the wire, as far as these tests care.
@@ -94,7 +95,7 @@ func TestAnonymousSDKTrailer(t *testing.T) {
 		o.UsePathStyle = true
 		o.HTTPClient = &http.Client{Transport: rec}
 	})
-	bucket := randomName("anon-")
+	bucket := testutil.RandomName("anon-")
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
 		t.Fatalf("anonymous CreateBucket: %v", err)
 	}
@@ -209,7 +210,7 @@ func blobFiles(t *testing.T, srv *servertest.Server) int {
 // stored: no new object, the old version kept, no blob left behind.
 func TestAnonymousRawChunked(t *testing.T) {
 	srv := servertest.Start(t, &servertest.Options{Config: server.Config{Anonymous: true}})
-	bucket := srv.URL + "/" + randomName("raw-")
+	bucket := srv.URL + "/" + testutil.RandomName("raw-")
 	req, _ := http.NewRequest("PUT", bucket, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

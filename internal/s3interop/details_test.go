@@ -17,8 +17,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 )
 
-// TestSDKDetails checks the details issue #4 §7 names (those other
-// S3-compatible servers get wrong), through the real SDK.
+// TestSDKDetails checks, through the real SDK, details that other
+// S3-compatible servers get wrong: 304 with its ETag, unquoted validators,
+// the GET/HEAD ladder's order, Range and 416, empty metadata values,
+// errors for missing buckets and keys, copy-source conditions, per-key
+// DeleteObjects errors, url-encoded listings.
 func TestSDKDetails(t *testing.T) {
 	_, c, bucket := start(t)
 	ctx := context.Background()

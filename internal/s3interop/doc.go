@@ -1,6 +1,6 @@
 // Package s3interop holds interoperability tests: the official S3 clients
 // (aws-sdk-go-v2 with its default checksum settings, minio-go v7, and
 // boto3 through python3) run unmodified against latchkey's server
-// in-process. It has no non-test code; findings about the server go to
-// internal/s3api/INTEROP-FINDINGS.md.
+// in-process. It has no non-test code; docs/wire-s3.md ("Client
+// interoperability") says what these tests establish.
 package s3interop

@@ -2,8 +2,6 @@ package s3interop
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"testing"
@@ -16,13 +14,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/testutil"
 )
-
-func randomName(prefix string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
 
 // sdkClient is aws-sdk-go-v2 as an application builds it: LoadDefaultConfig
 // (so the default checksum settings apply) with static credentials.
@@ -47,7 +40,7 @@ func start(t *testing.T) (*servertest.Server, *s3.Client, string) {
 	t.Helper()
 	srv := servertest.Start(t, nil)
 	c := sdkClient(t, srv, srv.AccessKey, srv.SecretKey)
-	bucket := randomName("interop-")
+	bucket := testutil.RandomName("interop-")
 	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatalf("CreateBucket: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // minioClient is minio-go as an application builds it. trailing turns on
@@ -40,7 +41,7 @@ func minioStart(t *testing.T, trailing bool) (*servertest.Server, *minio.Client,
 	t.Helper()
 	srv := servertest.Start(t, nil)
 	c := minioClient(t, srv, srv.AccessKey, srv.SecretKey, trailing)
-	bucket := randomName("minio-")
+	bucket := testutil.RandomName("minio-")
 	if err := c.MakeBucket(context.Background(), bucket, minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
 		t.Fatalf("MakeBucket: %v", err)
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // tlsServer starts our server with a fresh self-signed certificate for
@@ -83,7 +84,7 @@ func TestTLSTrailingChecksums(t *testing.T) {
 	ctx := context.Background()
 	c := sdkClient(t, srv, srv.AccessKey, srv.SecretKey)
 	c = s3.New(c.Options(), func(o *s3.Options) { o.HTTPClient = hc })
-	bucket := randomName("tls-")
+	bucket := testutil.RandomName("tls-")
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
 		t.Fatal(err)
 	}

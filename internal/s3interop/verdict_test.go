@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // chunkedBody frames data as an unsigned aws-chunked body in chunks of
@@ -75,7 +76,7 @@ func signedPut(t *testing.T, srv *servertest.Server, path string, body []byte, m
 func TestBodyVerdictBeforeStore(t *testing.T) {
 	srv := servertest.Start(t, nil)
 	c := sdkClient(t, srv, srv.AccessKey, srv.SecretKey)
-	bucket := randomName("verdict-")
+	bucket := testutil.RandomName("verdict-")
 	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 //go:embed testdata/boto3_vhost.py
@@ -61,7 +62,7 @@ func TestSDKVirtualHosted(t *testing.T) {
 		o.HTTPClient = &http.Client{Transport: hr}
 	})
 	ctx := context.Background()
-	bucket := randomName("vhost-")
+	bucket := testutil.RandomName("vhost-")
 	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/server/crashtest"
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // crashRoundsEnv sets how many crash rounds TestCrashRounds runs
@@ -86,9 +86,7 @@ func TestCrashRounds(t *testing.T) {
 
 func crashServer(t *testing.T, dir string) *crashtest.Process {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=serve", childDirEnv+"="+dir, childAnonEnv+"=1")
-	return crashtest.Start(t, cmd)
+	return crashtest.Start(t, testutil.Child(childEnv+"=serve", childDirEnv+"="+dir, childAnonEnv+"=1"))
 }
 
 type crashLoad struct {

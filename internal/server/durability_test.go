@@ -19,6 +19,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/server/crashtest"
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // The durability test runs the server as a real OS process: this test
@@ -45,9 +46,7 @@ func TestMain(m *testing.M) {
 // serverProcess starts a server process on dir and returns its URL.
 func serverProcess(t *testing.T, dir string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=serve", childDirEnv+"="+dir)
-	p := crashtest.Start(t, cmd)
+	p := crashtest.Start(t, testutil.Child(childEnv+"=serve", childDirEnv+"="+dir))
 	return p.Cmd, p.URL
 }
 

@@ -34,7 +34,7 @@ type failure struct {
 }
 
 // classify maps an SDK error onto the store error set. It is the one place
-// that knows Azure Blob's statuses and codes (spec §10):
+// that knows Azure Blob's statuses and codes:
 //
 //	409 BlobAlreadyExists (If-None-Match: * lost)  → ErrConflict
 //	412 ConditionNotMet (If-Match lost, or missing) → ErrConflict

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store/azblobstore"
 	"github.com/latchkey/latchkey/store/internal/faultproxy"
 )
@@ -23,7 +24,7 @@ func TestFaultProxyWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := faultproxy.NewHTTP(t, su.Scheme+"://"+su.Host)
-	prefix := randomName("fp-")
+	prefix := testutil.RandomName("fp-")
 	o := options(proxy.URL+su.Path, c, prefix)
 	o.Transport = &http.Client{Timeout: 300 * time.Millisecond}
 	via, err := azblobstore.Open(context.Background(), o)

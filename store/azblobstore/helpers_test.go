@@ -2,12 +2,11 @@ package azblobstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store/azblobstore"
 )
 
@@ -30,12 +29,6 @@ func azurite(tb testing.TB) string {
 	return u
 }
 
-func randomName(prefix string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
-
 func options(serviceURL, container, prefix string) *azblobstore.Options {
 	return &azblobstore.Options{ServiceURL: serviceURL, Container: container, Prefix: prefix,
 		AccountName: azblobstore.DevAccountName, AccountKey: azblobstore.DevAccountKey}
@@ -49,7 +42,7 @@ const adminTimeout = 30 * time.Second
 // cleanup.
 func newContainer(tb testing.TB, serviceURL string) string {
 	tb.Helper()
-	name := randomName("lk-test-")
+	name := testutil.RandomName("lk-test-")
 	s, err := azblobstore.Open(context.Background(), options(serviceURL, name, ""))
 	if err != nil {
 		tb.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/lease/leasetest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/azblobstore"
@@ -19,7 +20,7 @@ func TestLeasesRealTime(t *testing.T) {
 	c := newContainer(t, u)
 	leasetest.Run(t, leasetest.Harness{
 		New: func(tb testing.TB) store.Store {
-			s, err := azblobstore.Open(context.Background(), options(u, c, randomName("lease-")))
+			s, err := azblobstore.Open(context.Background(), options(u, c, testutil.RandomName("lease-")))
 			if err != nil {
 				tb.Fatal(err)
 			}

@@ -26,7 +26,8 @@ func (s *Store) resolver() *resolve.Resolver[failure] {
 }
 
 // resolvePut decides the outcome of a write whose first attempt ended
-// without an answer (DESIGN.md §1, spec §8; see resolve.Resolver.Put):
+// without an answer (the store/internal/resolve package doc; see
+// resolve.Resolver.Put):
 // read the blob's properties for our nonce, else resend the same write;
 // a 409/412/404 on the resend with someone else's nonce, or none, is
 // ErrUnknownOutcome, never a conflict.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/azblobstore"
 )
@@ -242,7 +243,7 @@ func TestAmbiguousWritesResolve(t *testing.T) {
 	c := newContainer(t, u)
 	for _, before := range []bool{false, true} {
 		ft := &faultTransport{}
-		o := options(u, c, randomName("amb-"))
+		o := options(u, c, testutil.RandomName("amb-"))
 		o.Transport = ft
 		s, err := azblobstore.Open(ctx, o)
 		if err != nil {
@@ -274,7 +275,7 @@ func TestAmbiguousWritesResolve(t *testing.T) {
 	}
 	// Lost response, and the resolution finds another writer's blob.
 	ft := &faultTransport{}
-	o := options(u, c, randomName("amb-"))
+	o := options(u, c, testutil.RandomName("amb-"))
 	o.Transport = ft
 	o.ResolveAttempts = 1
 	s, _ := azblobstore.Open(ctx, o)
@@ -344,7 +345,7 @@ func TestOpenRejects(t *testing.T) {
 func TestCreateContainer(t *testing.T) {
 	ctx := testCtx(t)
 	u := azurite(t)
-	o := options(u, randomName("lk-create-"), "p")
+	o := options(u, testutil.RandomName("lk-create-"), "p")
 	o.CreateContainer = true
 	for i := 0; i < 2; i++ {
 		s, err := azblobstore.Open(ctx, o)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/faultproxy"
 )
@@ -41,7 +42,7 @@ func (p *faultProxy) inject(fs ...fault) {
 
 func (p *faultProxy) clear() { p.Clear() }
 
-// Every failure on the wire maps onto the error set as DESIGN.md §1 says,
+// Every failure on the wire maps onto the error set of store/errors.go,
 // with the status kept: reads are transient; 429 is transient (refused
 // before applying); a 5xx or a lost connection on a write is an unknown
 // outcome unless a re-read proves the write applied.
@@ -174,7 +175,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 func TestFaultProxyWrites(t *testing.T) {
 	addr := startServer(t, nil)
 	proxy := faultproxy.NewHTTP(t, addr)
-	prefix := randomPrefix()
+	prefix := testutil.RandomName("t-")
 	open := func(addr string) *Store {
 		s, err := Open(context.Background(), &Options{Address: addr, Prefix: prefix})
 		if err != nil {

@@ -2,16 +2,13 @@ package consulstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"log/slog"
-	"net"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/latchkey/latchkey/internal/consulapi"
 	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // startServer runs latchkey's Consul-compatible API in-process (engine
@@ -31,28 +28,16 @@ func startServer(t testing.TB, opts *consulapi.Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
-	srv.Start()
 	t.Cleanup(func() {
-		cancel()
-		srv.Close()
 		h.Close()
 		e.Close()
 	})
-	return srv.Listener.Addr().String()
-}
-
-func randomPrefix() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return "t-" + hex.EncodeToString(b[:])
+	return testutil.Serve(t, h).Listener.Addr().String()
 }
 
 func openTest(t testing.TB, addr, token string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), &Options{Address: addr, Prefix: randomPrefix(), Token: token})
+	s, err := Open(context.Background(), &Options{Address: addr, Prefix: testutil.RandomName("t-"), Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store/internal/faultproxy"
 )
 
@@ -15,7 +16,7 @@ import (
 // writer's Put.
 func TestFaultProxyWrites(t *testing.T) {
 	pipe := faultproxy.NewTCP(t, endpoint)
-	prefix := randomPrefix()
+	prefix := testutil.RandomName("t-")
 	via := openTest(t, &Options{Endpoints: []string{pipe.Addr}, Prefix: prefix, RequestTimeout: 300 * time.Millisecond})
 	direct := openTest(t, &Options{Prefix: prefix})
 	faultproxy.CheckWrites(t, faultproxy.Writes{Via: via, Direct: direct, Faults: pipe, Settle: 200 * time.Millisecond})

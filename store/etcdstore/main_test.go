@@ -2,8 +2,6 @@ package etcdstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
@@ -12,6 +10,8 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // endpoint is the client address (HOST:PORT, loopback) of the embedded
@@ -75,12 +75,6 @@ func startEtcd(dir string, tweak func(*embed.Config)) (*embed.Etcd, error) {
 	}
 }
 
-func randomPrefix() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return "t-" + hex.EncodeToString(b[:])
-}
-
 // openTest opens a store on the package's etcd under a fresh prefix,
 // closed when tb ends.
 func openTest(tb testing.TB, opts *Options) *Store {
@@ -93,7 +87,7 @@ func openTest(tb testing.TB, opts *Options) *Store {
 		o.Endpoints = []string{endpoint}
 	}
 	if o.Prefix == "" {
-		o.Prefix = randomPrefix()
+		o.Prefix = testutil.RandomName("t-")
 	}
 	s, err := Open(context.Background(), &o)
 	if err != nil {

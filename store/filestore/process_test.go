@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -153,8 +154,7 @@ func transfer(ctx context.Context, s *Store) error {
 
 func child(t *testing.T, dir, role, arg string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+role, "CHILD_DIR="+dir, "CHILD_ARG="+arg)
+	cmd := testutil.Child(childEnv+"="+role, "CHILD_DIR="+dir, "CHILD_ARG="+arg)
 	cmd.Stderr = os.Stderr
 	return cmd
 }

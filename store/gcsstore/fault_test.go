@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/api/option"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store/gcsstore"
 	"github.com/latchkey/latchkey/store/internal/faultproxy"
 )
@@ -22,7 +23,7 @@ func TestFaultProxyWrites(t *testing.T) {
 	bucket := e.bucket(t)
 	base := strings.TrimSuffix(e.endpoint, "/storage/v1/")
 	proxy := faultproxy.NewHTTP(t, base)
-	prefix := randomName("fp-")
+	prefix := testutil.RandomName("fp-")
 	open := func(endpoint string, hc *http.Client) *gcsstore.Store {
 		o := &gcsstore.Options{Bucket: bucket, Prefix: prefix, Endpoint: endpoint, NoCompareAndDelete: true, ResolveBackoff: time.Millisecond}
 		if hc != nil {

@@ -2,12 +2,11 @@ package gcsstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store/gcsstore"
 )
 
@@ -38,12 +37,6 @@ func startedEmulator(tb testing.TB) emulator {
 	return emulator{endpoint: strings.TrimSuffix(addr, "/") + "/storage/v1/"}
 }
 
-func randomName(prefix string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
-
 // bucket creates a fresh bucket on the emulator.
 func (e emulator) bucket(tb testing.TB) string {
 	tb.Helper()
@@ -52,7 +45,7 @@ func (e emulator) bucket(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	defer s.Close()
-	name := randomName("lk-test-")
+	name := testutil.RandomName("lk-test-")
 	if err := s.Client().Bucket(name).Create(context.Background(), "latchkey-test", nil); err != nil {
 		tb.Fatalf("fake-gcs-server at %s: create bucket %s: %v", e.endpoint, name, err)
 	}

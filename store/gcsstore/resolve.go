@@ -32,10 +32,11 @@ func (s *Store) resolver() *resolve.Resolver[failure] {
 }
 
 // resolvePut decides the outcome of a Put whose attempt ended without an
-// answer (DESIGN.md §1, spec §8–9; see resolve.Resolver.Put): read the
-// object's metadata for our nonce, else resend the same write with the
-// same generation precondition; a 412 or 404 on the resend with someone
-// else's nonce, or none, is ErrUnknownOutcome, never a conflict.
+// answer (the store/internal/resolve package doc; see
+// resolve.Resolver.Put): read the object's metadata for our nonce, else
+// resend the same write with the same generation precondition; a 412 or
+// 404 on the resend with someone else's nonce, or none, is
+// ErrUnknownOutcome, never a conflict.
 func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
 	return s.resolver().Put(ctx, key, nonce, ifMatch, send, last, lastErr)
 }

@@ -2,8 +2,6 @@ package s3store_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"testing"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/s3store"
 	"github.com/latchkey/latchkey/store/storetest"
@@ -56,12 +55,6 @@ func (p peer) options() *s3store.Options {
 	}
 }
 
-func randomName(prefix string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
-
 // bucket creates a fresh bucket on the peer.
 func (p peer) bucket(t testing.TB) string {
 	t.Helper()
@@ -69,7 +62,7 @@ func (p peer) bucket(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := randomName("lk-test-")
+	name := testutil.RandomName("lk-test-")
 	if _, err := s.Client().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
 		t.Fatalf("%s: create bucket %s: %v", p.name, name, err)
 	}

@@ -31,7 +31,8 @@ func (s *Store) resolver() *resolve.Resolver[failure] {
 }
 
 // resolvePut decides the outcome of a Put whose first attempt ended
-// without an answer (DESIGN.md §1, spec §8; see resolve.Resolver.Put):
+// without an answer (the store/internal/resolve package doc; see
+// resolve.Resolver.Put):
 // HEAD the key for our nonce, else resend the same conditional write; a
 // 412/409/404 on the resend with someone else's object, or none, is
 // ErrUnknownOutcome, never a conflict.

@@ -1,5 +1,8 @@
 // Package resolve decides the outcome of object-store writes that ended
-// without an answer (DESIGN.md §1, spec §8): it is the backend-independent
+// without an answer: a timeout, a reset connection or a 5xx after the
+// request was sent, when the write may or may not have been applied (and
+// an SDK's own resend of a conditional write that already won would answer
+// 412 and look lost). It is the backend-independent
 // part shared by s3store, gcsstore and azblobstore. A backend supplies small
 // functions — resend the same write, look up which write's nonce the key
 // holds, build its own errors — and keeps everything SDK-specific (status

@@ -1,0 +1,57 @@
+// Package testutil holds the helpers that tests in several packages share:
+// random names for buckets and prefixes, re-running the test binary as a
+// child process, and serving a handler over loopback HTTP. It is imported
+// only from _test.go files (internal/depcheck checks this) and depends on
+// the standard library only, so that any package's internal tests can use
+// it without an import cycle.
+package testutil
+
+import (
+	"context"
+	"crypto/rand"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// RandomName returns prefix followed by 26 random lower-case letters and
+// digits (crypto/rand's Text, lower-cased), valid in S3, GCS and Azure
+// bucket and container names. Tests that share a peer use it so that runs
+// never see each other's data.
+func RandomName(prefix string) string {
+	return prefix + strings.ToLower(rand.Text())
+}
+
+// Child returns a command that re-runs the current test binary with no test
+// selected (-test.run=^$) and env ("NAME=value") added to this process's
+// environment, so that the package's TestMain, seeing one of those
+// variables, can act as a child process instead of running tests. Stdin,
+// stdout and stderr are left for the caller to set.
+func Child(env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	return cmd
+}
+
+// Serve serves h on a fresh 127.0.0.1 port until tb ends. Every request's
+// context is cancelled when tb ends, before the server is closed, so that
+// long-polling requests (Consul blocking queries, watches) return instead
+// of holding Close up. Register the cleanups of what h uses (the handler's
+// and the engine's Close) before calling Serve: cleanups run last first,
+// so the server stops before them.
+func Serve(tb testing.TB, h http.Handler) *httptest.Server {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
+	srv.Start()
+	tb.Cleanup(func() {
+		cancel()
+		srv.Close()
+	})
+	return srv
+}
