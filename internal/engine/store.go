@@ -51,26 +51,26 @@ func (s *KVStore) opErr(op, key string, err error) error {
 	case errors.As(err, &oe):
 		return err
 	case errors.Is(err, ErrClosed):
-		return store.Errorf(backend, op, key, store.ErrClosed, err)
+		return store.NewOpError(backend, op, key, store.ErrClosed, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		if op == "get" || op == "list" {
-			return store.Errorf(backend, op, key, err, nil)
+			return store.NewOpError(backend, op, key, err, nil)
 		}
-		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+		return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, err)
 	default:
-		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+		return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, err)
 	}
 }
 
 func (s *KVStore) check(ctx context.Context, op, key string, validate func(string) error) error {
 	if err := validate(key); err != nil {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
+		return store.NewOpError(backend, op, key, store.ErrInvalidKey, err)
 	}
 	if s.closed.Load() {
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
+		return store.NewOpError(backend, op, key, store.ErrClosed, nil)
 	}
 	if err := ctx.Err(); err != nil {
-		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+		return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, err)
 	}
 	return nil
 }
@@ -87,7 +87,7 @@ func (s *KVStore) Get(ctx context.Context, key string) (store.Entry, error) {
 		return store.Entry{}, s.opErr("get", key, err)
 	}
 	if !ok {
-		return store.Entry{}, store.Errorf(backend, "get", key, store.ErrNotFound, nil)
+		return store.Entry{}, store.NewOpError(backend, "get", key, store.ErrNotFound, nil)
 	}
 	return store.Entry{Key: key, Value: kv.Value, Version: version(kv)}, nil
 }
@@ -113,7 +113,7 @@ func (s *KVStore) Put(ctx context.Context, key string, value []byte, cond store.
 func putOp(tx *Tx, key string, value []byte, cond store.Condition) (store.Version, error) {
 	cur, ok := tx.GetKV(key)
 	if !cond.Holds(ok, version(cur)) {
-		return "", store.Errorf(backend, "put", key, store.ErrConflict, nil)
+		return "", store.NewOpError(backend, "put", key, store.ErrConflict, nil)
 	}
 	kv := tx.PutKV(KV{Key: key, Value: value, Session: cur.Session})
 	return version(kv), nil
@@ -125,7 +125,7 @@ func (s *KVStore) Delete(ctx context.Context, key string, cond store.Condition) 
 		return err
 	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, "delete", key, store.ErrUnsupported, nil)
+		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, nil)
 	}
 	_, err := s.e.Update(ctx, func(tx *Tx) error { return deleteOp(tx, key, cond) })
 	if err != nil {
@@ -137,7 +137,7 @@ func (s *KVStore) Delete(ctx context.Context, key string, cond store.Condition) 
 func deleteOp(tx *Tx, key string, cond store.Condition) error {
 	cur, ok := tx.GetKV(key)
 	if !cond.Holds(ok, version(cur)) {
-		return store.Errorf(backend, "delete", key, store.ErrConflict, nil)
+		return store.NewOpError(backend, "delete", key, store.ErrConflict, nil)
 	}
 	tx.DeleteKV(key)
 	return nil
@@ -181,7 +181,7 @@ func (s *KVStore) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, 
 		if errors.Is(err, store.ErrInvalidKey) {
 			kind = store.ErrInvalidKey
 		}
-		return nil, store.Errorf(backend, "txn", "", kind, err)
+		return nil, store.NewOpError(backend, "txn", "", kind, err)
 	}
 	if err := s.check(ctx, "txn", ops[0].Key, store.ValidateKey); err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (s *KVStore) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, 
 		for i, op := range ops {
 			cur, ok := tx.GetKV(op.Key)
 			if !op.Cond.Holds(ok, version(cur)) {
-				return store.Errorf(backend, "txn", op.Key, store.ErrConflict,
+				return store.NewOpError(backend, "txn", op.Key, store.ErrConflict,
 					&store.TxnError{Index: i, Key: op.Key, Err: store.ErrConflict})
 			}
 		}
@@ -217,7 +217,7 @@ func (s *KVStore) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, 
 // WaitChange implements store.Watcher with Engine.Wait: no polling.
 func (s *KVStore) WaitChange(ctx context.Context, key string, last store.Version) error {
 	if err := store.ValidateKey(key); err != nil {
-		return store.Errorf(backend, "watch", key, store.ErrInvalidKey, err)
+		return store.NewOpError(backend, "watch", key, store.ErrInvalidKey, err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -230,7 +230,7 @@ func (s *KVStore) WaitChange(ctx context.Context, key string, last store.Version
 	}()
 	for {
 		if s.closed.Load() {
-			return store.Errorf(backend, "watch", key, store.ErrClosed, nil)
+			return store.NewOpError(backend, "watch", key, store.ErrClosed, nil)
 		}
 		var cur store.Version
 		var idx uint64
@@ -249,7 +249,7 @@ func (s *KVStore) WaitChange(ctx context.Context, key string, last store.Version
 		}
 		if err := s.e.Wait(wctx, key, idx); err != nil {
 			if errors.Is(err, ErrClosed) || s.closed.Load() {
-				return store.Errorf(backend, "watch", key, store.ErrClosed, err)
+				return store.NewOpError(backend, "watch", key, store.ErrClosed, err)
 			}
 			return err
 		}

@@ -198,7 +198,7 @@ func (s *Store) Close() error {
 // check runs the guards shared by every operation.
 func (s *Store) check(op, key string, isPrefix bool) error {
 	if s.closed.Load() {
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
+		return store.NewOpError(backend, op, key, store.ErrClosed, nil)
 	}
 	var err error
 	if isPrefix {
@@ -207,10 +207,10 @@ func (s *Store) check(op, key string, isPrefix bool) error {
 		err = store.ValidateKey(key)
 	}
 	if err != nil {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
+		return store.NewOpError(backend, op, key, store.ErrInvalidKey, err)
 	}
 	if n := len(s.prefix) + len(blobName(key)); n > maxBlobName {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey,
+		return store.NewOpError(backend, op, key, store.ErrInvalidKey,
 			fmt.Errorf("blob name (prefix and escaped key) is %d bytes, longer than %d", n, maxBlobName))
 	}
 	return nil

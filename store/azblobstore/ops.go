@@ -45,7 +45,7 @@ func conditions(op, key string, cond store.Condition) (*blob.AccessConditions, o
 	}
 	if v, ok := cond.Match(); ok {
 		if v == "" {
-			return nil, opCondWrite, store.Errorf(backend, op, key, store.ErrConflict, errors.New("IfMatch of the zero version"))
+			return nil, opCondWrite, store.NewOpError(backend, op, key, store.ErrConflict, errors.New("IfMatch of the zero version"))
 		}
 		e := azcore.ETag(v)
 		return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &e}}, opCondWrite, nil
@@ -122,7 +122,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		return err
 	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
+		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
 	}
 	ac, kind, err := conditions("delete", key, cond)
 	if err != nil {

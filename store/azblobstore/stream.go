@@ -38,7 +38,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		return s.putBytes(ctx, key, buf[:n], cond)
 	case nil:
 	default:
-		return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("read value: %w", err))
+		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("read value: %w", err))
 	}
 	ac, kind, err := conditions("put", key, cond)
 	if err != nil {
@@ -49,7 +49,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 	var ids []string
 	for n > 0 {
 		if len(ids) == maxBlocks {
-			return "", store.Errorf(backend, "put", key, store.ErrUnsupported, fmt.Errorf("value longer than %d blocks of %d bytes", maxBlocks, blockSize))
+			return "", store.NewOpError(backend, "put", key, store.ErrUnsupported, fmt.Errorf("value longer than %d blocks of %d bytes", maxBlocks, blockSize))
 		}
 		id := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s-%08d", nonce, len(ids)))
 		if _, err := stage.StageBlock(ctx, id, nopCloser{bytes.NewReader(buf[:n])}, nil); err != nil {
@@ -59,7 +59,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		ids = append(ids, id)
 		n, err = io.ReadFull(r, buf)
 		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("read value: %w", err))
+			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("read value: %w", err))
 		}
 	}
 	commit := s.write.NewBlockBlobClient(s.blob(key))

@@ -66,10 +66,10 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		return nil, s.txnShapeError(err)
 	}
 	if s.isClosed() {
-		return nil, store.Errorf(backend, "txn", "", store.ErrClosed, nil)
+		return nil, store.NewOpError(backend, "txn", "", store.ErrClosed, nil)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, store.Errorf(backend, "txn", "", store.ErrTransient, err)
+		return nil, store.NewOpError(backend, "txn", "", store.ErrTransient, err)
 	}
 	var (
 		wire   api.TxnOps
@@ -82,7 +82,7 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 	for i, op := range ops {
 		full := s.prefix + op.Key
 		if op.Kind == store.OpPut && len(op.Value) > s.opts.MaxValueSize {
-			return nil, &store.TxnError{Index: i, Key: op.Key, Err: store.Errorf(backend, "txn", op.Key, store.ErrUnsupported,
+			return nil, &store.TxnError{Index: i, Key: op.Key, Err: store.NewOpError(backend, "txn", op.Key, store.ErrUnsupported,
 				fmt.Errorf("value of %d bytes exceeds the limit of %d bytes", len(op.Value), s.opts.MaxValueSize))}
 		}
 		// A version no Consul key can have ("", "0", garbage) must fail
@@ -124,7 +124,7 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		return out, nil
 	}
 	if len(wire) > store.MaxTxnOps {
-		return nil, store.Errorf(backend, "txn", "", store.ErrUnsupported,
+		return nil, store.NewOpError(backend, "txn", "", store.ErrUnsupported,
 			fmt.Errorf("%d operations become %d Consul operations, more than %d", len(ops), len(wire), store.MaxTxnOps))
 	}
 	res, err := s.txn(ctx, "txn", "", wire)
@@ -141,7 +141,7 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		if f.OpIndex >= 0 && f.OpIndex < len(origin) {
 			i = origin[f.OpIndex]
 		}
-		return nil, &store.TxnError{Index: i, Key: ops[i].Key, Err: store.Errorf(backend, "txn", ops[i].Key, store.ErrConflict, errors.New(f.What))}
+		return nil, &store.TxnError{Index: i, Key: ops[i].Key, Err: store.NewOpError(backend, "txn", ops[i].Key, store.ErrConflict, errors.New(f.What))}
 	}
 	// Results hold one KV per set, cas and check-index, in op order;
 	// deletes and check-not-exists have none. Keys are unique per txn, so
@@ -158,7 +158,7 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		}
 		idx, ok := byKey[s.prefix+op.Key]
 		if !ok {
-			return nil, store.Errorf(backend, "txn", op.Key, store.ErrUnknownOutcome, errors.New("txn applied but answered without the written entry"))
+			return nil, store.NewOpError(backend, "txn", op.Key, store.ErrUnknownOutcome, errors.New("txn applied but answered without the written entry"))
 		}
 		out[i] = version(idx)
 	}
@@ -195,7 +195,7 @@ func (s *Store) txnShapeError(err error) error {
 	if errors.As(err, &te) {
 		return err
 	}
-	return store.Errorf(backend, "txn", "", store.ErrUnsupported, err)
+	return store.NewOpError(backend, "txn", "", store.ErrUnsupported, err)
 }
 
 // isACLDenial recognises Consul's ACL errors ("Permission denied…",

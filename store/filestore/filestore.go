@@ -94,7 +94,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		o.PollInterval = DefaultPollInterval
 	}
 	if !supported {
-		return nil, store.Errorf(backend, "open", dir, store.ErrUnsupported, errNoFlock)
+		return nil, store.NewOpError(backend, "open", dir, store.ErrUnsupported, errNoFlock)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -267,10 +267,10 @@ func (s *Store) begin(ctx context.Context, op, key string) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
+		return store.NewOpError(backend, op, key, store.ErrClosed, nil)
 	}
 	if err := ctx.Err(); err != nil {
-		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+		return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, err)
 	}
 	s.inflight.Add(1)
 	return nil
@@ -319,9 +319,9 @@ func opErr(op, key string, kind, err error) error {
 	case errors.As(err, &oe):
 		return err
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+		return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, err)
 	}
-	return store.Errorf(backend, op, key, kind, err)
+	return store.NewOpError(backend, op, key, kind, err)
 }
 
 func formatVersionString(v uint64) store.Version { return store.Version(strconv.FormatUint(v, 10)) }

@@ -21,7 +21,7 @@ import (
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
 	const op = "list"
 	if err := store.ValidatePrefix(prefix); err != nil {
-		return store.Page{}, store.Errorf(backend, op, prefix, store.ErrInvalidKey, err)
+		return store.Page{}, store.NewOpError(backend, op, prefix, store.ErrInvalidKey, err)
 	}
 	var o store.ListOptions
 	if opts != nil {

@@ -51,7 +51,7 @@ func (r *valueReader) Close() error { return r.f.Close() }
 // the lock is not needed to read it.
 func (s *Store) openLocked(ctx context.Context, op, key string) (*os.File, header, error) {
 	if err := store.ValidateKey(key); err != nil {
-		return nil, header{}, store.Errorf(backend, op, key, store.ErrInvalidKey, err)
+		return nil, header{}, store.NewOpError(backend, op, key, store.ErrInvalidKey, err)
 	}
 	if err := s.begin(ctx, op, key); err != nil {
 		return nil, header{}, err
@@ -65,7 +65,7 @@ func (s *Store) openLocked(ctx context.Context, op, key string) (*os.File, heade
 	unlock()
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, header{}, store.Errorf(backend, op, key, store.ErrNotFound, nil)
+		return nil, header{}, store.NewOpError(backend, op, key, store.ErrNotFound, nil)
 	case err != nil:
 		return nil, header{}, opErr(op, key, store.ErrTransient, err)
 	}
@@ -89,7 +89,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64, cond store.Condition) (store.Version, error) {
 	const op = "put"
 	if err := store.ValidateKey(key); err != nil {
-		return "", store.Errorf(backend, op, key, store.ErrInvalidKey, err)
+		return "", store.NewOpError(backend, op, key, store.ErrInvalidKey, err)
 	}
 	if err := s.begin(ctx, op, key); err != nil {
 		return "", err
@@ -115,7 +115,7 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64, co
 	published, err := s.publish(key, staged, cond)
 	switch {
 	case errors.Is(err, store.ErrConflict):
-		return "", store.Errorf(backend, op, key, store.ErrConflict, nil)
+		return "", store.NewOpError(backend, op, key, store.ErrConflict, nil)
 	case err != nil && published:
 		s.notify()
 		return "", opErr(op, key, store.ErrUnknownOutcome, err)
@@ -215,10 +215,10 @@ func (c ctxReader) Read(p []byte) (int, error) {
 func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
 	const op = "delete"
 	if err := store.ValidateKey(key); err != nil {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
+		return store.NewOpError(backend, op, key, store.ErrInvalidKey, err)
 	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, op, key, store.ErrUnsupported, nil)
+		return store.NewOpError(backend, op, key, store.ErrUnsupported, nil)
 	}
 	if err := s.begin(ctx, op, key); err != nil {
 		return err
@@ -235,7 +235,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 			return opErr(op, key, store.ErrTransient, err)
 		}
 		if !cond.Holds(exists, formatVersionString(cur)) {
-			return store.Errorf(backend, op, key, store.ErrConflict, nil)
+			return store.NewOpError(backend, op, key, store.ErrConflict, nil)
 		}
 	}
 	target := s.valuePath(key)

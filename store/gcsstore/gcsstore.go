@@ -141,7 +141,7 @@ func (s *Store) Close() error {
 // check runs the guards shared by every operation.
 func (s *Store) check(op, key string, isPrefix bool) error {
 	if s.closed.Load() {
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
+		return store.NewOpError(backend, op, key, store.ErrClosed, nil)
 	}
 	var err error
 	if isPrefix {
@@ -150,10 +150,10 @@ func (s *Store) check(op, key string, isPrefix bool) error {
 		err = store.ValidateKey(key)
 	}
 	if err != nil {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
+		return store.NewOpError(backend, op, key, store.ErrInvalidKey, err)
 	}
 	if len(s.prefix)+len(key) > store.MaxKeyLen {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey,
+		return store.NewOpError(backend, op, key, store.ErrInvalidKey,
 			fmt.Errorf("key with the store prefix is longer than %d bytes (GCS's object-name limit)", store.MaxKeyLen))
 	}
 	return nil

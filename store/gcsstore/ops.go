@@ -74,11 +74,11 @@ func conditions(cond store.Condition) (c storage.Conditions, conditional, ok boo
 // false when it cannot.
 func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, bool), cond store.Condition) (store.Version, error) {
 	if err := ctx.Err(); err != nil {
-		return "", store.Errorf(backend, "put", key, store.ErrTransient, err) // nothing was sent
+		return "", store.NewOpError(backend, "put", key, store.ErrTransient, err) // nothing was sent
 	}
 	conds, conditional, ok := conditions(cond)
 	if !ok {
-		return "", store.Errorf(backend, "put", key, store.ErrConflict, fmt.Errorf("%s: no object has that generation", cond))
+		return "", store.NewOpError(backend, "put", key, store.ErrConflict, fmt.Errorf("%s: no object has that generation", cond))
 	}
 	kind := opWrite
 	if conditional {
@@ -171,21 +171,21 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		return err
 	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
+		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
 	}
 	if err := ctx.Err(); err != nil {
-		return store.Errorf(backend, "delete", key, store.ErrTransient, err) // nothing was sent
+		return store.NewOpError(backend, "delete", key, store.ErrTransient, err) // nothing was sent
 	}
 	h := s.writeHandle(key)
 	kind := opWrite
 	if v, ok := cond.Match(); ok {
 		if s.noCAD {
-			return store.Errorf(backend, "delete", key, store.ErrUnsupported,
+			return store.NewOpError(backend, "delete", key, store.ErrUnsupported,
 				errors.New("this server ignores ifGenerationMatch on DELETE (Options.NoCompareAndDelete)"))
 		}
 		g, valid := generation(v)
 		if !valid {
-			return store.Errorf(backend, "delete", key, store.ErrConflict, fmt.Errorf("%s: no object has that generation", cond))
+			return store.NewOpError(backend, "delete", key, store.ErrConflict, fmt.Errorf("%s: no object has that generation", cond))
 		}
 		h = h.If(storage.Conditions{GenerationMatch: g})
 		kind = opCondDelete
@@ -232,7 +232,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 		q.StartOffset = s.prefix + o.After + "\x00"
 	}
 	if err := q.SetAttrSelection([]string{"Name", "Generation"}); err != nil {
-		return store.Page{}, store.Errorf(backend, "list", prefix, store.ErrUnsupported, err)
+		return store.Page{}, store.NewOpError(backend, "list", prefix, store.ErrUnsupported, err)
 	}
 	it := s.bucket.Objects(ctx, q)
 	it.PageInfo().MaxSize = limit + 1

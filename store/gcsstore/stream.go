@@ -24,21 +24,21 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 	if !ok {
 		f, err := os.CreateTemp("", "gcsstore-spool-*")
 		if err != nil {
-			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
 		}
 		defer os.Remove(f.Name())
 		defer f.Close()
 		if _, err := io.Copy(f, r); err != nil {
-			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
 		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
 		}
 		rs = f
 	}
 	start, err := rs.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
+		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
 	}
 	return s.put(ctx, key, func() (io.Reader, bool) {
 		if _, err := rs.Seek(start, io.SeekStart); err != nil {

@@ -54,7 +54,7 @@ func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadS
 	default:
 		if v, ok := cond.Match(); ok {
 			if v == "" {
-				return "", store.Errorf(backend, "put", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
+				return "", store.NewOpError(backend, "put", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
 			}
 			in.IfMatch = aws.String(string(v))
 			kind = opCondWrite
@@ -85,16 +85,16 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		return err
 	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
+		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
 	}
 	in := &s3.DeleteObjectInput{Bucket: &s.bucket, Key: s.object(key)}
 	kind := opWrite
 	if v, ok := cond.Match(); ok {
 		if s.noCAD {
-			return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("conditional delete is not AWS-exact on this server (Options.NoCompareAndDelete)"))
+			return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("conditional delete is not AWS-exact on this server (Options.NoCompareAndDelete)"))
 		}
 		if v == "" {
-			return store.Errorf(backend, "delete", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
+			return store.NewOpError(backend, "delete", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
 		}
 		in.IfMatch = aws.String(string(v))
 		kind = opCondWrite

@@ -24,21 +24,21 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 	if !ok {
 		f, err := os.CreateTemp("", "s3store-spool-*")
 		if err != nil {
-			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
 		}
 		defer os.Remove(f.Name())
 		defer f.Close()
 		if _, err := io.Copy(f, r); err != nil {
-			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
 		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
 		}
 		rs = f
 	}
 	body, err := newOffsetSeeker(rs)
 	if err != nil {
-		return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
+		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
 	}
 	return s.put(ctx, key, nonce, func() io.ReadSeeker {
 		body.Seek(0, io.SeekStart)
