@@ -62,22 +62,9 @@ func (s *KVStore) opErr(op, key string, err error) error {
 	}
 }
 
-func (s *KVStore) check(ctx context.Context, op, key string, validate func(string) error) error {
-	if err := validate(key); err != nil {
-		return store.NewOpError(backend, op, key, store.ErrInvalidKey, err)
-	}
-	if s.closed.Load() {
-		return store.NewOpError(backend, op, key, store.ErrClosed, nil)
-	}
-	if err := ctx.Err(); err != nil {
-		return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, err)
-	}
-	return nil
-}
-
 // Get implements store.Store.
 func (s *KVStore) Get(ctx context.Context, key string) (store.Entry, error) {
-	if err := s.check(ctx, "get", key, store.ValidateKey); err != nil {
+	if err := store.Guard(ctx, s.closed.Load(), backend, "get", key); err != nil {
 		return store.Entry{}, err
 	}
 	var kv KV
@@ -95,7 +82,7 @@ func (s *KVStore) Get(ctx context.Context, key string) (store.Entry, error) {
 // Put implements store.Store. An unconditional Put behaves like Consul's
 // plain set: it keeps the key's Session and resets LockIndex and Flags to 0.
 func (s *KVStore) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
-	if err := s.check(ctx, "put", key, store.ValidateKey); err != nil {
+	if err := store.Guard(ctx, s.closed.Load(), backend, "put", key); err != nil {
 		return "", err
 	}
 	var v store.Version
@@ -121,7 +108,7 @@ func putOp(tx *Tx, key string, value []byte, cond store.Condition) (store.Versio
 
 // Delete implements store.Store.
 func (s *KVStore) Delete(ctx context.Context, key string, cond store.Condition) error {
-	if err := s.check(ctx, "delete", key, store.ValidateKey); err != nil {
+	if err := store.Guard(ctx, s.closed.Load(), backend, "delete", key); err != nil {
 		return err
 	}
 	if cond.IsAbsent() {
@@ -145,7 +132,7 @@ func deleteOp(tx *Tx, key string, cond store.Condition) error {
 
 // List implements store.Store.
 func (s *KVStore) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
-	if err := s.check(ctx, "list", prefix, store.ValidatePrefix); err != nil {
+	if err := store.GuardPrefix(ctx, s.closed.Load(), backend, "list", prefix); err != nil {
 		return store.Page{}, err
 	}
 	var o store.ListOptions
@@ -183,7 +170,7 @@ func (s *KVStore) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, 
 		}
 		return nil, store.NewOpError(backend, "txn", "", kind, err)
 	}
-	if err := s.check(ctx, "txn", ops[0].Key, store.ValidateKey); err != nil {
+	if err := store.Guard(ctx, s.closed.Load(), backend, "txn", ops[0].Key); err != nil {
 		return nil, err
 	}
 	var out []store.Version

@@ -20,7 +20,7 @@ const maxListPage = 5000
 // no marker for is served by listing from the start of prefix and
 // skipping names up to After's.
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
-	if err := s.check("list", prefix, true); err != nil {
+	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
 	}
 	var o store.ListOptions

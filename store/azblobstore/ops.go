@@ -55,7 +55,7 @@ func conditions(op, key string, cond store.Condition) (*blob.AccessConditions, o
 
 // Get returns the key's value and version.
 func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
-	if err := s.check("get", key, false); err != nil {
+	if err := s.check(ctx, "get", key, false); err != nil {
 		return store.Entry{}, err
 	}
 	out, err := s.read.NewBlobClient(s.blob(key)).DownloadStream(ctx, nil)
@@ -77,7 +77,7 @@ func (nopCloser) Close() error { return nil }
 // Put writes value under key if cond holds, as one Put Blob; see the
 // package doc for how ambiguous outcomes are resolved.
 func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
-	if err := s.check("put", key, false); err != nil {
+	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
 	return s.putBytes(ctx, key, value, cond)
@@ -118,7 +118,7 @@ func (s *Store) sendPut(ctx context.Context, key, nonce string, ifMatch bool, se
 
 // Delete removes key if cond holds.
 func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
-	if err := s.check("delete", key, false); err != nil {
+	if err := s.check(ctx, "delete", key, false); err != nil {
 		return err
 	}
 	if cond.IsAbsent() {

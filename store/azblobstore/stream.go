@@ -28,7 +28,7 @@ const maxBlocks = 50000
 // change; its uncommitted blocks are discarded by Azure (after a week at
 // most, or at the blob's next commit).
 func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond store.Condition) (store.Version, error) {
-	if err := s.check("put", key, false); err != nil {
+	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
 	buf := make([]byte, blockSize)
@@ -81,7 +81,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 // resumes an interrupted download with If-Match on that version, so the
 // reader yields exactly the bytes of the returned version (or an error).
 func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store.Version, error) {
-	if err := s.check("get", key, false); err != nil {
+	if err := s.check(ctx, "get", key, false); err != nil {
 		return nil, "", err
 	}
 	out, err := s.read.NewBlobClient(s.blob(key)).DownloadStream(ctx, nil)

@@ -150,22 +150,13 @@ func (s *Store) isClosed() bool {
 	return s.closed
 }
 
-// check runs before every operation: closed store, done ctx, key rules.
+// check runs store.Guard (store.GuardPrefix for a prefix) before every
+// operation.
 func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
-	if s.isClosed() {
-		return store.NewOpError(backend, op, key, store.ErrClosed, nil)
-	}
-	if err := ctx.Err(); err != nil {
-		return store.NewOpError(backend, op, key, store.ErrTransient, err)
-	}
-	validate := store.ValidateKey
 	if isPrefix {
-		validate = store.ValidatePrefix
+		return store.GuardPrefix(ctx, s.isClosed(), backend, op, key)
 	}
-	if err := validate(key); err != nil {
-		return store.NewOpError(backend, op, key, store.ErrInvalidKey, err)
-	}
-	return nil
+	return store.Guard(ctx, s.isClosed(), backend, op, key)
 }
 
 // reqCtx bounds one request by Options.RequestTimeout.

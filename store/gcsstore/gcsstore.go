@@ -138,19 +138,14 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// check runs the guards shared by every operation.
-func (s *Store) check(op, key string, isPrefix bool) error {
-	if s.closed.Load() {
-		return store.NewOpError(backend, op, key, store.ErrClosed, nil)
-	}
-	var err error
+// check runs store.Guard, then the limit of the store's prefix.
+func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
+	guard := store.Guard
 	if isPrefix {
-		err = store.ValidatePrefix(key)
-	} else {
-		err = store.ValidateKey(key)
+		guard = store.GuardPrefix
 	}
-	if err != nil {
-		return store.NewOpError(backend, op, key, store.ErrInvalidKey, err)
+	if err := guard(ctx, s.closed.Load(), backend, op, key); err != nil {
+		return err
 	}
 	if len(s.prefix)+len(key) > store.MaxKeyLen {
 		return store.NewOpError(backend, op, key, store.ErrInvalidKey,

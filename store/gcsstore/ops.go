@@ -32,7 +32,7 @@ func newNonce() string {
 
 // Get returns the key's value and generation, read in one request.
 func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
-	if err := s.check("get", key, false); err != nil {
+	if err := s.check(ctx, "get", key, false); err != nil {
 		return store.Entry{}, err
 	}
 	r, err := s.object(key).NewReader(ctx)
@@ -49,7 +49,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 
 // Put writes value under key if cond holds.
 func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
-	if err := s.check("put", key, false); err != nil {
+	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
 	return s.put(ctx, key, func() (io.Reader, bool) { return bytes.NewReader(value), true }, cond)
@@ -167,7 +167,7 @@ func (sr sourceReader) Read(p []byte) (int, error) {
 
 // Delete removes key if cond holds.
 func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
-	if err := s.check("delete", key, false); err != nil {
+	if err := s.check(ctx, "delete", key, false); err != nil {
 		return err
 	}
 	if cond.IsAbsent() {
@@ -214,7 +214,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 // List returns one page of keys under prefix, in byte order, with their
 // generations.
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
-	if err := s.check("list", prefix, true); err != nil {
+	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
 	}
 	var o store.ListOptions

@@ -17,7 +17,7 @@ import (
 // to a temporary file, so that a reader failing part-way fails the Put
 // before anything is sent (ErrTransient, nothing stored).
 func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond store.Condition) (store.Version, error) {
-	if err := s.check("put", key, false); err != nil {
+	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
 	rs, ok := r.(io.ReadSeeker)
@@ -52,7 +52,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 // client pins the generation it first read, so the reader yields exactly
 // that version's bytes.
 func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store.Version, error) {
-	if err := s.check("get", key, false); err != nil {
+	if err := s.check(ctx, "get", key, false); err != nil {
 		return nil, "", err
 	}
 	r, err := s.object(key).NewReader(ctx)

@@ -55,24 +55,12 @@ func (s *Store) Capabilities() store.Capabilities {
 		Transactions: true, Watch: true, Streaming: false, UniqueVersions: true}
 }
 
-func (s *Store) check(ctx context.Context, op, key string) error {
-	if err := ctx.Err(); err != nil {
-		return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, err)
-	}
-	if s.closed {
-		return store.NewOpError(backend, op, key, store.ErrClosed, nil)
-	}
-	return nil
-}
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
-	if err := store.ValidateKey(key); err != nil {
-		return store.Entry{}, store.NewOpError(backend, "get", key, store.ErrInvalidKey, err)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(ctx, "get", key); err != nil {
+	if err := store.Guard(ctx, s.closed, backend, "get", key); err != nil {
 		return store.Entry{}, err
 	}
 	e, ok := s.data[key]
@@ -84,12 +72,9 @@ func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
-	if err := store.ValidateKey(key); err != nil {
-		return "", store.NewOpError(backend, "put", key, store.ErrInvalidKey, err)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(ctx, "put", key); err != nil {
+	if err := store.Guard(ctx, s.closed, backend, "put", key); err != nil {
 		return "", err
 	}
 	cur, ok := s.data[key]
@@ -117,15 +102,12 @@ func (s *Store) notify() {
 
 // Delete implements store.Store.
 func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
-	if err := store.ValidateKey(key); err != nil {
-		return store.NewOpError(backend, "delete", key, store.ErrInvalidKey, err)
-	}
 	if cond.IsAbsent() {
 		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, nil)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(ctx, "delete", key); err != nil {
+	if err := store.Guard(ctx, s.closed, backend, "delete", key); err != nil {
 		return err
 	}
 	cur, ok := s.data[key]
@@ -141,9 +123,6 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
-	if err := store.ValidatePrefix(prefix); err != nil {
-		return store.Page{}, store.NewOpError(backend, "list", prefix, store.ErrInvalidKey, err)
-	}
 	var o store.ListOptions
 	if opts != nil {
 		o = *opts
@@ -153,7 +132,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(ctx, "list", prefix); err != nil {
+	if err := store.GuardPrefix(ctx, s.closed, backend, "list", prefix); err != nil {
 		return store.Page{}, err
 	}
 	var items []store.Item
@@ -179,7 +158,7 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(ctx, "txn", ops[0].Key); err != nil {
+	if err := store.Guard(ctx, s.closed, backend, "txn", ops[0].Key); err != nil {
 		return nil, err
 	}
 	for i, op := range ops {

@@ -14,7 +14,7 @@ import (
 
 // Get returns the key's value and version (a legacy header stripped).
 func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
-	if err := s.check("get", key, false); err != nil {
+	if err := s.check(ctx, "get", key, false); err != nil {
 		return store.Entry{}, err
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: s.object(key)})
@@ -32,7 +32,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 // Put writes value under key, as is, if cond holds; see the package doc
 // for the nonce and how ambiguous outcomes are resolved.
 func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
-	if err := s.check("put", key, false); err != nil {
+	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
 	return s.put(ctx, key, newNonce(), func() io.ReadSeeker { return bytes.NewReader(value) }, cond)
@@ -81,7 +81,7 @@ func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadS
 
 // Delete removes key if cond holds.
 func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
-	if err := s.check("delete", key, false); err != nil {
+	if err := s.check(ctx, "delete", key, false); err != nil {
 		return err
 	}
 	if cond.IsAbsent() {
@@ -122,7 +122,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 
 // List returns one page of keys under prefix, in byte order.
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
-	if err := s.check("list", prefix, true); err != nil {
+	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
 	}
 	var o store.ListOptions

@@ -16,7 +16,7 @@ import (
 // temporary file first, because the request needs a known length and a
 // body the SDK can hash and rewind. Nothing is held whole in memory.
 func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond store.Condition) (store.Version, error) {
-	if err := s.check("put", key, false); err != nil {
+	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
 	nonce := newNonce()
@@ -49,7 +49,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 // GetStream returns a reader of the key's value (a legacy header
 // stripped) and its version.
 func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store.Version, error) {
-	if err := s.check("get", key, false); err != nil {
+	if err := s.check(ctx, "get", key, false); err != nil {
 		return nil, "", err
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: s.object(key)})
