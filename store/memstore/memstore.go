@@ -55,7 +55,6 @@ func (s *Store) Capabilities() store.Capabilities {
 		Transactions: true, Watch: true, Streaming: false, UniqueVersions: true}
 }
 
-
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 	s.mu.Lock()
