@@ -30,7 +30,8 @@
 //
 // A backend declares what it can do in Capabilities; code that needs CAS
 // asks first. A backend that cannot check-and-write in one atomic step does
-// not claim the capability.
+// not claim the capability, and refuses that condition with ErrUnsupported
+// instead of running it unchecked.
 //
 // The conformance suite in store/storetest turns each obligation written in
 // these doc comments into a subtest and runs it against every backend.
