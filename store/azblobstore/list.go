@@ -8,6 +8,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // maxListPage is Azure's largest List Blobs page.
@@ -47,7 +48,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 			Prefix: &namePrefix, Marker: marker, MaxResults: &want,
 		}).NextPage(ctx)
 		if err != nil {
-			return store.Page{}, opError("list", prefix, classify(opRead, err), err)
+			return store.Page{}, opError("list", prefix, classify(resolve.OpRead, err), err)
 		}
 		for _, b := range out.Segment.BlobItems {
 			if b.Name == nil || !strings.HasPrefix(*b.Name, s.prefix) || (after != "" && *b.Name <= after) {
@@ -67,7 +68,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 			return page, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return store.Page{}, opError("list", prefix, classify(opRead, err), err)
+			return store.Page{}, opError("list", prefix, classify(resolve.OpRead, err), err)
 		}
 	}
 }

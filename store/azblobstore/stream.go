@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // blockSize is the size of one staged block of a streamed value, and so
@@ -53,7 +54,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		}
 		id := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s-%08d", nonce, len(ids)))
 		if _, err := stage.StageBlock(ctx, id, nopCloser{bytes.NewReader(buf[:n])}, nil); err != nil {
-			f := classify(opRead, err) // nothing visible changed
+			f := classify(resolve.OpRead, err) // nothing visible changed
 			return "", opError("put", key, f, err)
 		}
 		ids = append(ids, id)
@@ -63,7 +64,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		}
 	}
 	commit := s.write.NewBlockBlobClient(s.blob(key))
-	send := func() (store.Version, failure, error) {
+	send := func() (store.Version, resolve.Failure, error) {
 		out, err := commit.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{
 			AccessConditions: ac,
 			Metadata:         map[string]*string{metaNonce: &nonce},
@@ -71,7 +72,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		if err != nil {
 			return "", classify(kind, err), err
 		}
-		return quoteETag(out.ETag), failure{}, nil
+		return quoteETag(out.ETag), resolve.Failure{}, nil
 	}
 	_, ifMatch := cond.Match()
 	return s.sendPut(ctx, key, nonce, ifMatch, send)
@@ -86,7 +87,7 @@ func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store
 	}
 	out, err := s.read.NewBlobClient(s.blob(key)).DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, "", opError("get", key, classify(opRead, err), err)
+		return nil, "", opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	return out.Body, quoteETag(out.ETag), nil
 }

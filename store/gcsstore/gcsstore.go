@@ -48,7 +48,7 @@ type Options struct {
 }
 
 // readAttempts bounds the client's attempts at one read (get, attrs,
-// one list page); the last failure is then ErrTransient.
+// one list page); the last resolve.Failure is then ErrTransient.
 const readAttempts = 4
 
 // Store is a store.Store over one GCS bucket and object-name prefix.

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // PutStream is Put with the value read from r, sent in one upload request
@@ -57,7 +58,7 @@ func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store
 	}
 	r, err := s.object(key).NewReader(ctx)
 	if err != nil {
-		return nil, "", opError("get", key, classify(opRead, err), err)
+		return nil, "", opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	return r, version(r.Attrs.Generation), nil
 }

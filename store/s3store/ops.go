@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // Get returns the key's value and version (a legacy header stripped).
@@ -19,12 +20,12 @@ func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: s.object(key)})
 	if err != nil {
-		return store.Entry{}, opError("get", key, classify(opRead, err), err)
+		return store.Entry{}, opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	defer out.Body.Close()
 	obj, err := io.ReadAll(out.Body)
 	if err != nil {
-		return store.Entry{}, opError("get", key, classify(opRead, err), err)
+		return store.Entry{}, opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	return store.Entry{Key: key, Value: decodeValue(obj, out.Metadata[metaNonce]), Version: quoteETag(out.ETag)}, nil
 }
@@ -46,33 +47,33 @@ func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadS
 		Key:      s.object(key),
 		Metadata: map[string]string{metaNonce: nonce},
 	}
-	kind := opWrite
+	kind := resolve.OpWrite
 	switch {
 	case cond.IsAbsent():
 		in.IfNoneMatch = aws.String("*")
-		kind = opCondWrite
+		kind = resolve.OpCondPut
 	default:
 		if v, ok := cond.Match(); ok {
 			if v == "" {
 				return "", store.NewOpError(backend, "put", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
 			}
 			in.IfMatch = aws.String(string(v))
-			kind = opCondWrite
+			kind = resolve.OpCondPut
 		}
 	}
-	send := func() (store.Version, failure, error) {
+	send := func() (store.Version, resolve.Failure, error) {
 		in.Body = body()
 		out, err := s.client.PutObject(ctx, in, noRetry)
 		if err != nil {
 			return "", classify(kind, err), err
 		}
-		return quoteETag(out.ETag), failure{}, nil
+		return quoteETag(out.ETag), resolve.Failure{}, nil
 	}
 	v, f, err := send()
 	if err == nil {
 		return v, nil
 	}
-	if f.kind != store.ErrUnknownOutcome {
+	if f.Kind != store.ErrUnknownOutcome {
 		return "", opError("put", key, f, err)
 	}
 	_, ifMatch := cond.Match()
@@ -88,7 +89,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
 	}
 	in := &s3.DeleteObjectInput{Bucket: &s.bucket, Key: s.object(key)}
-	kind := opWrite
+	kind := resolve.OpWrite
 	if v, ok := cond.Match(); ok {
 		if s.noCAD {
 			return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("conditional delete is not AWS-exact on this server (Options.NoCompareAndDelete)"))
@@ -97,24 +98,24 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 			return store.NewOpError(backend, "delete", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
 		}
 		in.IfMatch = aws.String(string(v))
-		kind = opCondWrite
+		kind = resolve.OpCondDelete
 	}
-	send := func() (failure, error) {
+	send := func() (resolve.Failure, error) {
 		_, err := s.client.DeleteObject(ctx, in, noRetry)
 		if err != nil {
 			f := classify(kind, err)
-			if kind == opWrite && f.kind == store.ErrNotFound && f.code != "NoSuchBucket" {
-				return failure{}, nil // an unconditional delete of a missing key succeeds
+			if kind == resolve.OpWrite && f.Kind == store.ErrNotFound && f.Code != "NoSuchBucket" {
+				return resolve.Failure{}, nil // an unconditional delete of a missing key succeeds
 			}
 			return f, err
 		}
-		return failure{}, nil
+		return resolve.Failure{}, nil
 	}
 	f, err := send()
 	if err == nil {
 		return nil
 	}
-	if f.kind != store.ErrUnknownOutcome {
+	if f.Kind != store.ErrUnknownOutcome {
 		return opError("delete", key, f, err)
 	}
 	return s.resolveDelete(ctx, key, kind, send, f, err)
@@ -143,7 +144,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	}
 	out, err := s.client.ListObjectsV2(ctx, in)
 	if err != nil {
-		return store.Page{}, opError("list", prefix, classify(opRead, err), err)
+		return store.Page{}, opError("list", prefix, classify(resolve.OpRead, err), err)
 	}
 	page := store.Page{Items: make([]store.Item, 0, len(out.Contents))}
 	for _, obj := range out.Contents {

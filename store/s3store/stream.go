@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // PutStream is Put with the value read from r. An io.ReadSeeker is sent
@@ -54,12 +55,12 @@ func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: s.object(key)})
 	if err != nil {
-		return nil, "", opError("get", key, classify(opRead, err), err)
+		return nil, "", opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	r, err := stripLegacyHeader(out.Body, out.Metadata[metaNonce])
 	if err != nil {
 		out.Body.Close()
-		return nil, "", opError("get", key, classify(opRead, err), err)
+		return nil, "", opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	return readCloser{r, out.Body}, quoteETag(out.ETag), nil
 }
