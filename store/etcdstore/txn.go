@@ -37,11 +37,8 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		}
 		return nil, store.NewOpError(backend, "txn", "", store.ErrUnsupported, err)
 	}
-	if s.isClosed() {
-		return nil, store.NewOpError(backend, "txn", "", store.ErrClosed, nil)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, store.NewOpError(backend, "txn", "", store.ErrTransient, err)
+	if err := store.Guard(ctx, s.isClosed(), backend, "txn", ops[0].Key); err != nil {
+		return nil, err
 	}
 	var (
 		cmps    []clientv3.Cmp
