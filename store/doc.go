@@ -33,6 +33,10 @@
 // not claim the capability, and refuses that condition with ErrUnsupported
 // instead of running it unchecked.
 //
+// Every backend runs Guard (GuardPrefix for a List) before an operation,
+// so a closed store, a done context and a bad key fail the same way on all
+// of them.
+//
 // The conformance suite in store/storetest turns each obligation written in
 // these doc comments into a subtest and runs it against every backend.
 package store
