@@ -260,17 +260,15 @@ func (s *Store) Capabilities() store.Capabilities {
 		Transactions: true, Watch: inotifySupported, Streaming: true, UniqueVersions: true}
 }
 
-// begin starts an operation: it fails once the store is closed or ctx is
-// done, and otherwise registers the operation so Close waits for it. The
-// caller calls s.inflight.Done when begin returns nil.
-func (s *Store) begin(ctx context.Context, op, key string) error {
+// begin starts an operation: it fails as guard (store.Guard, or
+// store.GuardPrefix for a listing) says — closed store, done ctx, bad key —
+// and otherwise registers the operation so Close waits for it. The caller
+// calls s.inflight.Done when begin returns nil.
+func (s *Store) begin(ctx context.Context, guard func(ctx context.Context, closed bool, backend, op, key string) error, op, key string) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return store.NewOpError(backend, op, key, store.ErrClosed, nil)
-	}
-	if err := ctx.Err(); err != nil {
-		return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, err)
+	if err := guard(ctx, s.closed, backend, op, key); err != nil {
+		return err
 	}
 	s.inflight.Add(1)
 	return nil

@@ -21,7 +21,7 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 	if err := store.ValidateTxn(ops); err != nil {
 		return nil, store.NewOpError(backend, op, "", errKind(err), err)
 	}
-	if err := s.begin(ctx, op, ops[0].Key); err != nil {
+	if err := s.begin(ctx, store.Guard, op, ops[0].Key); err != nil {
 		return nil, err
 	}
 	defer s.inflight.Done()
