@@ -30,7 +30,12 @@
 //
 // A backend declares what it can do in Capabilities; code that needs CAS
 // asks first. A backend that cannot check-and-write in one atomic step does
-// not claim the capability.
+// not claim the capability, and refuses that condition with ErrUnsupported
+// instead of running it unchecked.
+//
+// Every backend runs Guard (GuardPrefix for a List) before an operation,
+// so a closed store, a done context and a bad key fail the same way on all
+// of them.
 //
 // The conformance suite in store/storetest turns each obligation written in
 // these doc comments into a subtest and runs it against every backend.

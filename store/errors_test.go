@@ -15,20 +15,20 @@ func TestOpErrorFormat(t *testing.T) {
 		err  *store.OpError
 		want string
 	}{
-		{store.Errorf("memstore", "get", "jobs/a", store.ErrNotFound, nil),
+		{store.NewOpError("memstore", "get", "jobs/a", store.ErrNotFound, nil),
 			`memstore: get "jobs/a": not found`},
 		{&store.OpError{Op: "put", Key: "jobs/a", Backend: "s3store", Status: 412, Code: "PreconditionFailed", Kind: store.ErrConflict},
 			`s3store: put "jobs/a": precondition failed (status 412 PreconditionFailed)`},
 		{&store.OpError{Op: "put", Key: "k", Backend: "consulstore", Status: 200, Kind: store.ErrConflict},
 			`consulstore: put "k": precondition failed (status 200)`},
-		{store.Errorf("filestore", "delete", "k", store.ErrTransient, fs.ErrPermission),
+		{store.NewOpError("filestore", "delete", "k", store.ErrTransient, fs.ErrPermission),
 			`filestore: delete "k": transient failure: permission denied`},
 		// A key-rule error names the key once, with why it is bad.
-		{store.Errorf("filestore", "get", "a//b", store.ErrInvalidKey, store.ValidateKey("a//b")),
+		{store.NewOpError("filestore", "get", "a//b", store.ErrInvalidKey, store.ValidateKey("a//b")),
 			`filestore: get "a//b": invalid key: empty path segment (leading, trailing or doubled '/')`},
-		{store.Errorf("memstore", "list", "a//", store.ErrInvalidKey, store.ValidatePrefix("a//")),
+		{store.NewOpError("memstore", "list", "a//", store.ErrInvalidKey, store.ValidatePrefix("a//")),
 			`memstore: list "a//": invalid key: empty path segment (leading, trailing or doubled '/')`},
-		{store.Errorf("memstore", "txn", "a", store.ErrInvalidKey, store.ValidateKey("b/")),
+		{store.NewOpError("memstore", "txn", "a", store.ErrInvalidKey, store.ValidateKey("b/")),
 			`memstore: txn "a": invalid key: invalid key "b/": empty path segment (leading, trailing or doubled '/')`},
 	}
 	for _, tt := range tests {
@@ -39,7 +39,7 @@ func TestOpErrorFormat(t *testing.T) {
 }
 
 func TestOpErrorMatchesKindAndCause(t *testing.T) {
-	err := fmt.Errorf("lease: acquire: %w", store.Errorf("s3store", "put", "k", store.ErrUnknownOutcome, os.ErrDeadlineExceeded))
+	err := fmt.Errorf("lease: acquire: %w", store.NewOpError("s3store", "put", "k", store.ErrUnknownOutcome, os.ErrDeadlineExceeded))
 	if !errors.Is(err, store.ErrUnknownOutcome) {
 		t.Error("wrapped OpError does not match its Kind")
 	}
@@ -53,7 +53,7 @@ func TestOpErrorMatchesKindAndCause(t *testing.T) {
 	if !errors.As(err, &oe) || oe.Backend != "s3store" || oe.Key != "k" {
 		t.Errorf("errors.As found %+v", oe)
 	}
-	if nilCause := store.Errorf("m", "get", "k", store.ErrNotFound, nil); len(nilCause.Unwrap()) != 1 {
+	if nilCause := store.NewOpError("m", "get", "k", store.ErrNotFound, nil); len(nilCause.Unwrap()) != 1 {
 		t.Errorf("OpError with no cause unwraps to %v", nilCause.Unwrap())
 	}
 }
@@ -64,7 +64,7 @@ func TestTxnErrorMatchesThroughOpError(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 	// memstore's shape: an OpError whose cause is the TxnError.
-	err := fmt.Errorf("publish: %w", store.Errorf("memstore", "txn", "c", store.ErrConflict, te))
+	err := fmt.Errorf("publish: %w", store.NewOpError("memstore", "txn", "c", store.ErrConflict, te))
 	if !errors.Is(err, store.ErrConflict) {
 		t.Error("does not match ErrConflict")
 	}

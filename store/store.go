@@ -57,9 +57,13 @@ type Store interface {
 	// Put writes value under key if cond holds, atomically with the check,
 	// and returns the new version.
 	//
-	// It must return an error matching ErrConflict when cond is IfAbsent and
-	// the key exists, or when cond is IfMatch(v) and the key does not exist
-	// or its version is not v. A failed Put changes nothing. A successful
+	// A store that does not declare Capabilities.CreateIfAbsent must return
+	// an error matching ErrUnsupported for IfAbsent, and one that does not
+	// declare Capabilities.CompareAndSwap must do so for IfMatch, without
+	// writing. Otherwise it must return an error matching ErrConflict when
+	// cond is IfAbsent and the key exists, or when cond is IfMatch(v) and
+	// the key does not exist or its version is not v. A failed Put changes
+	// nothing. A successful
 	// Put returns a version different from the key's current one whenever
 	// the value differs; on a store with Capabilities.UniqueVersions, every
 	// successful Put returns a version different from every version the key
@@ -67,9 +71,11 @@ type Store interface {
 	Put(ctx context.Context, key string, value []byte, cond Condition) (Version, error)
 
 	// Delete removes key if cond holds. An unconditional Delete of a missing
-	// key succeeds. It must return an error matching ErrConflict when cond
-	// is IfMatch(v) and the key does not exist or its version is not v, and
-	// an error matching ErrUnsupported when cond is IfAbsent.
+	// key succeeds. It must return an error matching ErrUnsupported when
+	// cond is IfAbsent, or when cond is IfMatch and the store does not
+	// declare Capabilities.CompareAndDelete. Otherwise it must return an
+	// error matching ErrConflict when cond is IfMatch(v) and the key does
+	// not exist or its version is not v.
 	Delete(ctx context.Context, key string, cond Condition) error
 
 	// List returns one page of the keys that start with prefix, in
@@ -85,7 +91,11 @@ type Store interface {
 	Close() error
 }
 
-// Capabilities are declared by a backend, never assumed by callers.
+// Capabilities are declared by a backend, never assumed by callers. A
+// conditional operation whose capability is not declared fails with an
+// error matching ErrUnsupported and changes nothing; it never runs
+// unchecked. Every backend in this module declares CreateIfAbsent and
+// CompareAndSwap; cas, lease and publish refuse a store without them.
 type Capabilities struct {
 	// CreateIfAbsent: Put with IfAbsent is atomic.
 	CreateIfAbsent bool

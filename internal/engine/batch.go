@@ -99,7 +99,6 @@ func (e *Engine) Update(ctx context.Context, fn func(tx *Tx) error) (uint64, err
 // them: batching without any added delay.
 func (e *Engine) writer() {
 	defer close(e.done)
-	max := e.opts.maxBatch()
 	var queue []*request // requests carried over (solo re-runs first)
 	for {
 		if len(queue) == 0 {
@@ -110,7 +109,7 @@ func (e *Engine) writer() {
 			queue = append(queue, r)
 		}
 	drain:
-		for len(queue) < max {
+		for len(queue) < maxBatch {
 			select {
 			case r, ok := <-e.reqs:
 				if !ok {
@@ -126,7 +125,7 @@ func (e *Engine) writer() {
 			batch, queue = queue[:1], queue[1:]
 		} else {
 			n := 0
-			for n < len(queue) && n < max && !queue[n].solo {
+			for n < len(queue) && n < maxBatch && !queue[n].solo {
 				n++
 			}
 			batch, queue = queue[:n], queue[n:]

@@ -29,9 +29,6 @@ var (
 
 // Options tune an Engine. A nil *Options means all defaults.
 type Options struct {
-	// MaxBatch caps how many Updates share one commit. Zero means 1024.
-	MaxBatch int
-
 	// OnCommit, when set, is called after every durable commit with the
 	// number of Updates the commit carried and how long the commit
 	// (including fsync) took. It must be fast; the server feeds metrics
@@ -69,12 +66,8 @@ func (o *Options) tombstoneTTL() time.Duration {
 	return o.TombstoneTTL
 }
 
-func (o *Options) maxBatch() int {
-	if o == nil || o.MaxBatch <= 0 {
-		return 1024
-	}
-	return o.MaxBatch
-}
+// maxBatch caps how many Updates share one commit.
+const maxBatch = 1024
 
 // Engine is an open data directory. All methods are safe for concurrent
 // use.

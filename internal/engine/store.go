@@ -51,33 +51,20 @@ func (s *KVStore) opErr(op, key string, err error) error {
 	case errors.As(err, &oe):
 		return err
 	case errors.Is(err, ErrClosed):
-		return store.Errorf(backend, op, key, store.ErrClosed, err)
+		return store.NewOpError(backend, op, key, store.ErrClosed, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		if op == "get" || op == "list" {
-			return store.Errorf(backend, op, key, err, nil)
+			return store.NewOpError(backend, op, key, err, nil)
 		}
-		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+		return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, err)
 	default:
-		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+		return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, err)
 	}
-}
-
-func (s *KVStore) check(ctx context.Context, op, key string, validate func(string) error) error {
-	if err := validate(key); err != nil {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
-	}
-	if s.closed.Load() {
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
-	}
-	if err := ctx.Err(); err != nil {
-		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
-	}
-	return nil
 }
 
 // Get implements store.Store.
 func (s *KVStore) Get(ctx context.Context, key string) (store.Entry, error) {
-	if err := s.check(ctx, "get", key, store.ValidateKey); err != nil {
+	if err := store.Guard(ctx, s.closed.Load(), backend, "get", key); err != nil {
 		return store.Entry{}, err
 	}
 	var kv KV
@@ -87,7 +74,7 @@ func (s *KVStore) Get(ctx context.Context, key string) (store.Entry, error) {
 		return store.Entry{}, s.opErr("get", key, err)
 	}
 	if !ok {
-		return store.Entry{}, store.Errorf(backend, "get", key, store.ErrNotFound, nil)
+		return store.Entry{}, store.NewOpError(backend, "get", key, store.ErrNotFound, nil)
 	}
 	return store.Entry{Key: key, Value: kv.Value, Version: version(kv)}, nil
 }
@@ -95,7 +82,7 @@ func (s *KVStore) Get(ctx context.Context, key string) (store.Entry, error) {
 // Put implements store.Store. An unconditional Put behaves like Consul's
 // plain set: it keeps the key's Session and resets LockIndex and Flags to 0.
 func (s *KVStore) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
-	if err := s.check(ctx, "put", key, store.ValidateKey); err != nil {
+	if err := store.Guard(ctx, s.closed.Load(), backend, "put", key); err != nil {
 		return "", err
 	}
 	var v store.Version
@@ -113,7 +100,7 @@ func (s *KVStore) Put(ctx context.Context, key string, value []byte, cond store.
 func putOp(tx *Tx, key string, value []byte, cond store.Condition) (store.Version, error) {
 	cur, ok := tx.GetKV(key)
 	if !cond.Holds(ok, version(cur)) {
-		return "", store.Errorf(backend, "put", key, store.ErrConflict, nil)
+		return "", store.NewOpError(backend, "put", key, store.ErrConflict, nil)
 	}
 	kv := tx.PutKV(KV{Key: key, Value: value, Session: cur.Session})
 	return version(kv), nil
@@ -121,11 +108,11 @@ func putOp(tx *Tx, key string, value []byte, cond store.Condition) (store.Versio
 
 // Delete implements store.Store.
 func (s *KVStore) Delete(ctx context.Context, key string, cond store.Condition) error {
-	if err := s.check(ctx, "delete", key, store.ValidateKey); err != nil {
+	if err := store.Guard(ctx, s.closed.Load(), backend, "delete", key); err != nil {
 		return err
 	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, "delete", key, store.ErrUnsupported, nil)
+		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, nil)
 	}
 	_, err := s.e.Update(ctx, func(tx *Tx) error { return deleteOp(tx, key, cond) })
 	if err != nil {
@@ -137,7 +124,7 @@ func (s *KVStore) Delete(ctx context.Context, key string, cond store.Condition) 
 func deleteOp(tx *Tx, key string, cond store.Condition) error {
 	cur, ok := tx.GetKV(key)
 	if !cond.Holds(ok, version(cur)) {
-		return store.Errorf(backend, "delete", key, store.ErrConflict, nil)
+		return store.NewOpError(backend, "delete", key, store.ErrConflict, nil)
 	}
 	tx.DeleteKV(key)
 	return nil
@@ -145,7 +132,7 @@ func deleteOp(tx *Tx, key string, cond store.Condition) error {
 
 // List implements store.Store.
 func (s *KVStore) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
-	if err := s.check(ctx, "list", prefix, store.ValidatePrefix); err != nil {
+	if err := store.GuardPrefix(ctx, s.closed.Load(), backend, "list", prefix); err != nil {
 		return store.Page{}, err
 	}
 	var o store.ListOptions
@@ -181,9 +168,9 @@ func (s *KVStore) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, 
 		if errors.Is(err, store.ErrInvalidKey) {
 			kind = store.ErrInvalidKey
 		}
-		return nil, store.Errorf(backend, "txn", "", kind, err)
+		return nil, store.NewOpError(backend, "txn", "", kind, err)
 	}
-	if err := s.check(ctx, "txn", ops[0].Key, store.ValidateKey); err != nil {
+	if err := store.Guard(ctx, s.closed.Load(), backend, "txn", ops[0].Key); err != nil {
 		return nil, err
 	}
 	var out []store.Version
@@ -193,7 +180,7 @@ func (s *KVStore) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, 
 		for i, op := range ops {
 			cur, ok := tx.GetKV(op.Key)
 			if !op.Cond.Holds(ok, version(cur)) {
-				return store.Errorf(backend, "txn", op.Key, store.ErrConflict,
+				return store.NewOpError(backend, "txn", op.Key, store.ErrConflict,
 					&store.TxnError{Index: i, Key: op.Key, Err: store.ErrConflict})
 			}
 		}
@@ -217,7 +204,7 @@ func (s *KVStore) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, 
 // WaitChange implements store.Watcher with Engine.Wait: no polling.
 func (s *KVStore) WaitChange(ctx context.Context, key string, last store.Version) error {
 	if err := store.ValidateKey(key); err != nil {
-		return store.Errorf(backend, "watch", key, store.ErrInvalidKey, err)
+		return store.NewOpError(backend, "watch", key, store.ErrInvalidKey, err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -230,7 +217,7 @@ func (s *KVStore) WaitChange(ctx context.Context, key string, last store.Version
 	}()
 	for {
 		if s.closed.Load() {
-			return store.Errorf(backend, "watch", key, store.ErrClosed, nil)
+			return store.NewOpError(backend, "watch", key, store.ErrClosed, nil)
 		}
 		var cur store.Version
 		var idx uint64
@@ -249,7 +236,7 @@ func (s *KVStore) WaitChange(ctx context.Context, key string, last store.Version
 		}
 		if err := s.e.Wait(wctx, key, idx); err != nil {
 			if errors.Is(err, ErrClosed) || s.closed.Load() {
-				return store.Errorf(backend, "watch", key, store.ErrClosed, err)
+				return store.NewOpError(backend, "watch", key, store.ErrClosed, err)
 			}
 			return err
 		}

@@ -33,10 +33,6 @@ func (a *apis) close() {
 	}
 }
 
-// liveBlobs tells the engine which blobs are referenced, for the orphan
-// sweep at Open.
-var liveBlobs func(tx *engine.Tx, live func(id string)) error = s3api.LiveBlobs
-
 // newAPIs builds the handlers over e from cfg.
 func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 	a := &apis{}

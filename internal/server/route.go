@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/s3api"
 )
 
@@ -87,7 +88,7 @@ func (s *Server) opsHandler() http.Handler {
 func (s *Server) health(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	err := s.engine.View(func(tx *engineTx) error { return nil })
+	err := s.engine.View(func(tx *engine.Tx) error { return nil })
 	if err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		json.NewEncoder(w).Encode(map[string]any{"status": "unavailable", "error": err.Error()})

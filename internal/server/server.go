@@ -13,9 +13,8 @@ import (
 	"path/filepath"
 
 	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/s3api"
 )
-
-type engineTx = engine.Tx
 
 // Server is one running latchkey server: an open engine and its handlers.
 type Server struct {
@@ -50,7 +49,7 @@ func New(cfg Config) (*Server, error) {
 	m := newMetrics()
 	e, err := engine.Open(cfg.DataDir, &engine.Options{
 		OnCommit:  m.onCommit,
-		LiveBlobs: liveBlobs,
+		LiveBlobs: s3api.LiveBlobs,
 		NoSync:    cfg.NoSync,
 	})
 	if err != nil {
@@ -234,7 +233,7 @@ func dirInUse(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, "LOCK")); err != nil {
 		return nil
 	}
-	e, err := engine.Open(dir, &engine.Options{LiveBlobs: liveBlobs})
+	e, err := engine.Open(dir, &engine.Options{LiveBlobs: s3api.LiveBlobs})
 	if errors.Is(err, engine.ErrLocked) {
 		return err
 	}

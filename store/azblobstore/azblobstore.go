@@ -195,22 +195,17 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// check runs the guards shared by every operation.
-func (s *Store) check(op, key string, isPrefix bool) error {
-	if s.closed.Load() {
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
-	}
-	var err error
+// check runs store.Guard, then the limit of the store's prefix.
+func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
+	guard := store.Guard
 	if isPrefix {
-		err = store.ValidatePrefix(key)
-	} else {
-		err = store.ValidateKey(key)
+		guard = store.GuardPrefix
 	}
-	if err != nil {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
+	if err := guard(ctx, s.closed.Load(), backend, op, key); err != nil {
+		return err
 	}
 	if n := len(s.prefix) + len(blobName(key)); n > maxBlobName {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey,
+		return store.NewOpError(backend, op, key, store.ErrInvalidKey,
 			fmt.Errorf("blob name (prefix and escaped key) is %d bytes, longer than %d", n, maxBlobName))
 	}
 	return nil

@@ -16,23 +16,6 @@ const backend = "azblobstore"
 
 const codeContainerNotFound = string(bloberror.ContainerNotFound)
 
-// opKind says what kind of request failed, which decides how an ambiguous
-// failure is read.
-type opKind int
-
-const (
-	opRead      opKind = iota // Get Blob, Get Blob Properties, List Blobs, Put Block: change nothing visible
-	opWrite                   // Put Blob, Put Block List, Delete Blob without condition
-	opCondWrite               // the same with If-Match / If-None-Match
-)
-
-// failure is the classification of one SDK error.
-type failure struct {
-	kind   error // a store sentinel
-	status int
-	code   string
-}
-
 // classify maps an SDK error onto the store error set. It is the one place
 // that knows Azure Blob's statuses and codes:
 //
@@ -54,50 +37,50 @@ type failure struct {
 //	other transport error after a write             → ErrUnknownOutcome (timeout, reset)
 //	the caller's context ended                      → as a transport error, with the
 //	                                                  context's error kept as the cause
-func classify(op opKind, err error) failure {
-	var f failure
+func classify(op resolve.OpKind, err error) resolve.Failure {
+	var f resolve.Failure
 	var re *azcore.ResponseError
 	if errors.As(err, &re) {
-		f.status, f.code = re.StatusCode, re.ErrorCode
+		f.Status, f.Code = re.StatusCode, re.ErrorCode
 	}
-	write := op != opRead
+	write := op.Write()
 	switch {
 	case bloberror.HasCode(err, bloberror.BlobAlreadyExists):
-		f.kind = store.ErrConflict
-	case f.status == http.StatusPreconditionFailed && strings.HasPrefix(f.code, "Lease"):
-		f.kind = store.ErrUnsupported
-	case f.status == http.StatusPreconditionFailed:
-		f.kind = store.ErrConflict
-	case f.status == http.StatusNotFound && f.code == codeContainerNotFound:
-		f.kind = store.ErrNotFound
-	case f.status == http.StatusNotFound && op == opCondWrite:
-		f.kind = store.ErrConflict
-	case f.status == http.StatusNotFound:
-		f.kind = store.ErrNotFound
-	case f.status == http.StatusConflict:
-		f.kind = store.ErrTransient
-	case f.status == http.StatusBadRequest && (f.code == string(bloberror.InvalidResourceName) || f.code == string(bloberror.InvalidURI)):
-		f.kind = store.ErrInvalidKey
-	case f.status == http.StatusBadRequest && f.code == string(bloberror.InvalidBlockList):
-		f.kind = store.ErrTransient
-	case f.status == http.StatusRequestTimeout || f.status == http.StatusTooManyRequests || f.status >= 500:
-		f.kind = resolve.Unanswered(write)
+		f.Kind = store.ErrConflict
+	case f.Status == http.StatusPreconditionFailed && strings.HasPrefix(f.Code, "Lease"):
+		f.Kind = store.ErrUnsupported
+	case f.Status == http.StatusPreconditionFailed:
+		f.Kind = store.ErrConflict
+	case f.Status == http.StatusNotFound && f.Code == codeContainerNotFound:
+		f.Kind = store.ErrNotFound
+	case f.Status == http.StatusNotFound && op.Conditional():
+		f.Kind = store.ErrConflict
+	case f.Status == http.StatusNotFound:
+		f.Kind = store.ErrNotFound
+	case f.Status == http.StatusConflict:
+		f.Kind = store.ErrTransient
+	case f.Status == http.StatusBadRequest && (f.Code == string(bloberror.InvalidResourceName) || f.Code == string(bloberror.InvalidURI)):
+		f.Kind = store.ErrInvalidKey
+	case f.Status == http.StatusBadRequest && f.Code == string(bloberror.InvalidBlockList):
+		f.Kind = store.ErrTransient
+	case f.Status == http.StatusRequestTimeout || f.Status == http.StatusTooManyRequests || f.Status >= 500:
+		f.Kind = resolve.Unanswered(write)
 	default:
 		// Other 4xx, 3xx, dial and transport errors.
-		f.kind = resolve.Fallback(f.status, write, err)
+		f.Kind = resolve.Fallback(f.Status, write, err)
 	}
 	return f
 }
 
-// opError wraps a classified failure in the store's error type. An
+// opError wraps a classified resolve.Failure in the store's error type. An
 // *azcore.ResponseError prints a whole response dump; the cause keeps it
 // reachable with errors.As but prints only its first line.
-func opError(op, key string, f failure, cause error) *store.OpError {
+func opError(op, key string, f resolve.Failure, cause error) *store.OpError {
 	var re *azcore.ResponseError
 	if cause != nil && errors.As(cause, &re) {
 		cause = shortError{cause}
 	}
-	return &store.OpError{Op: op, Key: key, Backend: backend, Status: f.status, Code: f.code, Kind: f.kind, Err: cause}
+	return f.OpError(backend, op, key, cause)
 }
 
 // shortError prints the first line of an SDK error.

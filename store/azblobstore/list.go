@@ -8,6 +8,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // maxListPage is Azure's largest List Blobs page.
@@ -20,7 +21,7 @@ const maxListPage = 5000
 // no marker for is served by listing from the start of prefix and
 // skipping names up to After's.
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
-	if err := s.check("list", prefix, true); err != nil {
+	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
 	}
 	var o store.ListOptions
@@ -47,7 +48,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 			Prefix: &namePrefix, Marker: marker, MaxResults: &want,
 		}).NextPage(ctx)
 		if err != nil {
-			return store.Page{}, opError("list", prefix, classify(opRead, err), err)
+			return store.Page{}, opError("list", prefix, classify(resolve.OpRead, err), err)
 		}
 		for _, b := range out.Segment.BlobItems {
 			if b.Name == nil || !strings.HasPrefix(*b.Name, s.prefix) || (after != "" && *b.Name <= after) {
@@ -67,7 +68,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 			return page, nil
 		}
 		if err := ctx.Err(); err != nil {
-			return store.Page{}, opError("list", prefix, classify(opRead, err), err)
+			return store.Page{}, opError("list", prefix, classify(resolve.OpRead, err), err)
 		}
 	}
 }

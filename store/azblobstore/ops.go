@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // metaNonce is the metadata name (x-ms-meta-latchkeynonce) of the random
@@ -38,34 +39,38 @@ func nonceIn(md map[string]*string) string {
 }
 
 // conditions turns a store condition into Azure access conditions.
-func conditions(op, key string, cond store.Condition) (*blob.AccessConditions, opKind, error) {
+func conditions(op, key string, cond store.Condition) (*blob.AccessConditions, resolve.OpKind, error) {
+	condKind := resolve.OpCondPut
+	if op == "delete" {
+		condKind = resolve.OpCondDelete
+	}
 	if cond.IsAbsent() {
 		any := azcore.ETagAny
-		return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &any}}, opCondWrite, nil
+		return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &any}}, condKind, nil
 	}
 	if v, ok := cond.Match(); ok {
 		if v == "" {
-			return nil, opCondWrite, store.Errorf(backend, op, key, store.ErrConflict, errors.New("IfMatch of the zero version"))
+			return nil, condKind, store.NewOpError(backend, op, key, store.ErrConflict, errors.New("IfMatch of the zero version"))
 		}
 		e := azcore.ETag(v)
-		return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &e}}, opCondWrite, nil
+		return &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &e}}, condKind, nil
 	}
-	return nil, opWrite, nil
+	return nil, resolve.OpWrite, nil
 }
 
 // Get returns the key's value and version.
 func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
-	if err := s.check("get", key, false); err != nil {
+	if err := s.check(ctx, "get", key, false); err != nil {
 		return store.Entry{}, err
 	}
 	out, err := s.read.NewBlobClient(s.blob(key)).DownloadStream(ctx, nil)
 	if err != nil {
-		return store.Entry{}, opError("get", key, classify(opRead, err), err)
+		return store.Entry{}, opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	defer out.Body.Close()
 	value, err := io.ReadAll(out.Body)
 	if err != nil {
-		return store.Entry{}, opError("get", key, classify(opRead, err), err)
+		return store.Entry{}, opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	return store.Entry{Key: key, Value: value, Version: quoteETag(out.ETag)}, nil
 }
@@ -77,7 +82,7 @@ func (nopCloser) Close() error { return nil }
 // Put writes value under key if cond holds, as one Put Blob; see the
 // package doc for how ambiguous outcomes are resolved.
 func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
-	if err := s.check("put", key, false); err != nil {
+	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
 	return s.putBytes(ctx, key, value, cond)
@@ -90,7 +95,7 @@ func (s *Store) putBytes(ctx context.Context, key string, value []byte, cond sto
 	}
 	nonce := newNonce()
 	bb := s.write.NewBlockBlobClient(s.blob(key))
-	send := func() (store.Version, failure, error) {
+	send := func() (store.Version, resolve.Failure, error) {
 		out, err := bb.Upload(ctx, nopCloser{bytes.NewReader(value)}, &blockblob.UploadOptions{
 			AccessConditions: ac,
 			Metadata:         map[string]*string{metaNonce: &nonce},
@@ -98,19 +103,19 @@ func (s *Store) putBytes(ctx context.Context, key string, value []byte, cond sto
 		if err != nil {
 			return "", classify(kind, err), err
 		}
-		return quoteETag(out.ETag), failure{}, nil
+		return quoteETag(out.ETag), resolve.Failure{}, nil
 	}
 	_, ifMatch := cond.Match()
 	return s.sendPut(ctx, key, nonce, ifMatch, send)
 }
 
 // sendPut sends a write once and resolves an unknown outcome.
-func (s *Store) sendPut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, failure, error)) (store.Version, error) {
+func (s *Store) sendPut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, resolve.Failure, error)) (store.Version, error) {
 	v, f, err := send()
 	if err == nil {
 		return v, nil
 	}
-	if f.kind != store.ErrUnknownOutcome {
+	if f.Kind != store.ErrUnknownOutcome {
 		return "", opError("put", key, f, err)
 	}
 	return s.resolvePut(ctx, key, nonce, ifMatch, send, f, err)
@@ -118,11 +123,11 @@ func (s *Store) sendPut(ctx context.Context, key, nonce string, ifMatch bool, se
 
 // Delete removes key if cond holds.
 func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
-	if err := s.check("delete", key, false); err != nil {
+	if err := s.check(ctx, "delete", key, false); err != nil {
 		return err
 	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
+		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
 	}
 	ac, kind, err := conditions("delete", key, cond)
 	if err != nil {
@@ -130,22 +135,22 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	}
 	include := blob.DeleteSnapshotsOptionTypeInclude
 	bc := s.write.NewBlobClient(s.blob(key))
-	send := func() (failure, error) {
+	send := func() (resolve.Failure, error) {
 		_, err := bc.Delete(ctx, &blob.DeleteOptions{AccessConditions: ac, DeleteSnapshots: &include})
 		if err != nil {
 			f := classify(kind, err)
-			if kind == opWrite && f.kind == store.ErrNotFound && f.code != codeContainerNotFound {
-				return failure{}, nil // an unconditional delete of a missing key succeeds
+			if kind == resolve.OpWrite && f.Kind == store.ErrNotFound && f.Code != codeContainerNotFound {
+				return resolve.Failure{}, nil // an unconditional delete of a missing key succeeds
 			}
 			return f, err
 		}
-		return failure{}, nil
+		return resolve.Failure{}, nil
 	}
 	f, err := send()
 	if err == nil {
 		return nil
 	}
-	if f.kind != store.ErrUnknownOutcome {
+	if f.Kind != store.ErrUnknownOutcome {
 		return opError("delete", key, f, err)
 	}
 	return s.resolveDelete(ctx, key, kind, send, f, err)

@@ -7,21 +7,13 @@ import (
 	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
-// unknown is the error of a write whose outcome could not be resolved.
-func unknown(op, key string, last failure, cause error) error {
-	last.kind = store.ErrUnknownOutcome
-	return opError(op, key, last, cause)
-}
-
 // resolver resolves this store's writes with the shared logic of
 // store/internal/resolve.
-func (s *Store) resolver() *resolve.Resolver[failure] {
-	return &resolve.Resolver[failure]{
+func (s *Store) resolver() *resolve.Resolver {
+	return &resolve.Resolver{
 		Attempts: s.attempts, Backoff: s.backoff,
-		Kind:    func(f failure) error { return f.kind },
-		Err:     func(op, key string, f failure, cause error) error { return opError(op, key, f, cause) },
-		Unknown: unknown,
-		Look:    s.nonceOf,
+		Err:  opError,
+		Look: s.nonceOf,
 	}
 }
 
@@ -31,7 +23,7 @@ func (s *Store) resolver() *resolve.Resolver[failure] {
 // read the blob's properties for our nonce, else resend the same write;
 // a 409/412/404 on the resend with someone else's nonce, or none, is
 // ErrUnknownOutcome, never a conflict.
-func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
+func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, resolve.Failure, error), last resolve.Failure, lastErr error) (store.Version, error) {
 	return s.resolver().Put(ctx, key, nonce, ifMatch, send, last, lastErr)
 }
 
@@ -39,8 +31,8 @@ func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool,
 // resolve.Resolver.Delete): a conditional one that now fails its
 // condition may have been the attempt that removed the version, so that
 // answer stays unknown.
-func (s *Store) resolveDelete(ctx context.Context, key string, kind opKind, send func() (failure, error), last failure, lastErr error) error {
-	return s.resolver().Delete(ctx, key, kind == opCondWrite, send, last, lastErr)
+func (s *Store) resolveDelete(ctx context.Context, key string, kind resolve.OpKind, send func() (resolve.Failure, error), last resolve.Failure, lastErr error) error {
+	return s.resolver().Delete(ctx, key, kind.Conditional(), send, last, lastErr)
 }
 
 // nonceOf reads which write the blob currently holds, from its metadata.
@@ -48,7 +40,7 @@ func (s *Store) resolveDelete(ctx context.Context, key string, kind opKind, send
 func (s *Store) nonceOf(ctx context.Context, key string) (resolve.Stored, bool, error) {
 	p, err := s.read.NewBlobClient(s.blob(key)).GetProperties(ctx, nil)
 	if err != nil {
-		if f := classify(opRead, err); f.kind == store.ErrNotFound {
+		if f := classify(resolve.OpRead, err); f.Kind == store.ErrNotFound {
 			return resolve.Stored{}, false, nil
 		}
 		return resolve.Stored{}, false, err

@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // blockSize is the size of one staged block of a streamed value, and so
@@ -28,7 +29,7 @@ const maxBlocks = 50000
 // change; its uncommitted blocks are discarded by Azure (after a week at
 // most, or at the blob's next commit).
 func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond store.Condition) (store.Version, error) {
-	if err := s.check("put", key, false); err != nil {
+	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
 	buf := make([]byte, blockSize)
@@ -38,7 +39,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		return s.putBytes(ctx, key, buf[:n], cond)
 	case nil:
 	default:
-		return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("read value: %w", err))
+		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("read value: %w", err))
 	}
 	ac, kind, err := conditions("put", key, cond)
 	if err != nil {
@@ -49,21 +50,21 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 	var ids []string
 	for n > 0 {
 		if len(ids) == maxBlocks {
-			return "", store.Errorf(backend, "put", key, store.ErrUnsupported, fmt.Errorf("value longer than %d blocks of %d bytes", maxBlocks, blockSize))
+			return "", store.NewOpError(backend, "put", key, store.ErrUnsupported, fmt.Errorf("value longer than %d blocks of %d bytes", maxBlocks, blockSize))
 		}
 		id := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%s-%08d", nonce, len(ids)))
 		if _, err := stage.StageBlock(ctx, id, nopCloser{bytes.NewReader(buf[:n])}, nil); err != nil {
-			f := classify(opRead, err) // nothing visible changed
+			f := classify(resolve.OpRead, err) // nothing visible changed
 			return "", opError("put", key, f, err)
 		}
 		ids = append(ids, id)
 		n, err = io.ReadFull(r, buf)
 		if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
-			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("read value: %w", err))
+			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("read value: %w", err))
 		}
 	}
 	commit := s.write.NewBlockBlobClient(s.blob(key))
-	send := func() (store.Version, failure, error) {
+	send := func() (store.Version, resolve.Failure, error) {
 		out, err := commit.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{
 			AccessConditions: ac,
 			Metadata:         map[string]*string{metaNonce: &nonce},
@@ -71,7 +72,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		if err != nil {
 			return "", classify(kind, err), err
 		}
-		return quoteETag(out.ETag), failure{}, nil
+		return quoteETag(out.ETag), resolve.Failure{}, nil
 	}
 	_, ifMatch := cond.Match()
 	return s.sendPut(ctx, key, nonce, ifMatch, send)
@@ -81,12 +82,12 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 // resumes an interrupted download with If-Match on that version, so the
 // reader yields exactly the bytes of the returned version (or an error).
 func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store.Version, error) {
-	if err := s.check("get", key, false); err != nil {
+	if err := s.check(ctx, "get", key, false); err != nil {
 		return nil, "", err
 	}
 	out, err := s.read.NewBlobClient(s.blob(key)).DownloadStream(ctx, nil)
 	if err != nil {
-		return nil, "", opError("get", key, classify(opRead, err), err)
+		return nil, "", opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	return out.Body, quoteETag(out.ETag), nil
 }

@@ -130,22 +130,13 @@ func (s *Store) isClosed() bool {
 	return s.closed
 }
 
-// check runs before every operation: closed store, done ctx, key rules.
+// check runs store.Guard (store.GuardPrefix for a prefix) before every
+// operation.
 func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
-	if s.isClosed() {
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
-	}
-	if err := ctx.Err(); err != nil {
-		return store.Errorf(backend, op, key, store.ErrTransient, err)
-	}
-	validate := store.ValidateKey
 	if isPrefix {
-		validate = store.ValidatePrefix
+		return store.GuardPrefix(ctx, s.isClosed(), backend, op, key)
 	}
-	if err := validate(key); err != nil {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
-	}
-	return nil
+	return store.Guard(ctx, s.isClosed(), backend, op, key)
 }
 
 // writeNonce is the Flags of every write. Consul skips a write identical
@@ -178,7 +169,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 		return store.Entry{}, s.opError(ctx, "get", key, false, err)
 	}
 	if p == nil {
-		return store.Entry{}, store.Errorf(backend, "get", key, store.ErrNotFound, nil)
+		return store.Entry{}, store.NewOpError(backend, "get", key, store.ErrNotFound, nil)
 	}
 	return store.Entry{Key: key, Value: p.Value, Version: version(p.ModifyIndex)}, nil
 }
@@ -190,7 +181,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 		return "", err
 	}
 	if len(value) > s.opts.MaxValueSize {
-		return "", store.Errorf(backend, "put", key, store.ErrUnsupported,
+		return "", store.NewOpError(backend, "put", key, store.ErrUnsupported,
 			fmt.Errorf("value of %d bytes exceeds the limit of %d bytes (Options.MaxValueSize)", len(value), s.opts.MaxValueSize))
 	}
 	op := &api.KVTxnOp{Verb: api.KVSet, Key: s.prefix + key, Value: value, Flags: writeNonce()}
@@ -199,7 +190,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 	} else if v, ok := cond.Match(); ok {
 		idx, valid := index(v)
 		if !valid {
-			return "", store.Errorf(backend, "put", key, store.ErrConflict, nil)
+			return "", store.NewOpError(backend, "put", key, store.ErrConflict, nil)
 		}
 		op.Verb, op.Index = api.KVCAS, idx
 	}
@@ -213,10 +204,10 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 		return "", err
 	}
 	if res.failed != nil {
-		return "", store.Errorf(backend, "put", key, store.ErrConflict, errors.New(res.failed.What))
+		return "", store.NewOpError(backend, "put", key, store.ErrConflict, errors.New(res.failed.What))
 	}
 	if len(res.results) != 1 || res.results[0].KV == nil {
-		return "", store.Errorf(backend, "put", key, store.ErrUnknownOutcome, errors.New("txn answered without the written entry"))
+		return "", store.NewOpError(backend, "put", key, store.ErrUnknownOutcome, errors.New("txn answered without the written entry"))
 	}
 	return version(res.results[0].KV.ModifyIndex), nil
 }
@@ -245,7 +236,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		return err
 	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
+		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
 	}
 	v, match := cond.Match()
 	if !match {
@@ -256,7 +247,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	}
 	idx, valid := index(v)
 	if !valid {
-		return store.Errorf(backend, "delete", key, store.ErrConflict, nil)
+		return store.NewOpError(backend, "delete", key, store.ErrConflict, nil)
 	}
 	full := s.prefix + key
 	res, err := s.txn(ctx, "delete", key, api.TxnOps{
@@ -267,7 +258,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		return err
 	}
 	if res.failed != nil {
-		return store.Errorf(backend, "delete", key, store.ErrConflict, errors.New(res.failed.What))
+		return store.NewOpError(backend, "delete", key, store.ErrConflict, errors.New(res.failed.What))
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func (s *Store) opError(ctx context.Context, op, key string, write bool, err err
 		return &store.OpError{Op: op, Key: key, Backend: backend, Kind: kind, Err: cerr}
 	}
 	if s.isClosed() {
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
+		return store.NewOpError(backend, op, key, store.ErrClosed, nil)
 	}
 	status, body := statusOf(err)
 	oe := &store.OpError{Op: op, Key: key, Backend: backend, Status: status, Kind: kindOf(write, status, err), Err: err}

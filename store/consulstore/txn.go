@@ -65,67 +65,15 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 	if err := store.ValidateTxn(ops); err != nil {
 		return nil, s.txnShapeError(err)
 	}
-	if s.isClosed() {
-		return nil, store.Errorf(backend, "txn", "", store.ErrClosed, nil)
+	if err := store.Guard(ctx, s.isClosed(), backend, "txn", ops[0].Key); err != nil {
+		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, store.Errorf(backend, "txn", "", store.ErrTransient, err)
+	wire, origin, err := s.wireOps(ops)
+	if err != nil {
+		return nil, err
 	}
-	var (
-		wire   api.TxnOps
-		origin []int // wire op → index in ops
-	)
-	add := func(i int, op *api.KVTxnOp) {
-		wire = append(wire, &api.TxnOp{KV: op})
-		origin = append(origin, i)
-	}
-	for i, op := range ops {
-		full := s.prefix + op.Key
-		if op.Kind == store.OpPut && len(op.Value) > s.opts.MaxValueSize {
-			return nil, &store.TxnError{Index: i, Key: op.Key, Err: store.Errorf(backend, "txn", op.Key, store.ErrUnsupported,
-				fmt.Errorf("value of %d bytes exceeds the limit of %d bytes", len(op.Value), s.opts.MaxValueSize))}
-		}
-		// A version no Consul key can have ("", "0", garbage) must fail
-		// in order with the others: check-index 0 always fails (a missing
-		// key, or a ModifyIndex ≥ 1).
-		idx, match := uint64(0), false
-		if v, ok := op.Cond.Match(); ok {
-			idx, _ = index(v)
-			match = true
-		}
-		switch op.Kind {
-		case store.OpCheck:
-			switch {
-			case op.Cond.IsAbsent():
-				add(i, &api.KVTxnOp{Verb: api.KVCheckNotExists, Key: full})
-			case match:
-				add(i, &api.KVTxnOp{Verb: api.KVCheckIndex, Key: full, Index: idx})
-			}
-		case store.OpPut:
-			switch {
-			case op.Cond.IsAbsent():
-				add(i, &api.KVTxnOp{Verb: api.KVCAS, Key: full, Value: op.Value, Flags: writeNonce(), Index: 0})
-			case match && idx == 0:
-				add(i, &api.KVTxnOp{Verb: api.KVCheckIndex, Key: full, Index: 0})
-			case match:
-				add(i, &api.KVTxnOp{Verb: api.KVCAS, Key: full, Value: op.Value, Flags: writeNonce(), Index: idx})
-			default:
-				add(i, &api.KVTxnOp{Verb: api.KVSet, Key: full, Value: op.Value, Flags: writeNonce()})
-			}
-		case store.OpDelete:
-			if match {
-				add(i, &api.KVTxnOp{Verb: api.KVCheckIndex, Key: full, Index: idx})
-			}
-			add(i, &api.KVTxnOp{Verb: api.KVDelete, Key: full})
-		}
-	}
-	out := make([]store.Version, len(ops))
 	if len(wire) == 0 { // only unconditional checks: nothing to ask
-		return out, nil
-	}
-	if len(wire) > store.MaxTxnOps {
-		return nil, store.Errorf(backend, "txn", "", store.ErrUnsupported,
-			fmt.Errorf("%d operations become %d Consul operations, more than %d", len(ops), len(wire), store.MaxTxnOps))
+		return make([]store.Version, len(ops)), nil
 	}
 	res, err := s.txn(ctx, "txn", "", wire)
 	if errors.Is(err, store.ErrUnknownOutcome) {
@@ -136,29 +84,102 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 	if err != nil {
 		return nil, err
 	}
-	if f := res.failed; f != nil {
-		i := 0
-		if f.OpIndex >= 0 && f.OpIndex < len(origin) {
-			i = origin[f.OpIndex]
-		}
-		return nil, &store.TxnError{Index: i, Key: ops[i].Key, Err: store.Errorf(backend, "txn", ops[i].Key, store.ErrConflict, errors.New(f.What))}
+	if res.failed != nil {
+		return nil, conflictError(ops, origin, res.failed)
 	}
-	// Results hold one KV per set, cas and check-index, in op order;
-	// deletes and check-not-exists have none. Keys are unique per txn, so
-	// a put's result is the one with its key.
-	byKey := make(map[string]uint64, len(res.results))
-	for _, r := range res.results {
+	return s.putVersions(ops, res.results)
+}
+
+// wireOps translates ops into Consul txn ops; origin[j] is the index in
+// ops of wire op j. It refuses a value over Options.MaxValueSize and a
+// translation longer than store.MaxTxnOps.
+func (s *Store) wireOps(ops []store.TxnOp) (wire api.TxnOps, origin []int, err error) {
+	for i, op := range ops {
+		if op.Kind == store.OpPut && len(op.Value) > s.opts.MaxValueSize {
+			return nil, nil, &store.TxnError{Index: i, Key: op.Key, Err: store.NewOpError(backend, "txn", op.Key, store.ErrUnsupported,
+				fmt.Errorf("value of %d bytes exceeds the limit of %d bytes", len(op.Value), s.opts.MaxValueSize))}
+		}
+		for _, kv := range s.kvOps(op) {
+			wire = append(wire, &api.TxnOp{KV: kv})
+			origin = append(origin, i)
+		}
+	}
+	if len(wire) > store.MaxTxnOps {
+		return nil, nil, store.NewOpError(backend, "txn", "", store.ErrUnsupported,
+			fmt.Errorf("%d operations become %d Consul operations, more than %d", len(ops), len(wire), store.MaxTxnOps))
+	}
+	return wire, origin, nil
+}
+
+// kvOps is the Consul verbs of one op: none for an unconditional check,
+// two for a conditional delete, one otherwise.
+func (s *Store) kvOps(op store.TxnOp) []*api.KVTxnOp {
+	full := s.prefix + op.Key
+	// A version no Consul key can have ("", "0", garbage) must fail
+	// in order with the others: check-index 0 always fails (a missing
+	// key, or a ModifyIndex ≥ 1).
+	idx, match := uint64(0), false
+	if v, ok := op.Cond.Match(); ok {
+		idx, _ = index(v)
+		match = true
+	}
+	switch op.Kind {
+	case store.OpCheck:
+		switch {
+		case op.Cond.IsAbsent():
+			return []*api.KVTxnOp{{Verb: api.KVCheckNotExists, Key: full}}
+		case match:
+			return []*api.KVTxnOp{{Verb: api.KVCheckIndex, Key: full, Index: idx}}
+		}
+	case store.OpPut:
+		switch {
+		case op.Cond.IsAbsent():
+			return []*api.KVTxnOp{{Verb: api.KVCAS, Key: full, Value: op.Value, Flags: writeNonce(), Index: 0}}
+		case match && idx == 0:
+			return []*api.KVTxnOp{{Verb: api.KVCheckIndex, Key: full, Index: 0}}
+		case match:
+			return []*api.KVTxnOp{{Verb: api.KVCAS, Key: full, Value: op.Value, Flags: writeNonce(), Index: idx}}
+		default:
+			return []*api.KVTxnOp{{Verb: api.KVSet, Key: full, Value: op.Value, Flags: writeNonce()}}
+		}
+	case store.OpDelete:
+		if match {
+			return []*api.KVTxnOp{{Verb: api.KVCheckIndex, Key: full, Index: idx}, {Verb: api.KVDelete, Key: full}}
+		}
+		return []*api.KVTxnOp{{Verb: api.KVDelete, Key: full}}
+	}
+	return nil
+}
+
+// conflictError is the error of a txn that Consul refused at wire op
+// f.OpIndex: a *store.TxnError naming the op it came from.
+func conflictError(ops []store.TxnOp, origin []int, f *api.TxnError) error {
+	i := 0
+	if f.OpIndex >= 0 && f.OpIndex < len(origin) {
+		i = origin[f.OpIndex]
+	}
+	return &store.TxnError{Index: i, Key: ops[i].Key, Err: store.NewOpError(backend, "txn", ops[i].Key, store.ErrConflict, errors.New(f.What))}
+}
+
+// putVersions reads every put's new version from an applied txn's
+// results. Results hold one KV per set, cas and check-index, in op order;
+// deletes and check-not-exists have none. Keys are unique per txn, so a
+// put's result is the one with its key.
+func (s *Store) putVersions(ops []store.TxnOp, results api.TxnResults) ([]store.Version, error) {
+	byKey := make(map[string]uint64, len(results))
+	for _, r := range results {
 		if r != nil && r.KV != nil {
 			byKey[r.KV.Key] = r.KV.ModifyIndex
 		}
 	}
+	out := make([]store.Version, len(ops))
 	for i, op := range ops {
 		if op.Kind != store.OpPut {
 			continue
 		}
 		idx, ok := byKey[s.prefix+op.Key]
 		if !ok {
-			return nil, store.Errorf(backend, "txn", op.Key, store.ErrUnknownOutcome, errors.New("txn applied but answered without the written entry"))
+			return nil, store.NewOpError(backend, "txn", op.Key, store.ErrUnknownOutcome, errors.New("txn applied but answered without the written entry"))
 		}
 		out[i] = version(idx)
 	}
@@ -195,7 +216,7 @@ func (s *Store) txnShapeError(err error) error {
 	if errors.As(err, &te) {
 		return err
 	}
-	return store.Errorf(backend, "txn", "", store.ErrUnsupported, err)
+	return store.NewOpError(backend, "txn", "", store.ErrUnsupported, err)
 }
 
 // isACLDenial recognises Consul's ACL errors ("Permission denied…",

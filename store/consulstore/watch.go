@@ -39,7 +39,7 @@ func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) 
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case s.isClosed():
-			return store.Errorf(backend, "watch", key, store.ErrClosed, nil)
+			return store.NewOpError(backend, "watch", key, store.ErrClosed, nil)
 		case err != nil:
 			return s.opError(ctx, "watch", key, false, err)
 		}
@@ -70,7 +70,7 @@ func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) 
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				return store.Errorf(backend, "watch", key, store.ErrClosed, nil)
+				return store.NewOpError(backend, "watch", key, store.ErrClosed, nil)
 			}
 		}
 	}

@@ -129,16 +129,16 @@ func code(err error) codes.Code {
 // outcome is then unknown, ErrUnknownOutcome.
 func (s *Store) opError(ctx, rctx context.Context, op, key string, write bool, err error) error {
 	if cerr := ctx.Err(); cerr != nil {
-		return store.Errorf(backend, op, key, kindOf(write, cerr), cerr)
+		return store.NewOpError(backend, op, key, kindOf(write, cerr), cerr)
 	}
 	if s.isClosed() {
 		if write { // it may have been applied before the connection closed
-			return store.Errorf(backend, op, key, store.ErrUnknownOutcome, errors.New("store closed while the write was in flight"))
+			return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, errors.New("store closed while the write was in flight"))
 		}
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
+		return store.NewOpError(backend, op, key, store.ErrClosed, nil)
 	}
 	if rctx != nil && errors.Is(context.Cause(rctx), errRequestTimeout) {
-		return store.Errorf(backend, op, key, kindOf(write, context.DeadlineExceeded),
+		return store.NewOpError(backend, op, key, kindOf(write, context.DeadlineExceeded),
 			fmt.Errorf("%w (%v)", errRequestTimeout, s.opts.RequestTimeout))
 	}
 	oe := &store.OpError{Op: op, Key: key, Backend: backend, Kind: kindOf(write, err), Err: cause(err)}

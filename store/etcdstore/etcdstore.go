@@ -115,7 +115,7 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 		Logger:             zap.NewNop(), // every failure is returned instead
 	})
 	if err != nil {
-		return nil, store.Errorf(backend, "open", strings.Join(o.Endpoints, ","), kindOf(false, err), cause(err))
+		return nil, store.NewOpError(backend, "open", strings.Join(o.Endpoints, ","), kindOf(false, err), cause(err))
 	}
 	s := &Store{c: c, prefix: prefix, opts: o}
 	s.closeCtx, s.closeFn = context.WithCancel(context.Background())
@@ -150,22 +150,13 @@ func (s *Store) isClosed() bool {
 	return s.closed
 }
 
-// check runs before every operation: closed store, done ctx, key rules.
+// check runs store.Guard (store.GuardPrefix for a prefix) before every
+// operation.
 func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
-	if s.isClosed() {
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
-	}
-	if err := ctx.Err(); err != nil {
-		return store.Errorf(backend, op, key, store.ErrTransient, err)
-	}
-	validate := store.ValidateKey
 	if isPrefix {
-		validate = store.ValidatePrefix
+		return store.GuardPrefix(ctx, s.isClosed(), backend, op, key)
 	}
-	if err := validate(key); err != nil {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
-	}
-	return nil
+	return store.Guard(ctx, s.isClosed(), backend, op, key)
 }
 
 // reqCtx bounds one request by Options.RequestTimeout.
@@ -197,7 +188,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 		return store.Entry{}, s.opError(ctx, rctx, "get", key, false, err)
 	}
 	if len(resp.Kvs) == 0 {
-		return store.Entry{}, store.Errorf(backend, "get", key, store.ErrNotFound, nil)
+		return store.Entry{}, store.NewOpError(backend, "get", key, store.ErrNotFound, nil)
 	}
 	kv := resp.Kvs[0]
 	return store.Entry{Key: key, Value: kv.Value, Version: version(kv.ModRevision)}, nil
@@ -213,7 +204,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 		return "", err
 	}
 	if len(value) > s.opts.MaxValueSize {
-		return "", store.Errorf(backend, "put", key, store.ErrUnsupported, s.tooLarge(len(value)))
+		return "", store.NewOpError(backend, "put", key, store.ErrUnsupported, s.tooLarge(len(value)))
 	}
 	full := s.prefix + key
 	if cond.IsUnconditional() {
@@ -227,7 +218,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 	}
 	cmp, ok := compareFor(full, cond)
 	if !ok {
-		return "", store.Errorf(backend, "put", key, store.ErrConflict, fmt.Errorf("%s: no etcd key has that version", cond))
+		return "", store.NewOpError(backend, "put", key, store.ErrConflict, fmt.Errorf("%s: no etcd key has that version", cond))
 	}
 	rev, err := s.condTxn(ctx, "put", key, cmp, clientv3.OpPut(full, string(value)))
 	if err != nil {
@@ -244,7 +235,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		return err
 	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
+		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
 	}
 	full := s.prefix + key
 	if cond.IsUnconditional() {
@@ -257,7 +248,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	}
 	cmp, ok := compareFor(full, cond)
 	if !ok {
-		return store.Errorf(backend, "delete", key, store.ErrConflict, fmt.Errorf("%s: no etcd key has that version", cond))
+		return store.NewOpError(backend, "delete", key, store.ErrConflict, fmt.Errorf("%s: no etcd key has that version", cond))
 	}
 	_, err := s.condTxn(ctx, "delete", key, cmp, clientv3.OpDelete(full))
 	return err
@@ -286,7 +277,7 @@ func (s *Store) condTxn(ctx context.Context, op, key string, cmp clientv3.Cmp, t
 		return 0, s.opError(ctx, rctx, op, key, true, err)
 	}
 	if !resp.Succeeded {
-		return 0, store.Errorf(backend, op, key, store.ErrConflict, errors.New(currentState(resp, 0)))
+		return 0, store.NewOpError(backend, op, key, store.ErrConflict, errors.New(currentState(resp, 0)))
 	}
 	return resp.Header.Revision, nil
 }

@@ -35,13 +35,10 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		if errors.As(err, &te) {
 			return nil, err
 		}
-		return nil, store.Errorf(backend, "txn", "", store.ErrUnsupported, err)
+		return nil, store.NewOpError(backend, "txn", "", store.ErrUnsupported, err)
 	}
-	if s.isClosed() {
-		return nil, store.Errorf(backend, "txn", "", store.ErrClosed, nil)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, store.Errorf(backend, "txn", "", store.ErrTransient, err)
+	if err := store.Guard(ctx, s.isClosed(), backend, "txn", ops[0].Key); err != nil {
+		return nil, err
 	}
 	var (
 		cmps    []clientv3.Cmp
@@ -74,7 +71,7 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		return out, nil
 	}
 	if size > s.opts.MaxValueSize {
-		return nil, store.Errorf(backend, "txn", "", store.ErrUnsupported, fmt.Errorf("keys and values: %w", s.tooLarge(size)))
+		return nil, store.NewOpError(backend, "txn", "", store.ErrUnsupported, fmt.Errorf("keys and values: %w", s.tooLarge(size)))
 	}
 	rctx, cancel := s.reqCtx(ctx)
 	defer cancel()
@@ -109,7 +106,7 @@ func firstFailure(ops []store.TxnOp, checked []int, resp *clientv3.TxnResponse) 
 			cur = version(r.Kvs[0].ModRevision)
 		}
 		if !ops[i].Cond.Holds(exists, cur) {
-			return &store.TxnError{Index: i, Key: ops[i].Key, Err: store.Errorf(backend, "txn", ops[i].Key, store.ErrConflict,
+			return &store.TxnError{Index: i, Key: ops[i].Key, Err: store.NewOpError(backend, "txn", ops[i].Key, store.ErrConflict,
 				fmt.Errorf("%s: %s", ops[i].Cond, currentState(resp, j)))}
 		}
 	}
@@ -118,6 +115,6 @@ func firstFailure(ops []store.TxnOp, checked []int, resp *clientv3.TxnResponse) 
 	if len(checked) > 0 {
 		i = checked[0]
 	}
-	return &store.TxnError{Index: i, Key: ops[i].Key, Err: store.Errorf(backend, "txn", ops[i].Key, store.ErrConflict,
+	return &store.TxnError{Index: i, Key: ops[i].Key, Err: store.NewOpError(backend, "txn", ops[i].Key, store.ErrConflict,
 		errors.New("etcd reported a failed compare that its Else reads do not show"))}
 }

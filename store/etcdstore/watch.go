@@ -96,7 +96,7 @@ func (s *Store) watchFrom(ctx, wctx context.Context, key string, rev int64) (boo
 		return false, err
 	}
 	if s.isClosed() {
-		return false, store.Errorf(backend, "watch", key, store.ErrClosed, nil)
+		return false, store.NewOpError(backend, "watch", key, store.ErrClosed, nil)
 	}
 	return true, nil
 }

@@ -205,7 +205,7 @@ func matches(prefix string, keys []string) bool {
 }
 
 func injected(op, key string, r Rule) error {
-	return store.Errorf(backend, op, key, r.Err, ErrInjected)
+	return store.NewOpError(backend, op, key, r.Err, ErrInjected)
 }
 
 // Get implements store.Store.
@@ -264,7 +264,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, error) {
 	tx, ok := s.inner.(store.Transactor)
 	if !ok || !s.inner.Capabilities().Transactions {
-		return nil, store.Errorf(backend, "txn", firstKey(ops), store.ErrUnsupported, nil)
+		return nil, store.NewOpError(backend, "txn", firstKey(ops), store.ErrUnsupported, nil)
 	}
 	keys := make([]string, len(ops))
 	for i, op := range ops {
@@ -292,7 +292,7 @@ func firstKey(ops []store.TxnOp) string {
 func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) error {
 	w, ok := s.inner.(store.Watcher)
 	if !ok || !s.inner.Capabilities().Watch {
-		return store.Errorf(backend, "watch", key, store.ErrUnsupported, nil)
+		return store.NewOpError(backend, "watch", key, store.ErrUnsupported, nil)
 	}
 	r, fired := s.fire(OpWatch, key)
 	if fired && r.Fault == FailBefore {

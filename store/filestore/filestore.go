@@ -94,7 +94,7 @@ func Open(dir string, opts *Options) (*Store, error) {
 		o.PollInterval = DefaultPollInterval
 	}
 	if !supported {
-		return nil, store.Errorf(backend, "open", dir, store.ErrUnsupported, errNoFlock)
+		return nil, store.NewOpError(backend, "open", dir, store.ErrUnsupported, errNoFlock)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -260,17 +260,15 @@ func (s *Store) Capabilities() store.Capabilities {
 		Transactions: true, Watch: inotifySupported, Streaming: true, UniqueVersions: true}
 }
 
-// begin starts an operation: it fails once the store is closed or ctx is
-// done, and otherwise registers the operation so Close waits for it. The
-// caller calls s.inflight.Done when begin returns nil.
-func (s *Store) begin(ctx context.Context, op, key string) error {
+// begin starts an operation: it fails as guard (store.Guard, or
+// store.GuardPrefix for a listing) says — closed store, done ctx, bad key —
+// and otherwise registers the operation so Close waits for it. The caller
+// calls s.inflight.Done when begin returns nil.
+func (s *Store) begin(ctx context.Context, guard func(ctx context.Context, closed bool, backend, op, key string) error, op, key string) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
-	}
-	if err := ctx.Err(); err != nil {
-		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+	if err := guard(ctx, s.closed, backend, op, key); err != nil {
+		return err
 	}
 	s.inflight.Add(1)
 	return nil
@@ -319,9 +317,9 @@ func opErr(op, key string, kind, err error) error {
 	case errors.As(err, &oe):
 		return err
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
+		return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, err)
 	}
-	return store.Errorf(backend, op, key, kind, err)
+	return store.NewOpError(backend, op, key, kind, err)
 }
 
 func formatVersionString(v uint64) store.Version { return store.Version(strconv.FormatUint(v, 10)) }

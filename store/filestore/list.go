@@ -20,9 +20,6 @@ import (
 // really had, though the listing as a whole is not a snapshot.
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
 	const op = "list"
-	if err := store.ValidatePrefix(prefix); err != nil {
-		return store.Page{}, store.Errorf(backend, op, prefix, store.ErrInvalidKey, err)
-	}
 	var o store.ListOptions
 	if opts != nil {
 		o = *opts
@@ -30,7 +27,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	if o.Limit <= 0 {
 		o.Limit = DefaultPageSize
 	}
-	if err := s.begin(ctx, op, prefix); err != nil {
+	if err := s.begin(ctx, store.GuardPrefix, op, prefix); err != nil {
 		return store.Page{}, err
 	}
 	defer s.inflight.Done()

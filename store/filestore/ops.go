@@ -50,10 +50,7 @@ func (r *valueReader) Close() error { return r.f.Close() }
 // it never sees half of a transaction. Once open, the file is immutable and
 // the lock is not needed to read it.
 func (s *Store) openLocked(ctx context.Context, op, key string) (*os.File, header, error) {
-	if err := store.ValidateKey(key); err != nil {
-		return nil, header{}, store.Errorf(backend, op, key, store.ErrInvalidKey, err)
-	}
-	if err := s.begin(ctx, op, key); err != nil {
+	if err := s.begin(ctx, store.Guard, op, key); err != nil {
 		return nil, header{}, err
 	}
 	defer s.inflight.Done()
@@ -65,7 +62,7 @@ func (s *Store) openLocked(ctx context.Context, op, key string) (*os.File, heade
 	unlock()
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, header{}, store.Errorf(backend, op, key, store.ErrNotFound, nil)
+		return nil, header{}, store.NewOpError(backend, op, key, store.ErrNotFound, nil)
 	case err != nil:
 		return nil, header{}, opErr(op, key, store.ErrTransient, err)
 	}
@@ -88,10 +85,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 // then locks the key's stripe, checks cond and publishes.
 func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64, cond store.Condition) (store.Version, error) {
 	const op = "put"
-	if err := store.ValidateKey(key); err != nil {
-		return "", store.Errorf(backend, op, key, store.ErrInvalidKey, err)
-	}
-	if err := s.begin(ctx, op, key); err != nil {
+	if err := s.begin(ctx, store.Guard, op, key); err != nil {
 		return "", err
 	}
 	defer s.inflight.Done()
@@ -115,7 +109,7 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64, co
 	published, err := s.publish(key, staged, cond)
 	switch {
 	case errors.Is(err, store.ErrConflict):
-		return "", store.Errorf(backend, op, key, store.ErrConflict, nil)
+		return "", store.NewOpError(backend, op, key, store.ErrConflict, nil)
 	case err != nil && published:
 		s.notify()
 		return "", opErr(op, key, store.ErrUnknownOutcome, err)
@@ -214,13 +208,10 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // Delete implements store.Store.
 func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
 	const op = "delete"
-	if err := store.ValidateKey(key); err != nil {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
-	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, op, key, store.ErrUnsupported, nil)
+		return store.NewOpError(backend, op, key, store.ErrUnsupported, nil)
 	}
-	if err := s.begin(ctx, op, key); err != nil {
+	if err := s.begin(ctx, store.Guard, op, key); err != nil {
 		return err
 	}
 	defer s.inflight.Done()
@@ -235,7 +226,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 			return opErr(op, key, store.ErrTransient, err)
 		}
 		if !cond.Holds(exists, formatVersionString(cur)) {
-			return store.Errorf(backend, op, key, store.ErrConflict, nil)
+			return store.NewOpError(backend, op, key, store.ErrConflict, nil)
 		}
 	}
 	target := s.valuePath(key)

@@ -19,9 +19,9 @@ import (
 func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, error) {
 	const op = "txn"
 	if err := store.ValidateTxn(ops); err != nil {
-		return nil, store.Errorf(backend, op, "", errKind(err), err)
+		return nil, store.NewOpError(backend, op, "", errKind(err), err)
 	}
-	if err := s.begin(ctx, op, ops[0].Key); err != nil {
+	if err := s.begin(ctx, store.Guard, op, ops[0].Key); err != nil {
 		return nil, err
 	}
 	defer s.inflight.Done()
@@ -84,7 +84,7 @@ func (s *Store) checkConds(ops []store.TxnOp) error {
 			return opErr("txn", o.Key, store.ErrTransient, err)
 		}
 		if !o.Cond.Holds(exists, formatVersionString(cur)) {
-			return store.Errorf(backend, "txn", o.Key, store.ErrConflict,
+			return store.NewOpError(backend, "txn", o.Key, store.ErrConflict,
 				&store.TxnError{Index: i, Key: o.Key, Err: store.ErrConflict})
 		}
 	}

@@ -30,7 +30,7 @@ const safetyFactor = 10
 func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) error {
 	const op = "watch"
 	if err := store.ValidateKey(key); err != nil {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
+		return store.NewOpError(backend, op, key, store.ErrInvalidKey, err)
 	}
 	for {
 		changed := s.changes()

@@ -13,24 +13,6 @@ import (
 
 const backend = "gcsstore"
 
-// opKind says what kind of request failed, which decides how an ambiguous
-// failure is read.
-type opKind int
-
-const (
-	opRead       opKind = iota // get, attrs, list: never changes anything
-	opWrite                    // upload or delete without a precondition
-	opCondDelete               // delete with ifGenerationMatch
-	opCondUpload               // upload with ifGenerationMatch
-)
-
-// failure is the classification of one client error.
-type failure struct {
-	kind   error // a store sentinel
-	status int
-	code   string // the first googleapi error reason, e.g. "conditionNotMet"
-}
-
 // classify maps a client error onto the store error set. It is the one
 // place that knows GCS's statuses and reasons:
 //
@@ -53,42 +35,42 @@ type failure struct {
 //	other transport error after a write  → ErrUnknownOutcome (timeout,
 //	                                       reset, the caller's context
 //	                                       ending mid-request)
-func classify(op opKind, err error) failure {
-	var f failure
+func classify(op resolve.OpKind, err error) resolve.Failure {
+	var f resolve.Failure
 	var ge *googleapi.Error
 	if errors.As(err, &ge) {
-		f.status = ge.Code
+		f.Status = ge.Code
 		if len(ge.Errors) > 0 {
-			f.code = ge.Errors[0].Reason
+			f.Code = ge.Errors[0].Reason
 		}
 	}
-	write := op != opRead
+	write := op.Write()
 	switch {
 	case errors.Is(err, storage.ErrBucketNotExist):
-		f.kind = store.ErrNotFound
-		if f.status == 0 {
-			f.status = http.StatusNotFound
+		f.Kind = store.ErrNotFound
+		if f.Status == 0 {
+			f.Status = http.StatusNotFound
 		}
-	case f.status == http.StatusPreconditionFailed || f.code == "conditionNotMet":
-		f.kind = store.ErrConflict
-	case f.status == http.StatusNotFound || errors.Is(err, storage.ErrObjectNotExist):
-		f.kind = store.ErrNotFound
-		if op == opCondDelete && !errors.Is(err, storage.ErrBucketNotExist) {
-			f.kind = store.ErrConflict
+	case f.Status == http.StatusPreconditionFailed || f.Code == "conditionNotMet":
+		f.Kind = store.ErrConflict
+	case f.Status == http.StatusNotFound || errors.Is(err, storage.ErrObjectNotExist):
+		f.Kind = store.ErrNotFound
+		if op == resolve.OpCondDelete && !errors.Is(err, storage.ErrBucketNotExist) {
+			f.Kind = store.ErrConflict
 		}
-		if f.status == 0 {
-			f.status = http.StatusNotFound
+		if f.Status == 0 {
+			f.Status = http.StatusNotFound
 		}
-	case f.status == http.StatusRequestTimeout || f.status == http.StatusTooManyRequests || f.status >= 500:
-		f.kind = resolve.Unanswered(write)
+	case f.Status == http.StatusRequestTimeout || f.Status == http.StatusTooManyRequests || f.Status >= 500:
+		f.Kind = resolve.Unanswered(write)
 	default:
 		// Other 4xx, 3xx, dial and transport errors.
-		f.kind = resolve.Fallback(f.status, write, err)
+		f.Kind = resolve.Fallback(f.Status, write, err)
 	}
 	return f
 }
 
-// opError wraps a classified failure in the store's error type.
-func opError(op, key string, f failure, cause error) *store.OpError {
-	return &store.OpError{Op: op, Key: key, Backend: backend, Status: f.status, Code: f.code, Kind: f.kind, Err: cause}
+// opError wraps a classified resolve.Failure in the store's error type.
+func opError(op, key string, f resolve.Failure, cause error) *store.OpError {
+	return f.OpError(backend, op, key, cause)
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/api/googleapi"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 func apiErr(code int, reason string) error {
@@ -28,49 +29,49 @@ func TestClassify(t *testing.T) {
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
 	cases := []struct {
 		name   string
-		op     opKind
+		op     resolve.OpKind
 		err    error
 		kind   error
 		status int
 	}{
-		{"412 conditionNotMet on a create", opCondDelete, apiErr(412, "conditionNotMet"), store.ErrConflict, 412},
-		{"412 without a reason", opCondDelete, apiErr(412, ""), store.ErrConflict, 412},
-		{"conditionNotMet reason alone", opCondDelete, apiErr(0, "conditionNotMet"), store.ErrConflict, 0},
-		{"missing object on get", opRead, storage.ErrObjectNotExist, store.ErrNotFound, 404},
-		{"404 on get", opRead, apiErr(404, "notFound"), store.ErrNotFound, 404},
-		{"404 on a conditional delete", opCondDelete, apiErr(404, "notFound"), store.ErrConflict, 404},
-		{"404 on a conditional upload (missing bucket)", opCondUpload, apiErr(404, "notFound"), store.ErrNotFound, 404},
-		{"404 on an unconditional upload (missing bucket)", opWrite, apiErr(404, "notFound"), store.ErrNotFound, 404},
-		{"412 on a conditional upload", opCondUpload, apiErr(412, "conditionNotMet"), store.ErrConflict, 412},
-		{"503 after a conditional upload", opCondUpload, apiErr(503, ""), store.ErrUnknownOutcome, 503},
-		{"missing object on a conditional delete", opCondDelete, storage.ErrObjectNotExist, store.ErrConflict, 404},
-		{"missing bucket on get", opRead, storage.ErrBucketNotExist, store.ErrNotFound, 404},
-		{"missing bucket on a conditional write", opCondDelete, storage.ErrBucketNotExist, store.ErrNotFound, 404},
-		{"429 on a read", opRead, apiErr(429, "rateLimitExceeded"), store.ErrTransient, 429},
-		{"429 after a write (may have been applied)", opCondDelete, apiErr(429, "rateLimitExceeded"), store.ErrUnknownOutcome, 429},
-		{"429 after an unconditional write", opWrite, apiErr(429, "rateLimitExceeded"), store.ErrUnknownOutcome, 429},
-		{"503 on a read", opRead, apiErr(503, "backendError"), store.ErrTransient, 503},
-		{"503 after a write", opCondDelete, apiErr(503, "backendError"), store.ErrUnknownOutcome, 503},
-		{"500 after a write", opWrite, apiErr(500, "internalError"), store.ErrUnknownOutcome, 500},
-		{"408 on a read", opRead, apiErr(408, ""), store.ErrTransient, 408},
-		{"408 after a write", opCondDelete, apiErr(408, ""), store.ErrUnknownOutcome, 408},
-		{"403 forbidden", opRead, apiErr(403, "forbidden"), store.ErrUnsupported, 403},
-		{"401 unauthorized on a write", opCondDelete, apiErr(401, "required"), store.ErrUnsupported, 401},
-		{"400 bad request", opWrite, apiErr(400, "invalid"), store.ErrUnsupported, 400},
-		{"304 on a read", opRead, apiErr(304, ""), store.ErrTransient, 304},
-		{"dial error on a write", opCondDelete, fmt.Errorf("post: %w", dial), store.ErrTransient, 0},
-		{"reset on a read", opRead, reset, store.ErrTransient, 0},
-		{"reset after a write", opCondDelete, reset, store.ErrUnknownOutcome, 0},
-		{"unexpected EOF after a write", opWrite, io.ErrUnexpectedEOF, store.ErrUnknownOutcome, 0},
-		{"context deadline after a write", opCondDelete, context.DeadlineExceeded, store.ErrUnknownOutcome, 0},
-		{"context cancelled on a read", opRead, context.Canceled, store.ErrTransient, 0},
-		{"cancelled dial after a write", opCondDelete, &net.OpError{Op: "dial", Err: context.Canceled}, store.ErrUnknownOutcome, 0},
+		{"412 conditionNotMet on a create", resolve.OpCondDelete, apiErr(412, "conditionNotMet"), store.ErrConflict, 412},
+		{"412 without a reason", resolve.OpCondDelete, apiErr(412, ""), store.ErrConflict, 412},
+		{"conditionNotMet reason alone", resolve.OpCondDelete, apiErr(0, "conditionNotMet"), store.ErrConflict, 0},
+		{"missing object on get", resolve.OpRead, storage.ErrObjectNotExist, store.ErrNotFound, 404},
+		{"404 on get", resolve.OpRead, apiErr(404, "notFound"), store.ErrNotFound, 404},
+		{"404 on a conditional delete", resolve.OpCondDelete, apiErr(404, "notFound"), store.ErrConflict, 404},
+		{"404 on a conditional upload (missing bucket)", resolve.OpCondPut, apiErr(404, "notFound"), store.ErrNotFound, 404},
+		{"404 on an unconditional upload (missing bucket)", resolve.OpWrite, apiErr(404, "notFound"), store.ErrNotFound, 404},
+		{"412 on a conditional upload", resolve.OpCondPut, apiErr(412, "conditionNotMet"), store.ErrConflict, 412},
+		{"503 after a conditional upload", resolve.OpCondPut, apiErr(503, ""), store.ErrUnknownOutcome, 503},
+		{"missing object on a conditional delete", resolve.OpCondDelete, storage.ErrObjectNotExist, store.ErrConflict, 404},
+		{"missing bucket on get", resolve.OpRead, storage.ErrBucketNotExist, store.ErrNotFound, 404},
+		{"missing bucket on a conditional write", resolve.OpCondDelete, storage.ErrBucketNotExist, store.ErrNotFound, 404},
+		{"429 on a read", resolve.OpRead, apiErr(429, "rateLimitExceeded"), store.ErrTransient, 429},
+		{"429 after a write (may have been applied)", resolve.OpCondDelete, apiErr(429, "rateLimitExceeded"), store.ErrUnknownOutcome, 429},
+		{"429 after an unconditional write", resolve.OpWrite, apiErr(429, "rateLimitExceeded"), store.ErrUnknownOutcome, 429},
+		{"503 on a read", resolve.OpRead, apiErr(503, "backendError"), store.ErrTransient, 503},
+		{"503 after a write", resolve.OpCondDelete, apiErr(503, "backendError"), store.ErrUnknownOutcome, 503},
+		{"500 after a write", resolve.OpWrite, apiErr(500, "internalError"), store.ErrUnknownOutcome, 500},
+		{"408 on a read", resolve.OpRead, apiErr(408, ""), store.ErrTransient, 408},
+		{"408 after a write", resolve.OpCondDelete, apiErr(408, ""), store.ErrUnknownOutcome, 408},
+		{"403 forbidden", resolve.OpRead, apiErr(403, "forbidden"), store.ErrUnsupported, 403},
+		{"401 unauthorized on a write", resolve.OpCondDelete, apiErr(401, "required"), store.ErrUnsupported, 401},
+		{"400 bad request", resolve.OpWrite, apiErr(400, "invalid"), store.ErrUnsupported, 400},
+		{"304 on a read", resolve.OpRead, apiErr(304, ""), store.ErrTransient, 304},
+		{"dial error on a write", resolve.OpCondDelete, fmt.Errorf("post: %w", dial), store.ErrTransient, 0},
+		{"reset on a read", resolve.OpRead, reset, store.ErrTransient, 0},
+		{"reset after a write", resolve.OpCondDelete, reset, store.ErrUnknownOutcome, 0},
+		{"unexpected EOF after a write", resolve.OpWrite, io.ErrUnexpectedEOF, store.ErrUnknownOutcome, 0},
+		{"context deadline after a write", resolve.OpCondDelete, context.DeadlineExceeded, store.ErrUnknownOutcome, 0},
+		{"context cancelled on a read", resolve.OpRead, context.Canceled, store.ErrTransient, 0},
+		{"cancelled dial after a write", resolve.OpCondDelete, &net.OpError{Op: "dial", Err: context.Canceled}, store.ErrUnknownOutcome, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := classify(c.op, c.err)
-			if f.kind != c.kind || f.status != c.status {
-				t.Fatalf("classify(%v) = %v (status %d), want %v (status %d)", c.err, f.kind, f.status, c.kind, c.status)
+			if f.Kind != c.kind || f.Status != c.status {
+				t.Fatalf("classify(%v) = %v (status %d), want %v (status %d)", c.err, f.Kind, f.Status, c.kind, c.status)
 			}
 			oe := opError("put", "k", f, c.err)
 			if !errors.Is(oe, c.kind) || !errors.Is(oe, c.err) {
@@ -81,9 +82,9 @@ func TestClassify(t *testing.T) {
 }
 
 func TestClassifyKeepsReason(t *testing.T) {
-	f := classify(opCondDelete, apiErr(412, "conditionNotMet"))
-	if f.code != "conditionNotMet" {
-		t.Fatalf("code = %q, want conditionNotMet", f.code)
+	f := classify(resolve.OpCondDelete, apiErr(412, "conditionNotMet"))
+	if f.Code != "conditionNotMet" {
+		t.Fatalf("code = %q, want conditionNotMet", f.Code)
 	}
 	msg := opError("put", "jobs/a", f, apiErr(412, "conditionNotMet")).Error()
 	want := `gcsstore: put "jobs/a": precondition failed (status 412 conditionNotMet)`

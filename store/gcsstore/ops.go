@@ -13,6 +13,7 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // metaNonce is the custom-metadata key carrying each write's nonce.
@@ -32,24 +33,24 @@ func newNonce() string {
 
 // Get returns the key's value and generation, read in one request.
 func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
-	if err := s.check("get", key, false); err != nil {
+	if err := s.check(ctx, "get", key, false); err != nil {
 		return store.Entry{}, err
 	}
 	r, err := s.object(key).NewReader(ctx)
 	if err != nil {
-		return store.Entry{}, opError("get", key, classify(opRead, err), err)
+		return store.Entry{}, opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	defer r.Close()
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return store.Entry{}, opError("get", key, classify(opRead, err), err)
+		return store.Entry{}, opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	return store.Entry{Key: key, Value: b, Version: version(r.Attrs.Generation)}, nil
 }
 
 // Put writes value under key if cond holds.
 func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
-	if err := s.check("put", key, false); err != nil {
+	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
 	return s.put(ctx, key, func() (io.Reader, bool) { return bytes.NewReader(value), true }, cond)
@@ -74,25 +75,25 @@ func conditions(cond store.Condition) (c storage.Conditions, conditional, ok boo
 // false when it cannot.
 func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, bool), cond store.Condition) (store.Version, error) {
 	if err := ctx.Err(); err != nil {
-		return "", store.Errorf(backend, "put", key, store.ErrTransient, err) // nothing was sent
+		return "", store.NewOpError(backend, "put", key, store.ErrTransient, err) // nothing was sent
 	}
 	conds, conditional, ok := conditions(cond)
 	if !ok {
-		return "", store.Errorf(backend, "put", key, store.ErrConflict, fmt.Errorf("%s: no object has that generation", cond))
+		return "", store.NewOpError(backend, "put", key, store.ErrConflict, fmt.Errorf("%s: no object has that generation", cond))
 	}
-	kind := opWrite
+	kind := resolve.OpWrite
 	if conditional {
-		kind = opCondUpload
+		kind = resolve.OpCondPut
 	}
 	nonce := newNonce()
 	first := true
-	send := func() (store.Version, failure, error) {
+	send := func() (store.Version, resolve.Failure, error) {
 		r, ok := body()
 		if !ok {
 			if first {
-				return "", failure{kind: store.ErrTransient}, errors.New("the value's reader cannot seek to its start")
+				return "", resolve.Failure{Kind: store.ErrTransient}, errors.New("the value's reader cannot seek to its start")
 			}
-			return "", failure{kind: store.ErrUnknownOutcome}, errors.New("the value cannot be sent again")
+			return "", resolve.Failure{Kind: store.ErrUnknownOutcome}, errors.New("the value cannot be sent again")
 		}
 		first = false
 		h := s.writeHandle(key)
@@ -105,7 +106,7 @@ func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, boo
 	if err == nil {
 		return v, nil
 	}
-	if f.kind != store.ErrUnknownOutcome {
+	if f.Kind != store.ErrUnknownOutcome {
 		return "", opError("put", key, f, err)
 	}
 	_, ifMatch := cond.Match()
@@ -114,7 +115,7 @@ func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, boo
 
 // upload sends one object in a single request (no chunk buffer, no client
 // retries) and returns its generation.
-func (s *Store) upload(ctx context.Context, h *storage.ObjectHandle, nonce string, r io.Reader, kind opKind) (store.Version, failure, error) {
+func (s *Store) upload(ctx context.Context, h *storage.ObjectHandle, nonce string, r io.Reader, kind resolve.OpKind) (store.Version, resolve.Failure, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := h.NewWriter(ctx)
@@ -132,7 +133,7 @@ func (s *Store) upload(ctx context.Context, h *storage.ObjectHandle, nonce strin
 			// PutStream spools plain readers first, so only a failing
 			// io.ReadSeeker gets here.
 			cancel()
-			return "", failure{kind: store.ErrUnknownOutcome}, fmt.Errorf("read value: %w", err)
+			return "", resolve.Failure{Kind: store.ErrUnknownOutcome}, fmt.Errorf("read value: %w", err)
 		}
 		// The upload itself failed; Close reports why.
 		cerr := w.Close()
@@ -144,10 +145,10 @@ func (s *Store) upload(ctx context.Context, h *storage.ObjectHandle, nonce strin
 	if err := w.Close(); err != nil {
 		return "", classify(kind, err), err
 	}
-	return version(w.Attrs().Generation), failure{}, nil
+	return version(w.Attrs().Generation), resolve.Failure{}, nil
 }
 
-// readError marks a failure of the caller's reader, as opposed to the
+// readError marks a resolve.Failure of the caller's reader, as opposed to the
 // upload's.
 type readError struct{ err error }
 
@@ -167,37 +168,37 @@ func (sr sourceReader) Read(p []byte) (int, error) {
 
 // Delete removes key if cond holds.
 func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
-	if err := s.check("delete", key, false); err != nil {
+	if err := s.check(ctx, "delete", key, false); err != nil {
 		return err
 	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
+		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
 	}
 	if err := ctx.Err(); err != nil {
-		return store.Errorf(backend, "delete", key, store.ErrTransient, err) // nothing was sent
+		return store.NewOpError(backend, "delete", key, store.ErrTransient, err) // nothing was sent
 	}
 	h := s.writeHandle(key)
-	kind := opWrite
+	kind := resolve.OpWrite
 	if v, ok := cond.Match(); ok {
 		if s.noCAD {
-			return store.Errorf(backend, "delete", key, store.ErrUnsupported,
+			return store.NewOpError(backend, "delete", key, store.ErrUnsupported,
 				errors.New("this server ignores ifGenerationMatch on DELETE (Options.NoCompareAndDelete)"))
 		}
 		g, valid := generation(v)
 		if !valid {
-			return store.Errorf(backend, "delete", key, store.ErrConflict, fmt.Errorf("%s: no object has that generation", cond))
+			return store.NewOpError(backend, "delete", key, store.ErrConflict, fmt.Errorf("%s: no object has that generation", cond))
 		}
 		h = h.If(storage.Conditions{GenerationMatch: g})
-		kind = opCondDelete
+		kind = resolve.OpCondDelete
 	}
-	send := func() (failure, error) {
+	send := func() (resolve.Failure, error) {
 		err := h.Delete(ctx)
 		if err == nil {
-			return failure{}, nil
+			return resolve.Failure{}, nil
 		}
 		f := classify(kind, err)
-		if kind == opWrite && f.kind == store.ErrNotFound && !errors.Is(err, storage.ErrBucketNotExist) {
-			return failure{}, nil // an unconditional delete of a missing key succeeds
+		if kind == resolve.OpWrite && f.Kind == store.ErrNotFound && !errors.Is(err, storage.ErrBucketNotExist) {
+			return resolve.Failure{}, nil // an unconditional delete of a missing key succeeds
 		}
 		return f, err
 	}
@@ -205,7 +206,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	if err == nil {
 		return nil
 	}
-	if f.kind != store.ErrUnknownOutcome {
+	if f.Kind != store.ErrUnknownOutcome {
 		return opError("delete", key, f, err)
 	}
 	return s.resolveDelete(ctx, key, kind, send, f, err)
@@ -214,7 +215,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 // List returns one page of keys under prefix, in byte order, with their
 // generations.
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
-	if err := s.check("list", prefix, true); err != nil {
+	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
 	}
 	var o store.ListOptions
@@ -232,7 +233,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 		q.StartOffset = s.prefix + o.After + "\x00"
 	}
 	if err := q.SetAttrSelection([]string{"Name", "Generation"}); err != nil {
-		return store.Page{}, store.Errorf(backend, "list", prefix, store.ErrUnsupported, err)
+		return store.Page{}, store.NewOpError(backend, "list", prefix, store.ErrUnsupported, err)
 	}
 	it := s.bucket.Objects(ctx, q)
 	it.PageInfo().MaxSize = limit + 1
@@ -243,7 +244,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 			return page, nil
 		}
 		if err != nil {
-			return store.Page{}, opError("list", prefix, classify(opRead, err), err)
+			return store.Page{}, opError("list", prefix, classify(resolve.OpRead, err), err)
 		}
 		if len(a.Name) < len(s.prefix) || a.Name[:len(s.prefix)] != s.prefix {
 			continue

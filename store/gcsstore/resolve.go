@@ -7,22 +7,14 @@ import (
 	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
-// unknown is the error of a write whose outcome could not be resolved.
-func unknown(op, key string, last failure, cause error) error {
-	last.kind = store.ErrUnknownOutcome
-	return opError(op, key, last, cause)
-}
-
 // resolver resolves this store's writes with the shared logic of
 // store/internal/resolve.
-func (s *Store) resolver() *resolve.Resolver[failure] {
-	return &resolve.Resolver[failure]{
+func (s *Store) resolver() *resolve.Resolver {
+	return &resolve.Resolver{
 		Attempts: s.attempts, Backoff: s.backoff,
-		Kind:    func(f failure) error { return f.kind },
-		Err:     func(op, key string, f failure, cause error) error { return opError(op, key, f, cause) },
-		Unknown: unknown,
-		Look:    s.nonceOf,
-		// A resend's 429/5xx or transport failure is resent again, and
+		Err:  opError,
+		Look: s.nonceOf,
+		// A resend's 429/5xx or transport resolve.Failure is resent again, and
 		// every resend's error stays in the cause.
 		Again: func(kind error) bool {
 			return kind == store.ErrUnknownOutcome || kind == store.ErrTransient
@@ -37,7 +29,7 @@ func (s *Store) resolver() *resolve.Resolver[failure] {
 // resend the same write with the same generation precondition; a 412 or
 // 404 on the resend with someone else's nonce, or none, is
 // ErrUnknownOutcome, never a conflict.
-func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
+func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, resolve.Failure, error), last resolve.Failure, lastErr error) (store.Version, error) {
 	return s.resolver().Put(ctx, key, nonce, ifMatch, send, last, lastErr)
 }
 
@@ -45,8 +37,8 @@ func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool,
 // resolve.Resolver.Delete): a conditional one that now fails its
 // condition may have been the attempt that removed the version, so that
 // answer stays unknown.
-func (s *Store) resolveDelete(ctx context.Context, key string, kind opKind, send func() (failure, error), last failure, lastErr error) error {
-	return s.resolver().Delete(ctx, key, kind == opCondDelete, send, last, lastErr)
+func (s *Store) resolveDelete(ctx context.Context, key string, kind resolve.OpKind, send func() (resolve.Failure, error), last resolve.Failure, lastErr error) error {
+	return s.resolver().Delete(ctx, key, kind.Conditional(), send, last, lastErr)
 }
 
 // nonceOf reads which write the key's object holds: the nonce from its
@@ -54,7 +46,7 @@ func (s *Store) resolveDelete(ctx context.Context, key string, kind opKind, send
 func (s *Store) nonceOf(ctx context.Context, key string) (resolve.Stored, bool, error) {
 	a, err := s.object(key).Attrs(ctx)
 	if err != nil {
-		if f := classify(opRead, err); f.kind == store.ErrNotFound {
+		if f := classify(resolve.OpRead, err); f.Kind == store.ErrNotFound {
 			return resolve.Stored{}, false, nil
 		}
 		return resolve.Stored{}, false, err

@@ -55,46 +55,30 @@ func (s *Store) Capabilities() store.Capabilities {
 		Transactions: true, Watch: true, Streaming: false, UniqueVersions: true}
 }
 
-func (s *Store) check(ctx context.Context, op, key string) error {
-	if err := ctx.Err(); err != nil {
-		return store.Errorf(backend, op, key, store.ErrUnknownOutcome, err)
-	}
-	if s.closed {
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
-	}
-	return nil
-}
-
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
-	if err := store.ValidateKey(key); err != nil {
-		return store.Entry{}, store.Errorf(backend, "get", key, store.ErrInvalidKey, err)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(ctx, "get", key); err != nil {
+	if err := store.Guard(ctx, s.closed, backend, "get", key); err != nil {
 		return store.Entry{}, err
 	}
 	e, ok := s.data[key]
 	if !ok {
-		return store.Entry{}, store.Errorf(backend, "get", key, store.ErrNotFound, nil)
+		return store.Entry{}, store.NewOpError(backend, "get", key, store.ErrNotFound, nil)
 	}
 	return store.Entry{Key: key, Value: bytes.Clone(e.value), Version: e.version}, nil
 }
 
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
-	if err := store.ValidateKey(key); err != nil {
-		return "", store.Errorf(backend, "put", key, store.ErrInvalidKey, err)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(ctx, "put", key); err != nil {
+	if err := store.Guard(ctx, s.closed, backend, "put", key); err != nil {
 		return "", err
 	}
 	cur, ok := s.data[key]
 	if !cond.Holds(ok, cur.version) {
-		return "", store.Errorf(backend, "put", key, store.ErrConflict, nil)
+		return "", store.NewOpError(backend, "put", key, store.ErrConflict, nil)
 	}
 	v := s.write(key, value)
 	s.notify()
@@ -117,20 +101,17 @@ func (s *Store) notify() {
 
 // Delete implements store.Store.
 func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
-	if err := store.ValidateKey(key); err != nil {
-		return store.Errorf(backend, "delete", key, store.ErrInvalidKey, err)
-	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, "delete", key, store.ErrUnsupported, nil)
+		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, nil)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(ctx, "delete", key); err != nil {
+	if err := store.Guard(ctx, s.closed, backend, "delete", key); err != nil {
 		return err
 	}
 	cur, ok := s.data[key]
 	if !cond.Holds(ok, cur.version) {
-		return store.Errorf(backend, "delete", key, store.ErrConflict, nil)
+		return store.NewOpError(backend, "delete", key, store.ErrConflict, nil)
 	}
 	if ok {
 		delete(s.data, key)
@@ -141,9 +122,6 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
-	if err := store.ValidatePrefix(prefix); err != nil {
-		return store.Page{}, store.Errorf(backend, "list", prefix, store.ErrInvalidKey, err)
-	}
 	var o store.ListOptions
 	if opts != nil {
 		o = *opts
@@ -153,7 +131,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(ctx, "list", prefix); err != nil {
+	if err := store.GuardPrefix(ctx, s.closed, backend, "list", prefix); err != nil {
 		return store.Page{}, err
 	}
 	var items []store.Item
@@ -175,17 +153,17 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 // Txn implements store.Transactor.
 func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, error) {
 	if err := store.ValidateTxn(ops); err != nil {
-		return nil, store.Errorf(backend, "txn", "", errKind(err), err)
+		return nil, store.NewOpError(backend, "txn", "", errKind(err), err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(ctx, "txn", ops[0].Key); err != nil {
+	if err := store.Guard(ctx, s.closed, backend, "txn", ops[0].Key); err != nil {
 		return nil, err
 	}
 	for i, op := range ops {
 		cur, ok := s.data[op.Key]
 		if !op.Cond.Holds(ok, cur.version) {
-			return nil, store.Errorf(backend, "txn", op.Key, store.ErrConflict,
+			return nil, store.NewOpError(backend, "txn", op.Key, store.ErrConflict,
 				&store.TxnError{Index: i, Key: op.Key, Err: store.ErrConflict})
 		}
 	}
@@ -216,13 +194,13 @@ func errKind(err error) error {
 // WaitChange implements store.Watcher.
 func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) error {
 	if err := store.ValidateKey(key); err != nil {
-		return store.Errorf(backend, "watch", key, store.ErrInvalidKey, err)
+		return store.NewOpError(backend, "watch", key, store.ErrInvalidKey, err)
 	}
 	for {
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
-			return store.Errorf(backend, "watch", key, store.ErrClosed, nil)
+			return store.NewOpError(backend, "watch", key, store.ErrClosed, nil)
 		}
 		cur := s.data[key].version
 		ch := s.changed

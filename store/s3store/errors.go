@@ -13,23 +13,6 @@ import (
 
 const backend = "s3store"
 
-// opKind says what kind of request failed, which decides how an ambiguous
-// failure is read.
-type opKind int
-
-const (
-	opRead      opKind = iota // GET, HEAD, LIST: never changes anything
-	opWrite                   // PUT, DELETE without condition
-	opCondWrite               // PUT or DELETE with If-Match / If-None-Match
-)
-
-// failure is the classification of one SDK error.
-type failure struct {
-	kind   error // a store sentinel
-	status int
-	code   string
-}
-
 // classify maps an SDK error onto the store error set. It is the one place
 // that knows S3's statuses and codes:
 //
@@ -49,44 +32,44 @@ type failure struct {
 //	other transport error after a write    → ErrUnknownOutcome (timeout, reset)
 //	the caller's context ended             → ErrUnknownOutcome for writes, ErrTransient for
 //	                                         reads, with the context's error kept as the cause
-func classify(op opKind, err error) failure {
-	var f failure
+func classify(op resolve.OpKind, err error) resolve.Failure {
+	var f resolve.Failure
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) && re.Response != nil {
-		f.status = re.HTTPStatusCode()
+		f.Status = re.HTTPStatusCode()
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
-		f.code = ae.ErrorCode()
+		f.Code = ae.ErrorCode()
 	}
-	write := op != opRead
+	write := op.Write()
 	switch {
-	case f.status == http.StatusPreconditionFailed:
-		f.kind = store.ErrConflict
-	case f.status == http.StatusConflict:
-		f.kind = store.ErrTransient
-	case f.status == http.StatusNotFound && f.code == "NoSuchBucket":
-		f.kind = store.ErrNotFound
-	case f.status == http.StatusNotFound && op == opCondWrite:
-		f.kind = store.ErrConflict
-	case f.status == http.StatusNotFound:
-		f.kind = store.ErrNotFound
-	case f.status == http.StatusNotImplemented:
-		f.kind = store.ErrUnsupported
-	case f.status == http.StatusBadRequest && f.code == "KeyTooLongError":
-		f.kind = store.ErrInvalidKey
-	case f.status == http.StatusBadRequest && f.code == "RequestTimeout":
-		f.kind = store.ErrTransient
-	case f.status == http.StatusTooManyRequests || f.status >= 500:
-		f.kind = resolve.Unanswered(write)
+	case f.Status == http.StatusPreconditionFailed:
+		f.Kind = store.ErrConflict
+	case f.Status == http.StatusConflict:
+		f.Kind = store.ErrTransient
+	case f.Status == http.StatusNotFound && f.Code == "NoSuchBucket":
+		f.Kind = store.ErrNotFound
+	case f.Status == http.StatusNotFound && op.Conditional():
+		f.Kind = store.ErrConflict
+	case f.Status == http.StatusNotFound:
+		f.Kind = store.ErrNotFound
+	case f.Status == http.StatusNotImplemented:
+		f.Kind = store.ErrUnsupported
+	case f.Status == http.StatusBadRequest && f.Code == "KeyTooLongError":
+		f.Kind = store.ErrInvalidKey
+	case f.Status == http.StatusBadRequest && f.Code == "RequestTimeout":
+		f.Kind = store.ErrTransient
+	case f.Status == http.StatusTooManyRequests || f.Status >= 500:
+		f.Kind = resolve.Unanswered(write)
 	default:
 		// Other 4xx, 3xx, dial and transport errors.
-		f.kind = resolve.Fallback(f.status, write, err)
+		f.Kind = resolve.Fallback(f.Status, write, err)
 	}
 	return f
 }
 
-// opError wraps a classified failure in the store's error type.
-func opError(op, key string, f failure, cause error) *store.OpError {
-	return &store.OpError{Op: op, Key: key, Backend: backend, Status: f.status, Code: f.code, Kind: f.kind, Err: cause}
+// opError wraps a classified resolve.Failure in the store's error type.
+func opError(op, key string, f resolve.Failure, cause error) *store.OpError {
+	return f.OpError(backend, op, key, cause)
 }

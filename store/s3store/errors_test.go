@@ -15,6 +15,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // apiErr builds the error aws-sdk-go-v2 returns for an S3 error response.
@@ -38,38 +39,38 @@ func TestClassify(t *testing.T) {
 	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	cases := []struct {
 		name string
-		op   opKind
+		op   resolve.OpKind
 		err  error
 		want error
 	}{
-		{"412 on conditional put", opCondWrite, apiErr(412, "PreconditionFailed"), store.ErrConflict},
-		{"409 ConditionalRequestConflict", opCondWrite, apiErr(409, "ConditionalRequestConflict"), store.ErrTransient},
-		{"404 NoSuchKey on If-Match put", opCondWrite, apiErr(404, "NoSuchKey"), store.ErrConflict},
-		{"404 NoSuchKey on Get", opRead, apiErr(404, "NoSuchKey"), store.ErrNotFound},
-		{"404 NotFound on Head", opRead, apiErr(404, "NotFound"), store.ErrNotFound},
-		{"404 NoSuchBucket on put", opCondWrite, apiErr(404, "NoSuchBucket"), store.ErrNotFound},
-		{"501 NotImplemented", opCondWrite, apiErr(501, "NotImplemented"), store.ErrUnsupported},
-		{"503 SlowDown on read", opRead, apiErr(503, "SlowDown"), store.ErrTransient},
-		{"503 SlowDown on write", opCondWrite, apiErr(503, "SlowDown"), store.ErrUnknownOutcome},
-		{"500 after write", opWrite, apiErr(500, "InternalError"), store.ErrUnknownOutcome},
-		{"500 on read", opRead, apiErr(500, "InternalError"), store.ErrTransient},
-		{"429 on read", opRead, apiErr(429, "TooManyRequests"), store.ErrTransient},
-		{"403 AccessDenied", opRead, apiErr(403, "AccessDenied"), store.ErrUnsupported},
-		{"403 SignatureDoesNotMatch", opCondWrite, apiErr(403, "SignatureDoesNotMatch"), store.ErrUnsupported},
-		{"400 RequestTimeout", opCondWrite, apiErr(400, "RequestTimeout"), store.ErrTransient},
-		{"400 KeyTooLongError", opWrite, apiErr(400, "KeyTooLongError"), store.ErrInvalidKey},
-		{"connection refused before send", opCondWrite, transportErr(dial), store.ErrTransient},
-		{"connection reset after send", opCondWrite, transportErr(reset), store.ErrUnknownOutcome},
-		{"reset on read", opRead, transportErr(reset), store.ErrTransient},
-		{"unexpected EOF after write", opWrite, transportErr(io.ErrUnexpectedEOF), store.ErrUnknownOutcome},
-		{"deadline after write", opCondWrite, transportErr(context.DeadlineExceeded), store.ErrUnknownOutcome},
-		{"cancel on read", opRead, transportErr(context.Canceled), store.ErrTransient},
+		{"412 on conditional put", resolve.OpCondPut, apiErr(412, "PreconditionFailed"), store.ErrConflict},
+		{"409 ConditionalRequestConflict", resolve.OpCondPut, apiErr(409, "ConditionalRequestConflict"), store.ErrTransient},
+		{"404 NoSuchKey on If-Match put", resolve.OpCondPut, apiErr(404, "NoSuchKey"), store.ErrConflict},
+		{"404 NoSuchKey on Get", resolve.OpRead, apiErr(404, "NoSuchKey"), store.ErrNotFound},
+		{"404 NotFound on Head", resolve.OpRead, apiErr(404, "NotFound"), store.ErrNotFound},
+		{"404 NoSuchBucket on put", resolve.OpCondPut, apiErr(404, "NoSuchBucket"), store.ErrNotFound},
+		{"501 NotImplemented", resolve.OpCondPut, apiErr(501, "NotImplemented"), store.ErrUnsupported},
+		{"503 SlowDown on read", resolve.OpRead, apiErr(503, "SlowDown"), store.ErrTransient},
+		{"503 SlowDown on write", resolve.OpCondPut, apiErr(503, "SlowDown"), store.ErrUnknownOutcome},
+		{"500 after write", resolve.OpWrite, apiErr(500, "InternalError"), store.ErrUnknownOutcome},
+		{"500 on read", resolve.OpRead, apiErr(500, "InternalError"), store.ErrTransient},
+		{"429 on read", resolve.OpRead, apiErr(429, "TooManyRequests"), store.ErrTransient},
+		{"403 AccessDenied", resolve.OpRead, apiErr(403, "AccessDenied"), store.ErrUnsupported},
+		{"403 SignatureDoesNotMatch", resolve.OpCondPut, apiErr(403, "SignatureDoesNotMatch"), store.ErrUnsupported},
+		{"400 RequestTimeout", resolve.OpCondPut, apiErr(400, "RequestTimeout"), store.ErrTransient},
+		{"400 KeyTooLongError", resolve.OpWrite, apiErr(400, "KeyTooLongError"), store.ErrInvalidKey},
+		{"connection refused before send", resolve.OpCondPut, transportErr(dial), store.ErrTransient},
+		{"connection reset after send", resolve.OpCondPut, transportErr(reset), store.ErrUnknownOutcome},
+		{"reset on read", resolve.OpRead, transportErr(reset), store.ErrTransient},
+		{"unexpected EOF after write", resolve.OpWrite, transportErr(io.ErrUnexpectedEOF), store.ErrUnknownOutcome},
+		{"deadline after write", resolve.OpCondPut, transportErr(context.DeadlineExceeded), store.ErrUnknownOutcome},
+		{"cancel on read", resolve.OpRead, transportErr(context.Canceled), store.ErrTransient},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			f := classify(c.op, c.err)
-			if f.kind != c.want {
-				t.Fatalf("classify = %v (status %d code %q), want %v", f.kind, f.status, f.code, c.want)
+			if f.Kind != c.want {
+				t.Fatalf("classify = %v (status %d code %q), want %v", f.Kind, f.Status, f.Code, c.want)
 			}
 			e := opError("put", "k", f, c.err)
 			if !errors.Is(e, c.want) || !errors.Is(e, c.err) {
@@ -88,11 +89,11 @@ func TestClassify(t *testing.T) {
 		})
 	}
 	// The context's own error stays reachable.
-	e := opError("put", "k", classify(opCondWrite, transportErr(context.DeadlineExceeded)), transportErr(context.DeadlineExceeded))
+	e := opError("put", "k", classify(resolve.OpCondPut, transportErr(context.DeadlineExceeded)), transportErr(context.DeadlineExceeded))
 	if !errors.Is(e, context.DeadlineExceeded) {
 		t.Fatalf("%v hides context.DeadlineExceeded", e)
 	}
-	if got := fmt.Sprint(opError("put", "jobs/a", classify(opCondWrite, apiErr(412, "PreconditionFailed")), nil)); got != `s3store: put "jobs/a": precondition failed (status 412 PreconditionFailed)` {
+	if got := fmt.Sprint(opError("put", "jobs/a", classify(resolve.OpCondPut, apiErr(412, "PreconditionFailed")), nil)); got != `s3store: put "jobs/a": precondition failed (status 412 PreconditionFailed)` {
 		t.Fatalf("message %q", got)
 	}
 }

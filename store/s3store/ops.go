@@ -10,21 +10,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // Get returns the key's value and version (a legacy header stripped).
 func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
-	if err := s.check("get", key, false); err != nil {
+	if err := s.check(ctx, "get", key, false); err != nil {
 		return store.Entry{}, err
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: s.object(key)})
 	if err != nil {
-		return store.Entry{}, opError("get", key, classify(opRead, err), err)
+		return store.Entry{}, opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	defer out.Body.Close()
 	obj, err := io.ReadAll(out.Body)
 	if err != nil {
-		return store.Entry{}, opError("get", key, classify(opRead, err), err)
+		return store.Entry{}, opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	return store.Entry{Key: key, Value: decodeValue(obj, out.Metadata[metaNonce]), Version: quoteETag(out.ETag)}, nil
 }
@@ -32,7 +33,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 // Put writes value under key, as is, if cond holds; see the package doc
 // for the nonce and how ambiguous outcomes are resolved.
 func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
-	if err := s.check("put", key, false); err != nil {
+	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
 	return s.put(ctx, key, newNonce(), func() io.ReadSeeker { return bytes.NewReader(value) }, cond)
@@ -46,33 +47,33 @@ func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadS
 		Key:      s.object(key),
 		Metadata: map[string]string{metaNonce: nonce},
 	}
-	kind := opWrite
+	kind := resolve.OpWrite
 	switch {
 	case cond.IsAbsent():
 		in.IfNoneMatch = aws.String("*")
-		kind = opCondWrite
+		kind = resolve.OpCondPut
 	default:
 		if v, ok := cond.Match(); ok {
 			if v == "" {
-				return "", store.Errorf(backend, "put", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
+				return "", store.NewOpError(backend, "put", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
 			}
 			in.IfMatch = aws.String(string(v))
-			kind = opCondWrite
+			kind = resolve.OpCondPut
 		}
 	}
-	send := func() (store.Version, failure, error) {
+	send := func() (store.Version, resolve.Failure, error) {
 		in.Body = body()
 		out, err := s.client.PutObject(ctx, in, noRetry)
 		if err != nil {
 			return "", classify(kind, err), err
 		}
-		return quoteETag(out.ETag), failure{}, nil
+		return quoteETag(out.ETag), resolve.Failure{}, nil
 	}
 	v, f, err := send()
 	if err == nil {
 		return v, nil
 	}
-	if f.kind != store.ErrUnknownOutcome {
+	if f.Kind != store.ErrUnknownOutcome {
 		return "", opError("put", key, f, err)
 	}
 	_, ifMatch := cond.Match()
@@ -81,40 +82,40 @@ func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadS
 
 // Delete removes key if cond holds.
 func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) error {
-	if err := s.check("delete", key, false); err != nil {
+	if err := s.check(ctx, "delete", key, false); err != nil {
 		return err
 	}
 	if cond.IsAbsent() {
-		return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
+		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
 	}
 	in := &s3.DeleteObjectInput{Bucket: &s.bucket, Key: s.object(key)}
-	kind := opWrite
+	kind := resolve.OpWrite
 	if v, ok := cond.Match(); ok {
 		if s.noCAD {
-			return store.Errorf(backend, "delete", key, store.ErrUnsupported, errors.New("conditional delete is not AWS-exact on this server (Options.NoCompareAndDelete)"))
+			return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("conditional delete is not AWS-exact on this server (Options.NoCompareAndDelete)"))
 		}
 		if v == "" {
-			return store.Errorf(backend, "delete", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
+			return store.NewOpError(backend, "delete", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
 		}
 		in.IfMatch = aws.String(string(v))
-		kind = opCondWrite
+		kind = resolve.OpCondDelete
 	}
-	send := func() (failure, error) {
+	send := func() (resolve.Failure, error) {
 		_, err := s.client.DeleteObject(ctx, in, noRetry)
 		if err != nil {
 			f := classify(kind, err)
-			if kind == opWrite && f.kind == store.ErrNotFound && f.code != "NoSuchBucket" {
-				return failure{}, nil // an unconditional delete of a missing key succeeds
+			if kind == resolve.OpWrite && f.Kind == store.ErrNotFound && f.Code != "NoSuchBucket" {
+				return resolve.Failure{}, nil // an unconditional delete of a missing key succeeds
 			}
 			return f, err
 		}
-		return failure{}, nil
+		return resolve.Failure{}, nil
 	}
 	f, err := send()
 	if err == nil {
 		return nil
 	}
-	if f.kind != store.ErrUnknownOutcome {
+	if f.Kind != store.ErrUnknownOutcome {
 		return opError("delete", key, f, err)
 	}
 	return s.resolveDelete(ctx, key, kind, send, f, err)
@@ -122,7 +123,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 
 // List returns one page of keys under prefix, in byte order.
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
-	if err := s.check("list", prefix, true); err != nil {
+	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
 	}
 	var o store.ListOptions
@@ -143,7 +144,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	}
 	out, err := s.client.ListObjectsV2(ctx, in)
 	if err != nil {
-		return store.Page{}, opError("list", prefix, classify(opRead, err), err)
+		return store.Page{}, opError("list", prefix, classify(resolve.OpRead, err), err)
 	}
 	page := store.Page{Items: make([]store.Item, 0, len(out.Contents))}
 	for _, obj := range out.Contents {

@@ -12,21 +12,13 @@ import (
 	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
-// unknown is the error of a write whose outcome could not be resolved.
-func unknown(op, key string, last failure, cause error) error {
-	last.kind = store.ErrUnknownOutcome
-	return opError(op, key, last, cause)
-}
-
 // resolver resolves this store's writes with the shared logic of
 // store/internal/resolve.
-func (s *Store) resolver() *resolve.Resolver[failure] {
-	return &resolve.Resolver[failure]{
+func (s *Store) resolver() *resolve.Resolver {
+	return &resolve.Resolver{
 		Attempts: s.attempts, Backoff: s.backoff,
-		Kind:    func(f failure) error { return f.kind },
-		Err:     func(op, key string, f failure, cause error) error { return opError(op, key, f, cause) },
-		Unknown: unknown,
-		Look:    s.nonceOf,
+		Err:  opError,
+		Look: s.nonceOf,
 	}
 }
 
@@ -36,7 +28,7 @@ func (s *Store) resolver() *resolve.Resolver[failure] {
 // HEAD the key for our nonce, else resend the same conditional write; a
 // 412/409/404 on the resend with someone else's object, or none, is
 // ErrUnknownOutcome, never a conflict.
-func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, failure, error), last failure, lastErr error) (store.Version, error) {
+func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, resolve.Failure, error), last resolve.Failure, lastErr error) (store.Version, error) {
 	return s.resolver().Put(ctx, key, nonce, ifMatch, send, last, lastErr)
 }
 
@@ -44,8 +36,8 @@ func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool,
 // resolve.Resolver.Delete): a conditional one that now fails its
 // condition may have been the attempt that removed the version, so that
 // answer stays unknown.
-func (s *Store) resolveDelete(ctx context.Context, key string, kind opKind, send func() (failure, error), last failure, lastErr error) error {
-	return s.resolver().Delete(ctx, key, kind == opCondWrite, send, last, lastErr)
+func (s *Store) resolveDelete(ctx context.Context, key string, kind resolve.OpKind, send func() (resolve.Failure, error), last resolve.Failure, lastErr error) error {
+	return s.resolver().Delete(ctx, key, kind.Conditional(), send, last, lastErr)
 }
 
 // nonceOf reads which write the key currently holds: the nonce from the
@@ -55,7 +47,7 @@ func (s *Store) resolveDelete(ctx context.Context, key string, kind opKind, send
 func (s *Store) nonceOf(ctx context.Context, key string) (resolve.Stored, bool, error) {
 	h, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: s.object(key)})
 	if err != nil {
-		if f := classify(opRead, err); f.kind == store.ErrNotFound {
+		if f := classify(resolve.OpRead, err); f.Kind == store.ErrNotFound {
 			return resolve.Stored{}, false, nil
 		}
 		return resolve.Stored{}, false, err
@@ -66,7 +58,7 @@ func (s *Store) nonceOf(ctx context.Context, key string) (resolve.Stored, bool, 
 	g, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: s.object(key),
 		Range: aws.String(fmt.Sprintf("bytes=0-%d", legacyHeaderLen-1))})
 	if err != nil {
-		if f := classify(opRead, err); f.kind == store.ErrNotFound {
+		if f := classify(resolve.OpRead, err); f.Kind == store.ErrNotFound {
 			return resolve.Stored{}, false, nil
 		}
 		return resolve.Stored{}, false, err

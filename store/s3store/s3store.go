@@ -142,22 +142,17 @@ func (s *Store) Close() error {
 // own ambiguous outcomes.
 func noRetry(o *s3.Options) { o.Retryer = aws.NopRetryer{} }
 
-// check runs the guards shared by every operation.
-func (s *Store) check(op, key string, isPrefix bool) error {
-	if s.closed.Load() {
-		return store.Errorf(backend, op, key, store.ErrClosed, nil)
-	}
-	var err error
+// check runs store.Guard, then the limit of the store's prefix.
+func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
+	guard := store.Guard
 	if isPrefix {
-		err = store.ValidatePrefix(key)
-	} else {
-		err = store.ValidateKey(key)
+		guard = store.GuardPrefix
 	}
-	if err != nil {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey, err)
+	if err := guard(ctx, s.closed.Load(), backend, op, key); err != nil {
+		return err
 	}
 	if len(s.prefix)+len(key) > store.MaxKeyLen {
-		return store.Errorf(backend, op, key, store.ErrInvalidKey,
+		return store.NewOpError(backend, op, key, store.ErrInvalidKey,
 			fmt.Errorf("key with the store prefix is longer than %d bytes", store.MaxKeyLen))
 	}
 	return nil

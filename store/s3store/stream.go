@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // PutStream is Put with the value read from r. An io.ReadSeeker is sent
@@ -16,7 +17,7 @@ import (
 // temporary file first, because the request needs a known length and a
 // body the SDK can hash and rewind. Nothing is held whole in memory.
 func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond store.Condition) (store.Version, error) {
-	if err := s.check("put", key, false); err != nil {
+	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
 	nonce := newNonce()
@@ -24,21 +25,21 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 	if !ok {
 		f, err := os.CreateTemp("", "s3store-spool-*")
 		if err != nil {
-			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
 		}
 		defer os.Remove(f.Name())
 		defer f.Close()
 		if _, err := io.Copy(f, r); err != nil {
-			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
 		}
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
 		}
 		rs = f
 	}
 	body, err := newOffsetSeeker(rs)
 	if err != nil {
-		return "", store.Errorf(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
+		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
 	}
 	return s.put(ctx, key, nonce, func() io.ReadSeeker {
 		body.Seek(0, io.SeekStart)
@@ -49,17 +50,17 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 // GetStream returns a reader of the key's value (a legacy header
 // stripped) and its version.
 func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store.Version, error) {
-	if err := s.check("get", key, false); err != nil {
+	if err := s.check(ctx, "get", key, false); err != nil {
 		return nil, "", err
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: s.object(key)})
 	if err != nil {
-		return nil, "", opError("get", key, classify(opRead, err), err)
+		return nil, "", opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	r, err := stripLegacyHeader(out.Body, out.Metadata[metaNonce])
 	if err != nil {
 		out.Body.Close()
-		return nil, "", opError("get", key, classify(opRead, err), err)
+		return nil, "", opError("get", key, classify(resolve.OpRead, err), err)
 	}
 	return readCloser{r, out.Body}, quoteETag(out.ETag), nil
 }

@@ -50,14 +50,14 @@ func (s refusingStore) Capabilities() store.Capabilities { return store.Capabili
 
 func (s refusingStore) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
 	if !cond.IsUnconditional() {
-		return "", store.Errorf("refusing", "put", key, store.ErrUnsupported, nil)
+		return "", store.NewOpError("refusing", "put", key, store.ErrUnsupported, nil)
 	}
 	return s.Store.Put(ctx, key, value, cond)
 }
 
 func (s refusingStore) Delete(ctx context.Context, key string, cond store.Condition) error {
 	if !cond.IsUnconditional() {
-		return store.Errorf("refusing", "delete", key, store.ErrUnsupported, nil)
+		return store.NewOpError("refusing", "delete", key, store.ErrUnsupported, nil)
 	}
 	return s.Store.Delete(ctx, key, cond)
 }
@@ -81,7 +81,7 @@ func (s *etagStore) Get(ctx context.Context, key string) (store.Entry, error) {
 	defer s.mu.Unlock()
 	b, ok := s.data[key]
 	if !ok {
-		return store.Entry{}, store.Errorf("etag", "get", key, store.ErrNotFound, nil)
+		return store.Entry{}, store.NewOpError("etag", "get", key, store.ErrNotFound, nil)
 	}
 	return store.Entry{Key: key, Value: b, Version: etag(b)}, nil
 }
@@ -91,7 +91,7 @@ func (s *etagStore) Put(ctx context.Context, key string, value []byte, cond stor
 	defer s.mu.Unlock()
 	b, ok := s.data[key]
 	if !cond.Holds(ok, etag(b)) {
-		return "", store.Errorf("etag", "put", key, store.ErrConflict, nil)
+		return "", store.NewOpError("etag", "put", key, store.ErrConflict, nil)
 	}
 	s.data[key] = append([]byte(nil), value...)
 	return etag(value), nil
@@ -99,13 +99,13 @@ func (s *etagStore) Put(ctx context.Context, key string, value []byte, cond stor
 
 func (s *etagStore) Delete(ctx context.Context, key string, cond store.Condition) error {
 	if cond.IsAbsent() {
-		return store.Errorf("etag", "delete", key, store.ErrUnsupported, nil)
+		return store.NewOpError("etag", "delete", key, store.ErrUnsupported, nil)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, ok := s.data[key]
 	if !cond.Holds(ok, etag(b)) {
-		return store.Errorf("etag", "delete", key, store.ErrConflict, nil)
+		return store.NewOpError("etag", "delete", key, store.ErrConflict, nil)
 	}
 	delete(s.data, key)
 	return nil
@@ -153,7 +153,7 @@ type hangingStore struct {
 func (s hangingStore) Get(ctx context.Context, key string) (store.Entry, error) {
 	if strings.Contains(key, s.hang) {
 		<-ctx.Done()
-		return store.Entry{}, store.Errorf("hanging", "get", key, store.ErrUnknownOutcome, ctx.Err())
+		return store.Entry{}, store.NewOpError("hanging", "get", key, store.ErrUnknownOutcome, ctx.Err())
 	}
 	return s.Store.Get(ctx, key)
 }

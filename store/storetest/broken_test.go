@@ -102,7 +102,7 @@ func (s checkThenWrite) holds(ctx context.Context, key string, c store.Condition
 
 func (s checkThenWrite) Put(ctx context.Context, key string, v []byte, c store.Condition) (store.Version, error) {
 	if !s.holds(ctx, key, c) {
-		return "", store.Errorf("broken", "put", key, store.ErrConflict, nil)
+		return "", store.NewOpError("broken", "put", key, store.ErrConflict, nil)
 	}
 	return s.Store.Put(ctx, key, v, store.Unconditional)
 }
@@ -112,7 +112,7 @@ func (s checkThenWrite) Delete(ctx context.Context, key string, c store.Conditio
 		return s.Store.Delete(ctx, key, c)
 	}
 	if !s.holds(ctx, key, c) {
-		return store.Errorf("broken", "delete", key, store.ErrConflict, nil)
+		return store.NewOpError("broken", "delete", key, store.ErrConflict, nil)
 	}
 	return s.Store.Delete(ctx, key, store.Unconditional)
 }

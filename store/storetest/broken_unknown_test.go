@@ -51,7 +51,7 @@ func (s *lateDuplicate) Put(ctx context.Context, key string, value []byte, c sto
 	}
 	if s.puts++; s.puts%5 == 0 && s.pending[key] == nil {
 		s.pending[key] = &lateWrite{value: bytes.Clone(value), after: 2}
-		return "", store.Errorf("broken", "put", key, store.ErrUnknownOutcome, nil)
+		return "", store.NewOpError("broken", "put", key, store.ErrUnknownOutcome, nil)
 	}
 	return v, nil
 }

@@ -24,7 +24,7 @@ func (s plainStore) Capabilities() store.Capabilities { return store.Capabilitie
 func (s plainStore) Put(ctx context.Context, key string, v []byte, c store.Condition) (store.Version, error) {
 	if !c.IsUnconditional() {
 		if !s.lie {
-			return "", store.Errorf("plain", "put", key, store.ErrUnsupported, nil)
+			return "", store.NewOpError("plain", "put", key, store.ErrUnsupported, nil)
 		}
 		c = store.Unconditional
 	}
@@ -34,7 +34,7 @@ func (s plainStore) Put(ctx context.Context, key string, v []byte, c store.Condi
 func (s plainStore) Delete(ctx context.Context, key string, c store.Condition) error {
 	if !c.IsUnconditional() {
 		if !s.lie || c.IsAbsent() {
-			return store.Errorf("plain", "delete", key, store.ErrUnsupported, nil)
+			return store.NewOpError("plain", "delete", key, store.ErrUnsupported, nil)
 		}
 		c = store.Unconditional
 	}
@@ -77,7 +77,7 @@ func (s bufferedStreams) Capabilities() store.Capabilities {
 func (s bufferedStreams) PutStream(ctx context.Context, key string, r io.Reader, c store.Condition) (store.Version, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return "", store.Errorf("buffered", "put", key, store.ErrTransient, err)
+		return "", store.NewOpError("buffered", "put", key, store.ErrTransient, err)
 	}
 	return s.Put(ctx, key, b, c)
 }
@@ -105,7 +105,7 @@ type earlyCheck struct{ bufferedStreams }
 func (s earlyCheck) PutStream(ctx context.Context, key string, r io.Reader, c store.Condition) (store.Version, error) {
 	e, err := s.Get(ctx, key)
 	if !c.Holds(err == nil, e.Version) {
-		return "", store.Errorf("early", "put", key, store.ErrConflict, nil)
+		return "", store.NewOpError("early", "put", key, store.ErrConflict, nil)
 	}
 	return s.bufferedStreams.PutStream(ctx, key, r, store.Unconditional)
 }

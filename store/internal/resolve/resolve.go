@@ -56,19 +56,16 @@ type Stored struct {
 	Version store.Version
 }
 
-// Resolver resolves one backend's writes. F is the backend's
-// classification of a failed request.
-type Resolver[F any] struct {
+// Resolver resolves one backend's writes.
+type Resolver struct {
 	Attempts int           // resends at most; must be positive
 	Backoff  time.Duration // first delay, see Pause
 
-	// Kind returns the store sentinel a failure was classified as.
-	Kind func(F) error
-	// Err builds the backend's error for an operation that failed as f.
-	Err func(op, key string, f F, cause error) error
-	// Unknown builds the backend's error for an operation whose outcome
-	// stays unknown; f is the last failure seen.
-	Unknown func(op, key string, f F, cause error) error
+	// Err builds the backend's error for an operation that failed as f
+	// (usually f.OpError with the backend's name). An operation whose
+	// outcome stays unknown is reported through Err too, with the last
+	// failure seen and Kind store.ErrUnknownOutcome.
+	Err func(op, key string, f Failure, cause error) *store.OpError
 	// Look reads which write the key holds; ok is false when it is absent.
 	Look func(ctx context.Context, key string) (cur Stored, ok bool, err error)
 	// Again reports whether a resend that failed with this kind is itself
@@ -80,14 +77,21 @@ type Resolver[F any] struct {
 	KeepCauses bool
 }
 
-func (r *Resolver[F]) again(kind error) bool {
+// unknown is the error of an operation whose outcome stays unknown; f is
+// the last failure seen.
+func (r *Resolver) unknown(op, key string, f Failure, cause error) error {
+	f.Kind = store.ErrUnknownOutcome
+	return r.Err(op, key, f, cause)
+}
+
+func (r *Resolver) again(kind error) bool {
 	if r.Again != nil {
 		return r.Again(kind)
 	}
 	return kind == store.ErrUnknownOutcome
 }
 
-func (r *Resolver[F]) next(lastErr, err error) error {
+func (r *Resolver) next(lastErr, err error) error {
 	if r.KeepCauses {
 		return errors.Join(lastErr, err)
 	}
@@ -105,13 +109,13 @@ func (r *Resolver[F]) next(lastErr, err error) error {
 // own earlier write) or not (unknown: calling it a conflict could make a
 // caller apply its update twice). The resend's own status stays in the
 // error.
-func (r *Resolver[F]) Put(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, F, error), last F, lastErr error) (store.Version, error) {
+func (r *Resolver) Put(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, Failure, error), last Failure, lastErr error) (store.Version, error) {
 	if !ifMatch {
 		return r.Settle(ctx, key, nonce, last, lastErr)
 	}
 	for n := 0; n < r.Attempts; n++ {
 		if err := Pause(ctx, r.Backoff, n); err != nil {
-			return "", r.Unknown("put", key, last, errors.Join(lastErr, err))
+			return "", r.unknown("put", key, last, errors.Join(lastErr, err))
 		}
 		if cur, ok, err := r.Look(ctx, key); err == nil && ok && cur.Nonce == nonce {
 			return cur.Version, nil
@@ -120,21 +124,21 @@ func (r *Resolver[F]) Put(ctx context.Context, key, nonce string, ifMatch bool, 
 		if err == nil {
 			return v, nil
 		}
-		if r.again(r.Kind(f)) {
+		if r.again(f.Kind) {
 			last, lastErr = f, r.next(lastErr, err)
 			continue
 		}
 		cur, ok, rerr := r.Look(ctx, key)
 		switch {
 		case rerr != nil:
-			return "", r.Unknown("put", key, f, errors.Join(lastErr, err, rerr))
+			return "", r.unknown("put", key, f, errors.Join(lastErr, err, rerr))
 		case ok && cur.Nonce == nonce:
 			return cur.Version, nil
 		default:
-			return "", r.Unknown("put", key, f, errors.Join(lastErr, err))
+			return "", r.unknown("put", key, f, errors.Join(lastErr, err))
 		}
 	}
-	return "", r.Unknown("put", key, last, fmt.Errorf("unresolved after %d resends: %w", r.Attempts, lastErr))
+	return "", r.unknown("put", key, last, fmt.Errorf("unresolved after %d resends: %w", r.Attempts, lastErr))
 }
 
 // Settle decides the outcome of a put whose attempt ended without an
@@ -149,10 +153,10 @@ func (r *Resolver[F]) Put(ctx context.Context, key, nonce string, ifMatch bool, 
 // a key (store.Capabilities.UniqueVersions): the late copy's condition is
 // spent. On a store whose versions are digests of the bytes it lands
 // again only if the key is rewritten with the very bytes it matched.
-func (r *Resolver[F]) Settle(ctx context.Context, key, nonce string, last F, lastErr error) (store.Version, error) {
+func (r *Resolver) Settle(ctx context.Context, key, nonce string, last Failure, lastErr error) (store.Version, error) {
 	for n := 0; n < r.Attempts; n++ {
 		if err := Pause(ctx, r.Backoff, n); err != nil {
-			return "", r.Unknown("put", key, last, errors.Join(lastErr, err))
+			return "", r.unknown("put", key, last, errors.Join(lastErr, err))
 		}
 		cur, ok, err := r.Look(ctx, key)
 		if err == nil && ok && cur.Nonce == nonce {
@@ -162,7 +166,7 @@ func (r *Resolver[F]) Settle(ctx context.Context, key, nonce string, last F, las
 			lastErr = r.next(lastErr, err)
 		}
 	}
-	return "", r.Unknown("put", key, last, fmt.Errorf("not seen after %d looks, not resent: %w", r.Attempts, lastErr))
+	return "", r.unknown("put", key, last, fmt.Errorf("not seen after %d looks, not resent: %w", r.Attempts, lastErr))
 }
 
 // Delete resends a conditional delete whose outcome is unknown; one that
@@ -172,25 +176,25 @@ func (r *Resolver[F]) Settle(ctx context.Context, key, nonce string, last F, las
 // only when nothing else writes, and a resend reported done while the
 // first copy is still in flight lets that copy delete a later write; a
 // delete leaves no nonce to look for.
-func (r *Resolver[F]) Delete(ctx context.Context, key string, conditional bool, send func() (F, error), last F, lastErr error) error {
+func (r *Resolver) Delete(ctx context.Context, key string, conditional bool, send func() (Failure, error), last Failure, lastErr error) error {
 	if !conditional {
-		return r.Unknown("delete", key, last, fmt.Errorf("not resent: %w", lastErr))
+		return r.unknown("delete", key, last, fmt.Errorf("not resent: %w", lastErr))
 	}
 	for n := 0; n < r.Attempts; n++ {
 		if err := Pause(ctx, r.Backoff, n); err != nil {
-			return r.Unknown("delete", key, last, errors.Join(lastErr, err))
+			return r.unknown("delete", key, last, errors.Join(lastErr, err))
 		}
 		f, err := send()
 		switch {
 		case err == nil:
 			return nil
-		case r.again(r.Kind(f)):
+		case r.again(f.Kind):
 			last, lastErr = f, r.next(lastErr, err)
-		case conditional && r.Kind(f) == store.ErrConflict:
-			return r.Unknown("delete", key, f, errors.Join(lastErr, err))
+		case conditional && f.Kind == store.ErrConflict:
+			return r.unknown("delete", key, f, errors.Join(lastErr, err))
 		default:
 			return r.Err("delete", key, f, err)
 		}
 	}
-	return r.Unknown("delete", key, last, fmt.Errorf("unresolved after %d resends: %w", r.Attempts, lastErr))
+	return r.unknown("delete", key, last, fmt.Errorf("unresolved after %d resends: %w", r.Attempts, lastErr))
 }

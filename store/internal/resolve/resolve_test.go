@@ -13,21 +13,10 @@ import (
 	"github.com/latchkey/latchkey/store"
 )
 
-// fail is a test backend's classification of a failed request.
-type fail struct {
-	kind   error
-	status int
-}
-
 var errBoom = errors.New("boom")
 
-func opErr(op, key string, f fail, cause error) error {
-	return &store.OpError{Op: op, Key: key, Backend: "fake", Status: f.status, Kind: f.kind, Err: cause}
-}
-
-func unknownErr(op, key string, f fail, cause error) error {
-	f.kind = store.ErrUnknownOutcome
-	return opErr(op, key, f, cause)
+func opErr(op, key string, f Failure, cause error) *store.OpError {
+	return f.OpError("fake", op, key, cause)
 }
 
 // fake is a key whose holder and the outcomes of resends are scripted.
@@ -51,32 +40,31 @@ func (k *fake) look(ctx context.Context, key string) (Stored, bool, error) {
 	return k.held[i], true, nil
 }
 
-func kindOf(err error) fail {
+func kindOf(err error) Failure {
 	switch {
 	case errors.Is(err, store.ErrConflict):
-		return fail{kind: store.ErrConflict, status: 412}
+		return Failure{Kind: store.ErrConflict, Status: 412}
 	case errors.Is(err, store.ErrTransient):
-		return fail{kind: store.ErrTransient, status: 503}
+		return Failure{Kind: store.ErrTransient, Status: 503}
 	default:
-		return fail{kind: store.ErrUnknownOutcome, status: 500}
+		return Failure{Kind: store.ErrUnknownOutcome, Status: 500}
 	}
 }
 
-func (k *fake) send() (store.Version, fail, error) {
+func (k *fake) send() (store.Version, Failure, error) {
 	k.sent++
 	err := k.sends[min(k.sent-1, len(k.sends)-1)]
 	if err == nil {
-		return "v-resent", fail{}, nil
+		return "v-resent", Failure{}, nil
 	}
 	return "", kindOf(err), err
 }
 
-func (k *fake) resolver(attempts int) *Resolver[fail] {
-	return &Resolver[fail]{Attempts: attempts, Backoff: 100 * time.Millisecond,
-		Kind: func(f fail) error { return f.kind }, Err: opErr, Unknown: unknownErr, Look: k.look}
+func (k *fake) resolver(attempts int) *Resolver {
+	return &Resolver{Attempts: attempts, Backoff: 100 * time.Millisecond, Err: opErr, Look: k.look}
 }
 
-var first = fail{kind: store.ErrUnknownOutcome, status: 500}
+var first = Failure{Kind: store.ErrUnknownOutcome, Status: 500}
 
 func TestPut(t *testing.T) {
 	lost := fmt.Errorf("500: %w", store.ErrUnknownOutcome)
@@ -143,7 +131,7 @@ func TestPutContextCancelled(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		first := errors.New("first attempt timed out")
-		_, err := k.resolver(3).Put(ctx, "k", "n1", true, k.send, fail{kind: store.ErrUnknownOutcome, status: 503}, first)
+		_, err := k.resolver(3).Put(ctx, "k", "n1", true, k.send, Failure{Kind: store.ErrUnknownOutcome, Status: 503}, first)
 		if !errors.Is(err, store.ErrUnknownOutcome) || !errors.Is(err, context.Canceled) || !errors.Is(err, first) {
 			t.Fatalf("Put = %v; want unknown outcome keeping the first error and context.Canceled", err)
 		}
@@ -195,7 +183,7 @@ func TestDelete(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				k := fake{sends: c.sends}
-				send := func() (fail, error) { _, f, err := k.send(); return f, err }
+				send := func() (Failure, error) { _, f, err := k.send(); return f, err }
 				err := k.resolver(3).Delete(t.Context(), "jobs/a", c.conditional, send, first, errors.New("first"))
 				if c.wantKind == nil && err != nil || c.wantKind != nil && !errors.Is(err, c.wantKind) {
 					t.Fatalf("Delete = %v, want kind %v", err, c.wantKind)
@@ -326,7 +314,7 @@ func TestSettle(t *testing.T) {
 		{name: "seen on a later look", k: fake{held: []Stored{theirs, theirs, ours}}, want: "v-ours", looks: 3},
 		{name: "someone else's object", k: fake{held: []Stored{theirs}}, looks: 3},
 		{name: "absent", k: fake{}, looks: 3},
-		{name: "looks fail", k: fake{lookErr: errBoom}, looks: 3},
+		{name: "looks Failure", k: fake{lookErr: errBoom}, looks: 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -356,4 +344,32 @@ func TestPutUnconditionalIsNotResent(t *testing.T) {
 			t.Fatalf("Put = %v after %d resends and %d looks; want ErrUnknownOutcome, 0 resends, 3 looks", err, k.sent, k.looks)
 		}
 	})
+}
+
+func TestOpKind(t *testing.T) {
+	cases := []struct {
+		k                  OpKind
+		write, conditional bool
+	}{
+		{OpRead, false, false},
+		{OpWrite, true, false},
+		{OpCondPut, true, true},
+		{OpCondDelete, true, true},
+	}
+	for _, c := range cases {
+		if c.k.Write() != c.write || c.k.Conditional() != c.conditional {
+			t.Errorf("OpKind %d: Write %v Conditional %v, want %v %v", c.k, c.k.Write(), c.k.Conditional(), c.write, c.conditional)
+		}
+	}
+}
+
+func TestFailureOpError(t *testing.T) {
+	f := Failure{Kind: store.ErrConflict, Status: 412, Code: "PreconditionFailed"}
+	err := f.OpError("s3store", "put", "jobs/a", errBoom)
+	if got, want := err.Error(), `s3store: put "jobs/a": precondition failed (status 412 PreconditionFailed): boom`; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if !errors.Is(err, store.ErrConflict) || !errors.Is(err, errBoom) {
+		t.Errorf("%v does not match both its kind and its cause", err)
+	}
 }
