@@ -133,7 +133,7 @@ func (s *consumerDeletes) Put(ctx context.Context, key string, value []byte, con
 	if err := s.Store.Delete(ctx, key, store.IfMatch(v)); err != nil {
 		return "", err
 	}
-	return "", store.Errorf("test", "put", key, store.ErrUnknownOutcome, nil)
+	return "", store.NewOpError("test", "put", key, store.ErrUnknownOutcome, nil)
 }
 
 // Absent before and absent after is no proof that a create did not

@@ -147,7 +147,7 @@ func (l *lateLanding) Put(ctx context.Context, key string, value []byte, cond st
 	l.puts++
 	if l.puts == 1 {
 		l.held = func() { l.Store.Put(ctx, key, value, cond) }
-		return "", store.Errorf("test", "put", key, store.ErrUnknownOutcome, nil)
+		return "", store.NewOpError("test", "put", key, store.ErrUnknownOutcome, nil)
 	}
 	return l.Store.Put(ctx, key, value, cond)
 }

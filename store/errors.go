@@ -66,13 +66,6 @@ func (e *OpError) Unwrap() []error {
 	return []error{e.Kind, e.Err}
 }
 
-// Errorf is the old name of NewOpError; it takes no format string.
-//
-// Deprecated: use NewOpError.
-func Errorf(backend, op, key string, kind, cause error) *OpError {
-	return NewOpError(backend, op, key, kind, cause)
-}
-
 // NewOpError returns an *OpError of the given kind, with no status, for
 // backend's op on key; cause, when not nil, is the underlying error.
 func NewOpError(backend, op, key string, kind, cause error) *OpError {

@@ -184,7 +184,7 @@ func (d *delayed) Put(ctx context.Context, key string, v []byte, cond store.Cond
 	}
 	d.armed = false
 	d.held = func() error { _, err := d.Store.Put(context.Background(), key, v, cond); return err }
-	return "", store.Errorf("delayed", "put", key, store.ErrUnknownOutcome, nil)
+	return "", store.NewOpError("delayed", "put", key, store.ErrUnknownOutcome, nil)
 }
 
 func (d *delayed) land(t *testing.T) {

@@ -27,7 +27,7 @@ func (s slowResponses) Put(ctx context.Context, key string, v []byte, cond store
 	select {
 	case <-t.C:
 	case <-ctx.Done():
-		return "", store.Errorf("slow", "put", key, store.ErrUnknownOutcome, ctx.Err())
+		return "", store.NewOpError("slow", "put", key, store.ErrUnknownOutcome, ctx.Err())
 	}
 	return ver, err
 }
