@@ -9,11 +9,11 @@ func TestBackoffCeilingDoublesUpToTheCap(t *testing.T) {
 	base, limit := 2*time.Millisecond, 50*time.Millisecond
 	want := []time.Duration{2, 4, 8, 16, 32, 50, 50, 50}
 	for i, w := range want {
-		if got := ceiling(i+1, base, limit); got != w*time.Millisecond {
+		if got := (Options{BaseDelay: base, MaxDelay: limit}).policy().Ceiling(i + 1); got != w*time.Millisecond {
 			t.Errorf("ceiling(%d) = %v, want %v", i+1, got, w*time.Millisecond)
 		}
 	}
-	if got := ceiling(1<<30, base, limit); got != limit {
+	if got := (Options{BaseDelay: base, MaxDelay: limit}).policy().Ceiling(1 << 30); got != limit {
 		t.Errorf("ceiling(2^30) = %v, want the cap %v", got, limit)
 	}
 }
@@ -22,10 +22,11 @@ func TestBackoffIsFullJitterUnderTheCeiling(t *testing.T) {
 	const draws = 2000
 	base, limit := time.Millisecond, 8*time.Millisecond
 	for n := 1; n <= 6; n++ {
-		c := ceiling(n, base, limit)
+		p := Options{BaseDelay: base, MaxDelay: limit}.policy()
+		c := p.Ceiling(n)
 		var sum, lo, hi time.Duration = 0, c, 0
 		for range draws {
-			d := backoff(n, base, limit)
+			d := p.Delay(n)
 			if d < 0 || d >= c {
 				t.Fatalf("backoff(%d) = %v, outside [0, %v)", n, d, c)
 			}

@@ -2,8 +2,9 @@ package cas
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/backoff"
 )
 
 // Defaults used where Options leaves a field zero.
@@ -91,22 +92,9 @@ func (o *Options) withDefaults() (Options, error) {
 	return r, nil
 }
 
-// ceiling is the backoff ceiling before retry n (n >= 1): base·2^(n-1),
-// capped at limit.
-func ceiling(n int, base, limit time.Duration) time.Duration {
-	c := base
-	for i := 1; i < n && c < limit; i++ {
-		c *= 2
-	}
-	return min(c, limit)
-}
-
-// backoff draws the sleep before retry n: full jitter, uniform in
-// [0, ceiling(n)).
-func backoff(n int, base, limit time.Duration) time.Duration {
-	c := ceiling(n, base, limit)
-	if c <= 0 {
-		return 0
-	}
-	return rand.N(c)
+// policy is the backoff between retries: the ceiling before retry n
+// (n >= 1) is BaseDelay·2^(n-1), capped at MaxDelay, and each sleep is
+// drawn from [0, ceiling) (full jitter).
+func (o Options) policy() backoff.Policy {
+	return backoff.Policy{Base: o.BaseDelay, Max: o.MaxDelay}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/backoff"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -323,16 +324,12 @@ var errTimeout = errors.New("cas: timeout")
 // sleeping, when the sleep would end past Options.Timeout, and ctx's cause
 // when ctx ends first.
 func (u *updater) pause(ctx context.Context, n int) error {
-	d := backoff(n, u.o.BaseDelay, u.o.MaxDelay)
+	d := u.o.policy().Delay(n)
 	if u.o.Timeout > 0 && time.Since(u.start)+d >= u.o.Timeout {
 		return errTimeout
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if backoff.Sleep(ctx, d) != nil {
 		return u.errorf("%w", context.Cause(ctx))
-	case <-t.C:
-		return nil
 	}
+	return nil
 }

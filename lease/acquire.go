@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/backoff"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -56,7 +56,7 @@ func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 			last, quick, failures = err, 0, 0
 			lk.waiting(err)
 			untilTakeover := time.Until(held.Until) + time.Millisecond
-			wait = min(jitter(lk.opts.PollInterval), untilTakeover)
+			wait = min(backoff.Jitter(lk.opts.PollInterval), untilTakeover)
 			if w, ok := lk.s.(store.Watcher); ok && lk.s.Capabilities().Watch {
 				v := lk.obsVersion()
 				if v == watched && time.Since(watchedAt) < lk.opts.PollInterval/4 {
@@ -72,7 +72,7 @@ func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 				continue
 			}
 			quick = 0
-			wait = jitter(lk.opts.PollInterval)
+			wait = backoff.Jitter(lk.opts.PollInterval)
 		case retryable(err):
 			if ctx.Err() != nil {
 				continue // cut short by ctx: keep the last real outcome for the error
@@ -80,11 +80,11 @@ func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 			failures++
 			last = err
 			lk.waiting(err)
-			wait = backoff(lk.opts.PollInterval, failures)
+			wait = retryDelay(lk.opts.PollInterval, failures)
 		default:
 			return nil, err
 		}
-		sleep(ctx, wait, wake)
+		_ = backoff.Wait(ctx, wait, wake)
 	}
 }
 
@@ -103,7 +103,7 @@ func (lk *Locker) watch(ctx context.Context, w store.Watcher, d time.Duration, w
 	}()
 	if err := w.WaitChange(wctx, lk.key, v); err != nil && wctx.Err() == nil {
 		// The watch failed: fall back to one poll interval.
-		sleep(ctx, jitter(lk.opts.PollInterval), wake)
+		_ = backoff.Wait(ctx, backoff.Jitter(lk.opts.PollInterval), wake)
 	}
 }
 
@@ -144,32 +144,11 @@ func retryable(err error) bool {
 	return errors.Is(err, store.ErrTransient) || errors.Is(err, store.ErrUnknownOutcome)
 }
 
-// jitter returns d scaled by a random factor in [0.5, 1.5).
-func jitter(d time.Duration) time.Duration {
-	return d/2 + rand.N(d)
-}
-
-// backoff is exponential from base/4, capped at base, with full jitter.
-func backoff(base time.Duration, failures int) time.Duration {
-	d := base / 4
-	for i := 1; i < failures && d < base; i++ {
-		d *= 2
-	}
-	return rand.N(min(d, base)) + time.Millisecond
-}
-
-// sleep waits d, or until wake is closed or ctx is done.
-func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-wake:
-	case <-ctx.Done():
-	}
+// retryDelay is the wait before retry n (n ≥ 1) after a store failure:
+// full jitter under a ceiling that doubles from base/4 up to base, plus
+// 1ms so that no retry comes at once.
+func retryDelay(base time.Duration, n int) time.Duration {
+	return backoff.Policy{Base: base / 4, Max: base}.Delay(n) + time.Millisecond
 }
 
 func (lk *Locker) obsVersion() store.Version {

@@ -91,7 +91,7 @@ func (l *Lease) keepAlive() {
 			next = time.Now()
 		default:
 			failures++
-			next = time.Now().Add(backoff(o.RenewInterval/2, failures))
+			next = time.Now().Add(retryDelay(o.RenewInterval/2, failures))
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/backoff"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -234,7 +235,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		if !retry || attempt == 3 {
 			return err
 		}
-		sleep(ctx, backoff(l.lk.opts.PollInterval, attempt), nil)
+		_ = backoff.Sleep(ctx, retryDelay(l.lk.opts.PollInterval, attempt))
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/backoff"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -277,10 +278,10 @@ func (lk *Locker) ConfirmStale(ctx context.Context, held *HeldError) (*Lease, er
 		if !time.Now().Before(deadline) {
 			return nil, last
 		}
-		wait := min(jitter(lk.opts.PollInterval), time.Until(held.Until)+time.Millisecond)
+		wait := min(backoff.Jitter(lk.opts.PollInterval), time.Until(held.Until)+time.Millisecond)
 		if failures > 0 && h == nil {
-			wait = backoff(lk.opts.PollInterval, failures)
+			wait = retryDelay(lk.opts.PollInterval, failures)
 		}
-		sleep(ctx, max(min(wait, time.Until(deadline)), time.Millisecond), nil)
+		_ = backoff.Sleep(ctx, max(min(wait, time.Until(deadline)), time.Millisecond))
 	}
 }

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"math/rand/v2"
 	"sort"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/backoff"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -28,6 +28,9 @@ type Snapshot struct {
 
 // openAttempts bounds Open's re-reads of a pointer whose manifest is gone.
 const openAttempts = 3
+
+// openBackoff spaces those re-reads: full jitter under 2ms, then 4ms.
+var openBackoff = backoff.Policy{Base: 2 * time.Millisecond, Max: time.Millisecond << (openAttempts - 1)}
 
 // Open reads the current pointer and its manifest. It returns an error
 // matching ErrNothingPublished when nothing was ever committed under
@@ -63,12 +66,8 @@ func Open(ctx context.Context, s store.Store, prefix string) (*Snapshot, error) 
 		}
 		// A short jittered pause: many readers that lost the same
 		// manifest do not all re-read the pointer at once.
-		t := time.NewTimer(rand.N(time.Millisecond << attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+		if err := backoff.Sleep(ctx, openBackoff.Delay(attempt)); err != nil {
+			return nil, err
 		}
 	}
 	snap := &Snapshot{s: s, p: p, v: v, files: make(map[string]File, len(m.Files))}

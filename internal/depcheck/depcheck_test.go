@@ -130,7 +130,7 @@ func TestViolationsAreFound(t *testing.T) {
 		{m("store"), []string{m("cas")}},
 	}
 	good := []pkg{
-		{m("publish"), []string{"context", m("store"), m("internal/jitter"), m("cas")}},
+		{m("publish"), []string{"context", m("store"), m("internal/backoff"), m("cas")}},
 		{m("lease"), []string{m("store"), m("cas")}},
 		{m("store/storetest"), []string{"github.com/anishathalye/porcupine", m("store/faultstore")}},
 		{m("store/s3store"), []string{"github.com/aws/aws-sdk-go-v2/service/s3"}},

@@ -2,10 +2,10 @@ package consulstore
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
 	"github.com/hashicorp/consul/api"
+	"github.com/latchkey/latchkey/internal/backoff"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -66,7 +66,7 @@ func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) 
 		}
 		idle++
 		if idle > watchFreeQuick {
-			if err := sleepCtx(wctx, watchBackoff(idle-watchFreeQuick)); err != nil {
+			if err := backoff.Sleep(wctx, watchBackoff.EqualDelay(idle-watchFreeQuick)); err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
@@ -78,31 +78,12 @@ func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) 
 
 // The watch loop's rate limit: after watchFreeQuick blocking queries in a
 // row that returned within watchQuick without a change, each next one
-// waits watchBackoff first.
+// waits watchBackoff.EqualDelay(n) first for the n-th such repeat: 50ms
+// doubling up to 1s, each drawn over its upper half (equal jitter).
 const (
 	watchQuick     = 50 * time.Millisecond
 	watchFreeQuick = 3
 	watchMaxDelay  = time.Second
 )
 
-// watchBackoff is the pause before the n-th (n ≥ 1) quick repeat: 50ms
-// doubling up to 1s, each with jitter over its upper half.
-func watchBackoff(n int) time.Duration {
-	d := watchMaxDelay
-	if n < 6 {
-		d = min(watchQuick<<(n-1), watchMaxDelay)
-	}
-	return d/2 + rand.N(d/2+1)
-}
-
-// sleepCtx sleeps d unless ctx ends first (then its error).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+var watchBackoff = backoff.Policy{Base: watchQuick, Max: watchMaxDelay}

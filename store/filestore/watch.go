@@ -3,10 +3,10 @@ package filestore
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"path/filepath"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/backoff"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -49,7 +49,7 @@ func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) 
 		if bucket != nil {
 			period *= safetyFactor
 		}
-		t := time.NewTimer(period/2 + rand.N(period))
+		t := time.NewTimer(backoff.Jitter(period))
 		select {
 		case <-ctx.Done():
 			t.Stop()

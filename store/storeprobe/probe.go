@@ -19,8 +19,8 @@
 //   - a failing check never stops the others: each check works on keys of
 //     its own.
 //
-// It imports only package store and the standard library, so it can probe
-// any backend.
+// It imports only package store, internal/backoff and the standard
+// library, so it can probe any backend.
 package storeprobe
 
 import (
@@ -29,12 +29,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/backoff"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -332,24 +332,22 @@ func (p *prober) cleanup(parent context.Context, rep *Report) Result {
 // cleanupAttempts bounds the tries of each cleanup delete.
 const cleanupAttempts = 3
 
+// cleanupBackoff spaces those tries: 50ms, then 100ms, each drawn over
+// its upper half.
+var cleanupBackoff = backoff.Policy{Base: 50 * time.Millisecond, Max: 50 * time.Millisecond << (cleanupAttempts - 2)}
+
 // delRetry deletes key unconditionally, retrying an error that says the
 // delete did not happen or may not have (a delete is idempotent) after a
 // short jittered backoff.
 func (p *prober) delRetry(ctx context.Context, key string) error {
-	delay := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := p.del(ctx, key, store.Unconditional)
 		retryable := errors.Is(err, store.ErrTransient) || errors.Is(err, store.ErrUnknownOutcome)
 		if err == nil || !retryable || attempt == cleanupAttempts {
 			return err
 		}
-		t := time.NewTimer(delay/2 + time.Duration(mrand.Int64N(int64(delay/2))))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if backoff.Sleep(ctx, cleanupBackoff.EqualDelay(attempt)) != nil {
 			return err
-		case <-t.C:
 		}
-		delay *= 2
 	}
 }

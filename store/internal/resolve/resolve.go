@@ -22,9 +22,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/backoff"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -32,21 +32,17 @@ import (
 const MaxDelay = 2 * time.Second
 
 // Pause sleeps a jittered, exponentially growing delay before resolution
-// attempt n — uniform in (0, backoff<<n], capped at MaxDelay — or returns
-// the context's error if it ends first.
-func Pause(ctx context.Context, backoff time.Duration, n int) error {
-	d := backoff << n
-	if d > MaxDelay || d <= 0 {
-		d = MaxDelay
+// attempt n (n ≥ 0) — uniform in (0, first·2^n], capped at MaxDelay; a
+// first of zero or less waits under MaxDelay — or returns the context's
+// error if it ends first.
+func Pause(ctx context.Context, first time.Duration, n int) error {
+	p := backoff.Policy{Base: first, Max: MaxDelay}
+	if first <= 0 {
+		p.Base = MaxDelay
 	}
-	t := time.NewTimer(time.Duration(rand.Int64N(int64(d)) + 1))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	// Delay is in [0, ceiling); one nanosecond more keeps every pause
+	// above zero.
+	return backoff.Sleep(ctx, p.Delay(n+1)+1)
 }
 
 // Stored is what a key currently holds: the nonce of the write that put it
