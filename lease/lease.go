@@ -197,6 +197,11 @@ func (l *Lease) confirm(op string, rec Record, v store.Version, start time.Time)
 	return nil
 }
 
+// releaseAttempts bounds the release writes one Release sends: the first,
+// and a retry after each ambiguous answer that its read-back could not
+// settle (a renew of ours that landed late, or a release that did not).
+const releaseAttempts = 3
+
 // Release marks the record released, keeping its token, and closes Done.
 // Done is closed before the write is sent, so work guarded by the lease
 // stops first. It returns an error matching ErrLost when the record was
@@ -232,7 +237,7 @@ func (l *Lease) Release(ctx context.Context) error {
 			return fmt.Errorf("lease: release %q: %w", l.Key(), err)
 		}
 		retry, err := l.resolveRelease(ctx, tried, err)
-		if !retry || attempt == 3 {
+		if !retry || attempt == releaseAttempts {
 			return err
 		}
 		_ = backoff.Sleep(ctx, retryDelay(l.lk.opts.PollInterval, attempt))

@@ -97,7 +97,7 @@ func (lk *Locker) TryAcquire(ctx context.Context) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l, err, ok := lk.adoptPending(ctx, rec, e.Version); ok {
+	if l, adopted, err := lk.adoptPending(ctx, rec, e.Version); adopted {
 		return l, err
 	}
 	if rec.Released {
@@ -187,7 +187,7 @@ func (lk *Locker) readBack(ctx context.Context, rec Record, start time.Time) (*L
 // write whose outcome was unknown: the write happened after its start, so
 // the lease is ours if it is still valid. An expired one is released so
 // that the next attempt re-acquires it with a higher token.
-func (lk *Locker) adoptPending(ctx context.Context, rec Record, v store.Version) (*Lease, error, bool) {
+func (lk *Locker) adoptPending(ctx context.Context, rec Record, v store.Version) (_ *Lease, adopted bool, err error) {
 	// Take the pending write and clear it in one step: two goroutines
 	// sharing this Locker that both read its nonce must not both adopt it.
 	lk.mu.Lock()
@@ -202,16 +202,16 @@ func (lk *Locker) adoptPending(ctx context.Context, rec Record, v store.Version)
 		adoptHook()
 	}
 	if p == nil {
-		return nil, nil, false
+		return nil, false, nil
 	}
 	l := lk.newLease(p.rec, v, p.start)
 	if !l.expired() {
-		return l, nil, true
+		return l, true, nil
 	}
 	if err := l.Release(ctx); err != nil && !errors.Is(err, ErrLost) {
-		return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, err), true
+		return nil, true, fmt.Errorf("lease: acquire %q: %w", lk.key, err)
 	}
-	return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, ErrLostRace), true
+	return nil, true, fmt.Errorf("lease: acquire %q: %w", lk.key, ErrLostRace)
 }
 
 // adoptHook, when set by a test, runs in adoptPending just after it

@@ -32,6 +32,9 @@ var (
 	// objects were removed (by a GC with a grace shorter than the writer's
 	// life) before the commit. Nothing was published.
 	ErrAbandoned = errors.New("publish: generation abandoned before commit")
+	// ErrFinished: the Writer was already committed or aborted; it
+	// writes nothing more.
+	ErrFinished = errors.New("publish: writer already committed or aborted")
 )
 
 const (

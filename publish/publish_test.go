@@ -411,3 +411,28 @@ func TestOpenAfterManifestCollected(t *testing.T) {
 		t.Fatalf("x = %q, %v", b, err)
 	}
 }
+
+// A Writer that committed or aborted writes nothing more, and says so with
+// ErrFinished.
+func TestFinishedWriterRefuses(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	w := begin(t, ctx, s, "fin", nil)
+	put(t, ctx, w, "a", "1")
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Put(ctx, "b", strings.NewReader("2")); !errors.Is(err, publish.ErrFinished) {
+		t.Fatalf("Put after Commit = %v, want ErrFinished", err)
+	}
+	if _, err := w.Commit(ctx); !errors.Is(err, publish.ErrFinished) {
+		t.Fatalf("Commit again = %v, want ErrFinished", err)
+	}
+	a := begin(t, ctx, s, "fin", nil)
+	if err := a.Abort(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Abort(ctx); !errors.Is(err, publish.ErrFinished) {
+		t.Fatalf("Abort again = %v, want ErrFinished", err)
+	}
+}

@@ -12,11 +12,11 @@ import (
 
 // File is one object of a generation, as its manifest records it.
 type File struct {
-	Name   string        `json:"name"`
-	Size   int64         `json:"size"`
-	SHA256 string        `json:"sha256"`
-	Key    string        `json:"key"`
-	Ver    store.Version `json:"version"`
+	Name    string        `json:"name"`
+	Size    int64         `json:"size"`
+	SHA256  string        `json:"sha256"`
+	Key     string        `json:"key"`
+	Version store.Version `json:"version"` // the object's version when it was written
 }
 
 // manifest is the immutable list of a generation's objects. Files comes

@@ -111,7 +111,7 @@ func (s *Snapshot) Open(ctx context.Context, name string) (io.ReadCloser, error)
 	if err != nil {
 		return nil, fmt.Errorf("publish: object %q of generation %s: %w", name, s.p.Generation, err)
 	}
-	if f.Ver != "" && v != f.Ver {
+	if f.Version != "" && v != f.Version {
 		rc.Close()
 		return nil, fmt.Errorf("%w: %q was replaced", ErrCorrupt, name)
 	}

@@ -118,7 +118,7 @@ func (w *Writer) ID() string { return w.id }
 // streaming them when the store can. A name may be written once.
 func (w *Writer) Put(ctx context.Context, name string, r io.Reader) error {
 	if w.done {
-		return errors.New("publish: writer already committed or aborted")
+		return ErrFinished
 	}
 	if err := ValidateName(name); err != nil {
 		return err
@@ -137,7 +137,7 @@ func (w *Writer) Put(ctx context.Context, name string, r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("publish: put %q: %w", name, err)
 	}
-	w.files[name] = File{Name: name, Size: cr.n, SHA256: hex.EncodeToString(h.Sum(nil)), Key: key, Ver: v}
+	w.files[name] = File{Name: name, Size: cr.n, SHA256: hex.EncodeToString(h.Sum(nil)), Key: key, Version: v}
 	return nil
 }
 
@@ -166,7 +166,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // resolved by reading the pointer back.
 func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if w.done {
-		return Commit{}, errors.New("publish: writer already committed or aborted")
+		return Commit{}, ErrFinished
 	}
 	w.done = true
 	if err := w.checkAge(); err != nil {
@@ -234,7 +234,7 @@ func (w *Writer) checkAge() error {
 func (w *Writer) checkObjects(ctx context.Context) error {
 	want := make(map[string]store.Version, len(w.files))
 	for _, f := range w.files {
-		want[f.Key] = f.Ver
+		want[f.Key] = f.Version
 	}
 	for it, err := range store.All(ctx, w.s, w.l.gen(w.id)) {
 		if err != nil {
@@ -354,7 +354,7 @@ func (w *Writer) fail(ctx context.Context, err error) error {
 // Abort deletes this generation's objects. Nothing becomes visible.
 func (w *Writer) Abort(ctx context.Context) error {
 	if w.done {
-		return errors.New("publish: writer already committed or aborted")
+		return ErrFinished
 	}
 	w.done = true
 	return w.cleanup(ctx)
