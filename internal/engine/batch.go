@@ -140,102 +140,145 @@ func (e *Engine) writer() {
 // writing: that member first, marked solo, then the others).
 func (e *Engine) commit(batch []*request) []*request {
 	start := time.Now()
-	type applied struct {
-		r       *request
-		index   uint64
-		touched []string
+	if err := e.Err(); err != nil {
+		e.refuse(batch, err)
+		return nil
 	}
-	var done []applied
-	var failed *request
 	// A lone request is its own batch: if it fails after writing there is
 	// nobody to re-run, and fn must not run twice for nothing.
 	solo := len(batch) == 1
-	if err := e.Err(); err != nil {
-		for _, r := range batch {
-			if r.state.Load() == reqRunning || r.state.CompareAndSwap(reqPending, reqRunning) {
-				r.err = err
-				close(r.done)
-			}
-		}
-		return nil
-	}
-	var txid uint64
+	var (
+		done   []applied
+		failed *request
+		txid   uint64
+	)
 	err := e.db.Update(func(btx *bbolt.Tx) error {
-		done, failed = done[:0], nil
 		txid = uint64(btx.ID())
-		now := e.now().UnixNano()
-		meta := btx.Bucket(bucketMeta)
-		idx := getU64(meta.Get(keyIndex))
-		wrote := false
-		for _, r := range batch {
-			if r.state.Load() != reqRunning && !r.state.CompareAndSwap(reqPending, reqRunning) {
-				continue // cancelled before it started
-			}
-			r.err = nil
-			tx := &Tx{btx: btx, index: idx + 1, write: true, now: now}
-			if err := call(r.fn, tx); err != nil {
-				r.err = err
-				if !tx.dirty {
-					continue // wrote nothing: the rest of the batch stands
-				}
-				failed = r
-				return errRollback
-			}
-			a := applied{r: r, index: idx}
-			if tx.changed {
-				idx++
-				a.index, a.touched = idx, tx.touched
-			}
-			wrote = wrote || tx.dirty
-			done = append(done, a)
-		}
-		if !wrote {
-			return errNothing // nothing to make durable: skip the fsync
-		}
-		return meta.Put(keyIndex, u64(idx))
+		var err error
+		done, failed, err = e.apply(btx, batch)
+		return err
 	})
 	if err == nil && e.syncFault != nil {
 		err = e.syncFault()
 	}
 	switch {
 	case errors.Is(err, errRollback) && !solo:
-		failed.solo = true
-		retry := []*request{failed}
-		for _, r := range batch {
-			if r != failed && r.state.Load() != reqCancelled {
-				retry = append(retry, r) // ran and rolled back, or not reached yet
-			}
-		}
-		return retry
+		return rerun(batch, failed)
 	case errors.Is(err, errRollback):
 		done = nil // the solo request failed; its error is set
 	case errors.Is(err, errNothing):
 		// read-only or failed Updates only: nothing committed, nothing lost
 	case err != nil:
-		// bbolt itself failed (I/O error, disk full): nothing is
-		// acknowledged, and the engine stops (see ErrFailed). Every member
-		// that ran fails, not only the writing ones: a refusal or a
-		// read-only answer may have been decided on a batch-mate's write
-		// that never committed (a create answered "already exists").
-		ferr := e.fail(err)
-		for _, r := range batch {
-			if r.state.Load() == reqRunning {
-				r.err = ferr
-			}
-		}
+		e.failBatch(batch, err)
 		done = nil
-		e.published(0) // waiting Views wake and see the failure
 	default:
-		if e.afterWrite != nil {
-			e.afterWrite()
+		e.committed(txid, len(done), start)
+	}
+	e.acknowledge(batch, done)
+	return nil
+}
+
+// applied is one Update of a batch that ran without error, with the index
+// it committed at and the keys it touched.
+type applied struct {
+	r       *request
+	index   uint64
+	touched []string
+}
+
+// apply runs the batch's Updates in btx, in order, each changing one at
+// the next index. It returns the Updates that ran without error; on the
+// first that failed after writing, that request and errRollback; and
+// errNothing when none wrote.
+func (e *Engine) apply(btx *bbolt.Tx, batch []*request) (done []applied, failed *request, err error) {
+	now := e.now().UnixNano()
+	meta := btx.Bucket(bucketMeta)
+	idx := getU64(meta.Get(keyIndex))
+	wrote := false
+	for _, r := range batch {
+		if r.state.Load() != reqRunning && !r.state.CompareAndSwap(reqPending, reqRunning) {
+			continue // cancelled before it started
 		}
-		e.published(txid)
-		e.commits.Add(1)
-		e.updates.Add(uint64(len(done)))
-		if e.opts.OnCommit != nil {
-			e.opts.OnCommit(len(done), time.Since(start))
+		r.err = nil
+		tx := &Tx{btx: btx, index: idx + 1, write: true, now: now}
+		if err := call(r.fn, tx); err != nil {
+			r.err = err
+			if !tx.dirty {
+				continue // wrote nothing: the rest of the batch stands
+			}
+			return nil, r, errRollback
+		}
+		a := applied{r: r, index: idx}
+		if tx.changed {
+			idx++
+			a.index, a.touched = idx, tx.touched
+		}
+		wrote = wrote || tx.dirty
+		done = append(done, a)
+	}
+	if !wrote {
+		return done, nil, errNothing // nothing to make durable: skip the fsync
+	}
+	return done, nil, meta.Put(keyIndex, u64(idx))
+}
+
+// refuse answers every queued or running request of batch with err: the
+// engine has already failed.
+func (e *Engine) refuse(batch []*request, err error) {
+	for _, r := range batch {
+		if r.state.Load() == reqRunning || r.state.CompareAndSwap(reqPending, reqRunning) {
+			r.err = err
+			close(r.done)
 		}
 	}
+}
+
+// rerun is what runs next after failed failed after writing in a shared
+// batch: failed alone first, then every other member that was not
+// cancelled (they ran and were rolled back, or were not reached yet).
+func rerun(batch []*request, failed *request) []*request {
+	failed.solo = true
+	retry := []*request{failed}
+	for _, r := range batch {
+		if r != failed && r.state.Load() != reqCancelled {
+			retry = append(retry, r)
+		}
+	}
+	return retry
+}
+
+// failBatch handles a failed bbolt commit (an I/O error, a full disk):
+// nothing is acknowledged, and the engine stops (see ErrFailed). Every
+// member that ran fails, not only the writing ones: a refusal or a
+// read-only answer may have been decided on a batch-mate's write that
+// never committed (a create answered "already exists").
+func (e *Engine) failBatch(batch []*request, err error) {
+	ferr := e.fail(err)
+	for _, r := range batch {
+		if r.state.Load() == reqRunning {
+			r.err = ferr
+		}
+	}
+	e.published(0) // waiting Views wake and see the failure
+}
+
+// committed publishes a durable commit of n Updates to readers and
+// counts it.
+func (e *Engine) committed(txid uint64, n int, start time.Time) {
+	if e.afterWrite != nil {
+		e.afterWrite()
+	}
+	e.published(txid)
+	e.commits.Add(1)
+	e.updates.Add(uint64(n))
+	if e.opts.OnCommit != nil {
+		e.opts.OnCommit(n, time.Since(start))
+	}
+}
+
+// acknowledge gives every applied Update its index, wakes the waiters of
+// the keys they touched, and answers every request that ran.
+func (e *Engine) acknowledge(batch []*request, done []applied) {
 	if len(done) > 0 {
 		if last := done[len(done)-1].index; last > e.index.Load() {
 			e.index.Store(last)
@@ -252,7 +295,6 @@ func (e *Engine) commit(batch []*request) []*request {
 			close(r.done)
 		}
 	}
-	return nil
 }
 
 // call runs fn, turning a panic into an error so one bad Update cannot take
