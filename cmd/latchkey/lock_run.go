@@ -115,7 +115,7 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 		}
 	}()
 
-	ch, err := startChild(c.argv, l.Token())
+	ch, err := startChild(e, c.argv, l.Token())
 	if err != nil {
 		return failf("lock run: starting %s: %v", c.argv[0], err)
 	}
@@ -270,8 +270,8 @@ func exitStatus(st *os.ProcessState) (int, string) {
 }
 
 // childEnv is CMD's environment: ours plus the lock's.
-func childEnv(token uint64) []string {
-	return append(os.Environ(), "LATCHKEY_LOCK_HELD=1", "LATCHKEY_FENCING_TOKEN="+strconv.FormatUint(token, 10))
+func childEnv(e *env, token uint64) []string {
+	return append(e.environ(), "LATCHKEY_LOCK_HELD=1", "LATCHKEY_FENCING_TOKEN="+strconv.FormatUint(token, 10))
 }
 
 // child is a running CMD.
@@ -302,10 +302,11 @@ func (ch *child) finish() {
 // startChild starts argv from a goroutine locked to its OS thread, which
 // stays alive until the child exits: on Linux the child's parent-death
 // signal fires when the thread that started it exits, not the process.
-func startChild(argv []string, token uint64) (*child, error) {
+// CMD gets e's stdin, stdout and stderr.
+func startChild(e *env, argv []string, token uint64) (*child, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = childEnv(token)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = childEnv(e, token)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
 	cmd.SysProcAttr = childAttr()
 	ch := &child{cmd: cmd, exited: make(chan struct{}), reap: make(chan struct{}), reaped: make(chan struct{})}
 	started := make(chan error, 1)
