@@ -14,13 +14,6 @@ import (
 	"github.com/latchkey/latchkey/lease"
 )
 
-// Defaults of lock run.
-const (
-	lockDefaultTTL = 15 * time.Second
-	// lockRaceRetries bounds immediate retries of --wait 0 after lost races.
-	lockRaceRetries = 3
-)
-
 // lockRunConfig is lock run's command line.
 type lockRunConfig struct {
 	store         string
@@ -36,7 +29,7 @@ type lockRunConfig struct {
 func parseLockRun(e *env, args []string) (*lockRunConfig, error) {
 	f := newLockFlags(e, "run")
 	c := &lockRunConfig{store: "", wait: -1}
-	f.DurationVar(&c.ttl, "ttl", lockDefaultTTL, "lease `TTL`: how long the lock survives lock run dying or losing the store")
+	f.DurationVar(&c.ttl, "ttl", lease.DefaultTTL, "lease `TTL`: how long the lock survives lock run dying or losing the store")
 	f.Func("wait", "give up acquiring after `D` (default: wait as long as it takes; 0: try once)", func(s string) error {
 		d, err := time.ParseDuration(s)
 		if err == nil && d < 0 {
@@ -132,9 +125,10 @@ func acquireForRun(ctx context.Context, lk *lease.Locker, wait time.Duration, w 
 	var l *lease.Lease
 	var err error
 	if wait == 0 {
+		// Lost races are retried at once, as Acquire retries them.
 		for i := 0; ; i++ {
 			l, err = lk.TryAcquire(ctx)
-			if !errors.Is(err, lease.ErrLostRace) || i == lockRaceRetries {
+			if !errors.Is(err, lease.ErrLostRace) || i == lease.QuickRetries {
 				break
 			}
 		}
