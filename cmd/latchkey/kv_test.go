@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/latchkey/latchkey/store/storeurl"
@@ -31,27 +30,6 @@ func newCLI(t *testing.T) *cli {
 	return &cli{t: t, env: map[string]string{storeEnv: storeurl.FileURL(filepath.Join(t.TempDir(), "store"))}}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes: lock run's
-// CMD writes to the command's stdout and stderr from exec's copying
-// goroutines while lock run writes its own messages. It has no ReadFrom,
-// so exec copies through Write.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // environ is a child's environment: the test process's (for PATH and
 // the like) with the cli's own variables on top.
 func (c *cli) environ() []string {
@@ -64,7 +42,9 @@ func (c *cli) environ() []string {
 
 func (c *cli) runIn(stdin string, args ...string) outcome {
 	c.t.Helper()
-	var out, errb syncBuffer
+	// lock run's CMD writes to them from exec's copying goroutines while
+	// lock run writes its own messages.
+	var out, errb lockedBuffer
 	e := &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string { return c.env[k] }, environ: c.environ}
 	code := report(run(context.Background(), args, e), &errb)
 	return outcome{code, out.String(), errb.String()}
