@@ -16,6 +16,10 @@ const (
 	// MinPollInterval and MaxPollInterval clamp the default PollInterval.
 	MinPollInterval = 10 * time.Millisecond
 	MaxPollInterval = 2 * time.Second
+	// QuickRetries is how many times in a row Acquire retries at once
+	// after ErrLostRace before it waits a poll interval; a caller that
+	// loops on TryAcquire itself can bound its retries the same way.
+	QuickRetries = maxQuickRetries
 )
 
 // Options tune a Locker. A nil *Options means every default. Each zero

@@ -145,7 +145,7 @@ func openBenchTargets(ctx context.Context, e *env, cfg benchConfig, hc *http.Cli
 	}
 	base, pid := strings.TrimSuffix(cfg.url, "/"), cfg.serverPID
 	if base == "" {
-		child, err := startBenchServer(ctx)
+		child, err := startBenchServer(ctx, e)
 		if err != nil {
 			return set, nil, err
 		}
@@ -317,7 +317,7 @@ type benchChild struct {
 // startBenchServer starts this executable as `latchkey serve` on a
 // temporary data directory and a free loopback port, fsync on, with no
 // LATCHKEY_* setting of the caller's environment.
-func startBenchServer(ctx context.Context) (*benchChild, error) {
+func startBenchServer(ctx context.Context, e *env) (*benchChild, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -327,7 +327,7 @@ func startBenchServer(ctx context.Context) (*benchChild, error) {
 		return nil, err
 	}
 	cmd := exec.Command(exe, "serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "error")
-	for _, kv := range os.Environ() {
+	for _, kv := range e.environ() {
 		if !strings.HasPrefix(kv, "LATCHKEY_") || strings.HasPrefix(kv, "LATCHKEY_TEST_") {
 			cmd.Env = append(cmd.Env, kv)
 		}

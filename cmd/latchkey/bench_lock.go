@@ -55,7 +55,7 @@ func runLockBench(ctx context.Context, e *env, cfg benchConfig) error {
 	}
 	base := strings.TrimSuffix(cfg.url, "/")
 	if base == "" {
-		child, err := startBenchServer(ctx)
+		child, err := startBenchServer(ctx, e)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -203,4 +204,27 @@ func TestConsulURLChecks(t *testing.T) {
 	c.fails(1, "want consul://host:port/prefix (two slashes)", "kv", "get", "--store", "consul:/127.0.0.1:8500/app", "k")
 	url, _ := startServe(t, map[string]string{"LATCHKEY_DATA_DIR": t.TempDir(), "LATCHKEY_LISTEN": "127.0.0.1:0"})
 	c.fails(1, "no key exists at: k", "kv", "get", "--store", "consul://"+strings.TrimPrefix(url, "http://")+"/app", "k")
+}
+
+// The help names every scheme storeurl opens, in latchkey --help and in
+// each command's --store flag, so a new backend cannot be left out.
+func TestHelpNamesEveryStoreScheme(t *testing.T) {
+	c := newCLI(t)
+	top, kvPut := c.ok("--help"), c.ok("kv", "put", "--help")
+	for _, s := range storeurl.Schemes() {
+		if !strings.Contains(top, s+"://") {
+			t.Errorf("latchkey --help lacks %s://", s)
+		}
+		if !strings.Contains(kvPut, s+"://") {
+			t.Errorf("kv put --help (--store) lacks %s://", s)
+		}
+		if _, ok := storeURLForms[s]; !ok {
+			t.Errorf("storeURLForms lacks the URL form of %s://", s)
+		}
+	}
+	for s := range storeURLForms {
+		if !slices.Contains(storeurl.Schemes(), s) {
+			t.Errorf("storeURLForms has %s://, which storeurl does not open", s)
+		}
+	}
 }

@@ -120,10 +120,8 @@ $LATCHKEY_TIMEOUT: the whole command, store requests included, gives up
 after DUR; not serve, bench or lock run), --version, --help.
 
 Store selection (every command that uses a store):
-  --store URL or LATCHKEY_STORE: mem://, file:///dir, consul://host:port/prefix,
-  s3://bucket/prefix?endpoint=URL&region=R, etcd://host:port[,host:port]/prefix,
-  gs://bucket/prefix, azblob://container/prefix?endpoint=URL.
-  Without either, a directory store in $XDG_STATE_HOME/latchkey/store (else
+  --store URL or LATCHKEY_STORE, one of:
+` + storeURLsHelp("    ", 74) + `  Without either, a directory store in $XDG_STATE_HOME/latchkey/store (else
   ~/.local/state/latchkey/store) is used, so locks work across processes on
   one machine out of the box.
 

@@ -30,10 +30,22 @@ func newCLI(t *testing.T) *cli {
 	return &cli{t: t, env: map[string]string{storeEnv: storeurl.FileURL(filepath.Join(t.TempDir(), "store"))}}
 }
 
+// environ is a child's environment: the test process's (for PATH and
+// the like) with the cli's own variables on top.
+func (c *cli) environ() []string {
+	kvs := os.Environ()
+	for k, v := range c.env {
+		kvs = append(kvs, k+"="+v)
+	}
+	return kvs
+}
+
 func (c *cli) runIn(stdin string, args ...string) outcome {
 	c.t.Helper()
-	var out, errb bytes.Buffer
-	e := &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string { return c.env[k] }}
+	// lock run's CMD writes to them from exec's copying goroutines while
+	// lock run writes its own messages.
+	var out, errb lockedBuffer
+	e := &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string { return c.env[k] }, environ: c.environ}
 	code := report(run(context.Background(), args, e), &errb)
 	return outcome{code, out.String(), errb.String()}
 }

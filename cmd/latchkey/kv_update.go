@@ -97,6 +97,7 @@ func runFilter(ctx context.Context, e *env, argv []string, in []byte) ([]byte, e
 	// it is still there 5s later.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
+	cmd.Env = e.environ()
 	cmd.Stdin = bytes.NewReader(in)
 	out := &cappedBuffer{max: maxValueBytes}
 	cmd.Stdout = out

@@ -14,13 +14,6 @@ import (
 	"github.com/latchkey/latchkey/lease"
 )
 
-// Defaults of lock run.
-const (
-	lockDefaultTTL = 15 * time.Second
-	// lockRaceRetries bounds immediate retries of --wait 0 after lost races.
-	lockRaceRetries = 3
-)
-
 // lockRunConfig is lock run's command line.
 type lockRunConfig struct {
 	store         string
@@ -36,7 +29,7 @@ type lockRunConfig struct {
 func parseLockRun(e *env, args []string) (*lockRunConfig, error) {
 	f := newLockFlags(e, "run")
 	c := &lockRunConfig{store: "", wait: -1}
-	f.DurationVar(&c.ttl, "ttl", lockDefaultTTL, "lease `TTL`: how long the lock survives lock run dying or losing the store")
+	f.DurationVar(&c.ttl, "ttl", lease.DefaultTTL, "lease `TTL`: how long the lock survives lock run dying or losing the store")
 	f.Func("wait", "give up acquiring after `D` (default: wait as long as it takes; 0: try once)", func(s string) error {
 		d, err := time.ParseDuration(s)
 		if err == nil && d < 0 {
@@ -115,7 +108,7 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 		}
 	}()
 
-	ch, err := startChild(c.argv, l.Token())
+	ch, err := startChild(e, c.argv, l.Token())
 	if err != nil {
 		return failf("lock run: starting %s: %v", c.argv[0], err)
 	}
@@ -132,9 +125,10 @@ func acquireForRun(ctx context.Context, lk *lease.Locker, wait time.Duration, w 
 	var l *lease.Lease
 	var err error
 	if wait == 0 {
+		// Lost races are retried at once, as Acquire retries them.
 		for i := 0; ; i++ {
 			l, err = lk.TryAcquire(ctx)
-			if !errors.Is(err, lease.ErrLostRace) || i == lockRaceRetries {
+			if !errors.Is(err, lease.ErrLostRace) || i == lease.QuickRetries {
 				break
 			}
 		}
@@ -270,8 +264,8 @@ func exitStatus(st *os.ProcessState) (int, string) {
 }
 
 // childEnv is CMD's environment: ours plus the lock's.
-func childEnv(token uint64) []string {
-	return append(os.Environ(), "LATCHKEY_LOCK_HELD=1", "LATCHKEY_FENCING_TOKEN="+strconv.FormatUint(token, 10))
+func childEnv(e *env, token uint64) []string {
+	return append(e.environ(), "LATCHKEY_LOCK_HELD=1", "LATCHKEY_FENCING_TOKEN="+strconv.FormatUint(token, 10))
 }
 
 // child is a running CMD.
@@ -302,10 +296,11 @@ func (ch *child) finish() {
 // startChild starts argv from a goroutine locked to its OS thread, which
 // stays alive until the child exits: on Linux the child's parent-death
 // signal fires when the thread that started it exits, not the process.
-func startChild(argv []string, token uint64) (*child, error) {
+// CMD gets e's stdin, stdout and stderr.
+func startChild(e *env, argv []string, token uint64) (*child, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = childEnv(token)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = childEnv(e, token)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
 	cmd.SysProcAttr = childAttr()
 	ch := &child{cmd: cmd, exited: make(chan struct{}), reap: make(chan struct{}), reaped: make(chan struct{})}
 	started := make(chan error, 1)

@@ -138,3 +138,16 @@ func TestLockUsageErrors(t *testing.T) {
 		t.Errorf("lock run --help lacks the flags or exit codes:\n%s", out)
 	}
 }
+
+// lock run's CMD gets the command's stdin, stdout, stderr and environment
+// from env, not from the process, so lock run runs in-process like every
+// other command.
+func TestLockRunChildUsesEnv(t *testing.T) {
+	c := newCLI(t)
+	c.env["LATCHKEY_WIRING_MARK"] = "m1"
+	o := c.runIn("in-data\n", "lock", "run", "k", "--", "sh", "-c",
+		`read l; echo "out:$l:$LATCHKEY_WIRING_MARK:$LATCHKEY_LOCK_HELD:$LATCHKEY_FENCING_TOKEN"; echo err >&2`)
+	if o.code != 0 || o.stdout != "out:in-data:m1:1:1\n" || o.stderr != "err\n" {
+		t.Fatalf("lock run: exit %d, stdout %q, stderr %q; want 0, %q and %q", o.code, o.stdout, o.stderr, "out:in-data:m1:1:1\n", "err\n")
+	}
+}

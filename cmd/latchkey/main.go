@@ -32,10 +32,11 @@ func main() {
 		cancel()
 	}()
 	err := run(ctx, os.Args[1:], &env{
-		stdin:  os.Stdin,
-		stdout: os.Stdout,
-		stderr: os.Stderr,
-		getenv: os.Getenv,
+		stdin:   os.Stdin,
+		stdout:  os.Stdout,
+		stderr:  os.Stderr,
+		getenv:  os.Getenv,
+		environ: os.Environ,
 	})
 	signal.Stop(sigs)
 	select {
@@ -73,14 +74,17 @@ func interrupted(err error, sig os.Signal) error {
 }
 
 // env is everything a command may touch of the outside world, so tests can
-// run commands in-process.
+// run commands in-process. A child process (lock run's CMD, kv update's
+// filter) writes to stdout and stderr too: unless they are *os.File, which
+// the child gets as is, they must be safe for concurrent use.
 type env struct {
 	stdin   io.Reader
 	stdout  io.Writer
 	stderr  io.Writer
 	getenv  func(string) string
-	store   string        // latchkey --store URL COMMAND: the store when the command gets no --store
-	timeout time.Duration // latchkey --timeout DUR COMMAND: the command's deadline
+	environ func() []string // the environment a child process inherits
+	store   string          // latchkey --store URL COMMAND: the store when the command gets no --store
+	timeout time.Duration   // latchkey --timeout DUR COMMAND: the command's deadline
 }
 
 // Exit codes, documented in usage.

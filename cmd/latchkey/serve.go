@@ -16,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/s3api"
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/store/storeurl"
@@ -110,7 +109,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	cfg.Notices = e.stderr
 	err = server.Run(ctx, cfg, e.stdout)
-	if errors.Is(err, engine.ErrLocked) {
+	if errors.Is(err, server.ErrDataDirInUse) {
 		return failf("serve: %s is in use by another latchkey server", cfg.DataDir)
 	}
 	return err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A fresh serve tells an S3 client what it needs on stderr (endpoint,
@@ -18,6 +19,11 @@ func TestServeS3SelfServe(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	vars := map[string]string{"LATCHKEY_DATA_DIR": dir, "LATCHKEY_LISTEN": "127.0.0.1:0"}
 	url, _, errb := startServeLog(t, vars)
+	// The notices follow the startup line on stdout that startServeLog
+	// waited for: wait for their last line too.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(errb.String(), "--print-env)") && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	log := errb.String()
 	for _, want := range []string{"latchkey: S3 endpoint " + url + " (path-style", "AWS_ENDPOINT_URL=" + url + " AWS_ACCESS_KEY_ID=LK",
 		"AWS_SECRET_ACCESS_KEY: in " + filepath.Join(dir, "s3-credentials.json"), `eval "$(latchkey serve --print-env)"`} {

@@ -16,7 +16,9 @@ import (
 	"github.com/latchkey/latchkey/internal/server"
 )
 
-// lockedBuffer is a bytes.Buffer safe to read while a server writes to it.
+// lockedBuffer is a bytes.Buffer safe for concurrent writes and reads: a
+// server's log, a child's output copied by exec. It has no ReadFrom, so
+// exec copies through Write.
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"strings"
 
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/storeurl"
@@ -12,11 +13,64 @@ import (
 // not given.
 const storeEnv = "LATCHKEY_STORE"
 
-const storeFlagHelp = "store `URL`: mem://, file:///dir, ... (default $LATCHKEY_STORE, else the directory store in $XDG_STATE_HOME/latchkey/store or ~/.local/state/latchkey/store)"
+// storeFlagHelp is the help of every command's --store flag.
+func storeFlagHelp() string {
+	var schemes []string
+	for _, s := range storeurl.Schemes() {
+		schemes = append(schemes, s+"://")
+	}
+	return "store `URL`: " + strings.Join(schemes, ", ") + " (default $LATCHKEY_STORE, else the directory store in $XDG_STATE_HOME/latchkey/store or ~/.local/state/latchkey/store)"
+}
+
+// storeURLForms shows the shape of each scheme's URL in latchkey --help;
+// the storeurl package doc has every parameter. The schemes come from
+// storeurl.Schemes(): one missing here is shown as SCHEME://...
+var storeURLForms = map[string]string{
+	"azblob": "azblob://container/prefix?endpoint=URL",
+	"consul": "consul://host:port/prefix",
+	"etcd":   "etcd://host:port[,host:port]/prefix",
+	"file":   "file:///dir",
+	"gs":     "gs://bucket/prefix",
+	"mem":    "mem://",
+	"s3":     "s3://bucket/prefix?endpoint=URL&region=R",
+}
+
+// storeURLsHelp lists the URL form of every scheme storeurl opens,
+// comma-separated, wrapped to lines of at most width after indent.
+func storeURLsHelp(indent string, width int) string {
+	var b strings.Builder
+	line := 0
+	schemes := storeurl.Schemes()
+	for i, s := range schemes {
+		form, ok := storeURLForms[s]
+		if !ok {
+			form = s + "://..."
+		}
+		if i < len(schemes)-1 {
+			form += ","
+		} else {
+			form += "."
+		}
+		if line > 0 && line+1+len(form) > width {
+			b.WriteString("\n")
+			line = 0
+		}
+		if line == 0 {
+			b.WriteString(indent)
+		} else {
+			b.WriteString(" ")
+			line++
+		}
+		b.WriteString(form)
+		line += len(form)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
 
 // addStoreFlag registers --store on fs; pass its value to openStore.
 func addStoreFlag(fs *flag.FlagSet) *string {
-	return fs.String("store", "", storeFlagHelp)
+	return fs.String("store", "", storeFlagHelp())
 }
 
 // storeURL picks the store: the command's --store flag, else latchkey's

@@ -16,6 +16,11 @@ import (
 	"github.com/latchkey/latchkey/internal/s3api"
 )
 
+// ErrDataDirInUse is the error New and Run return (wrapped) when another
+// latchkey server, in this process or another, holds the data directory.
+// It is the engine's ErrLocked, so callers need not import the engine.
+var ErrDataDirInUse = engine.ErrLocked
+
 // Server is one running latchkey server: an open engine and its handlers.
 type Server struct {
 	cfg     Config
@@ -31,7 +36,7 @@ type Server struct {
 }
 
 // New opens the data directory (failing with an error matching
-// engine.ErrLocked when another server holds it) and builds the handlers.
+// ErrDataDirInUse when another server holds it) and builds the handlers.
 // Serve it with Serve; Close it if Serve is never called.
 func New(cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()

@@ -87,6 +87,10 @@ func TestSecondServerOnSameDirIsRefused(t *testing.T) {
 	if !errors.Is(err, engine.ErrLocked) {
 		t.Fatalf("second server: %v, want engine.ErrLocked", err)
 	}
+	// The command line sees the same error through the server package.
+	if !errors.Is(err, server.ErrDataDirInUse) {
+		t.Fatalf("second server: %v, want server.ErrDataDirInUse", err)
+	}
 	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
