@@ -91,6 +91,13 @@ func (r Record) encode() []byte {
 	return b
 }
 
+// ParseRecord decodes the lease record stored at key (b is its value), as
+// written by this package or an older version of it. It returns an error
+// matching ErrCorrupt when b is not a lease record. Tools that read
+// records themselves (the server's console) use it, so that every reader
+// agrees on what a record says.
+func ParseRecord(key string, b []byte) (Record, error) { return decodeRecord(key, b) }
+
 func decodeRecord(key string, b []byte) (Record, error) {
 	var r Record
 	if err := json.Unmarshal(b, &r); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -68,6 +69,35 @@ func TestLeaseHeldThenReleased(t *testing.T) {
 	_, _, page := f.get("/ui/locks?prefix=locks/")
 	if !bytes.Contains(page, []byte("st-released")) || !bytes.Contains(page, []byte("worker-1@host")) {
 		t.Fatalf("locks page lacks the released lease:\n%s", page)
+	}
+}
+
+// A lock released by force (lock release, lease.ForceRelease) shows as
+// forced, with its TTL exactly as the record holds it; and "looks stale"
+// is the lease package's own rule (StaleAfter), the one lock run and lock
+// list use, not a second one.
+func TestForcedAndStaleAsTheLeasePackageSays(t *testing.T) {
+	f := start(t, "")
+	lk, err := lease.NewLocker(f.store, "locks/forced", &lease.Options{Holder: "w@h", TTL: 20*time.Second + 900*time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.TryAcquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.ForceRelease(context.Background(), f.store, "locks/forced", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	if got := findLock(t, f, "locks/", "locks/forced"); got.State != console.StateForced || got.TTL != int64(20*time.Second+900*time.Microsecond) {
+		t.Fatalf("lock released by force shown as %+v, want forced with TTL 20.0009s", got)
+	}
+	// Renewed 1.5 TTLs ago: within StaleAfter (2 TTLs), so not stale yet.
+	rec := lease.Record{Holder: "slow@h", Nonce: "00112233445566778899aabbccddeeff", Token: 3, TTL: time.Minute,
+		Acquired: time.Now().Add(-90 * time.Second), Renewed: time.Now().Add(-90 * time.Second)}
+	b, _ := json.Marshal(rec)
+	f.put("locks/slow", b)
+	if got := findLock(t, f, "locks/", "locks/slow"); got.State != console.StateHeld {
+		t.Fatalf("record renewed 1.5 TTLs ago shown as %+v, want held (lease.StaleAfter is %v)", got, lease.StaleAfter(time.Minute))
 	}
 }
 

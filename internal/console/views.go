@@ -14,6 +14,7 @@ import (
 	"github.com/latchkey/latchkey/internal/consulapi"
 	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/s3api"
+	"github.com/latchkey/latchkey/lease"
 )
 
 // countCap bounds the counts of the overview: counting is a cursor walk,
@@ -124,58 +125,33 @@ type Locks struct {
 
 // leaseRecord is lease.Record read leniently: unknown fields are kept
 // for the "forced" mark, missing ones stay zero.
-type leaseRecord struct {
-	Holder   string    `json:"holder"`
-	Nonce    string    `json:"nonce"`
-	Token    uint64    `json:"token"`
-	TTLMs    int64     `json:"ttl_ms"`
-	Released bool      `json:"released"`
-	Forced   any       `json:"forced"`
-	Acquired time.Time `json:"acquired"`
-	Renewed  time.Time `json:"renewed"`
-}
-
-// asLease decodes v as a lease record; ok is false for any other value.
-func asLease(v []byte) (leaseRecord, bool) {
+// asLease decodes v as a lease record with the lease package's own
+// decoder; ok is false for any other value.
+func asLease(key string, v []byte) (lease.Record, bool) {
 	if len(v) == 0 || v[0] != '{' || !bytes.Contains(v, []byte(`"nonce"`)) {
-		return leaseRecord{}, false
+		return lease.Record{}, false
 	}
-	var r leaseRecord
-	if json.Unmarshal(v, &r) != nil || r.Nonce == "" || r.TTLMs <= 0 {
-		return leaseRecord{}, false
-	}
-	return r, true
+	r, err := lease.ParseRecord(key, v)
+	return r, err == nil
 }
 
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case float64:
-		return x != 0
-	case map[string]any:
-		return true
-	}
-	return false
-}
-
-func leaseLock(kv engine.KV, r leaseRecord, now time.Time) Lock {
+// leaseLock is how the console shows a lease record, by the lease
+// package's rules: released by force, released by its holder, looking
+// stale (its holder's last write older than lease.StaleAfter on our clock,
+// the rule lock run and lock list use; only a hint, since takeover never
+// depends on clocks), or held.
+func leaseLock(kv engine.KV, r lease.Record, now time.Time) Lock {
 	l := Lock{Key: kv.Key, Kind: "lease", Holder: r.Holder, Token: r.Token,
-		TTL: time.Duration(r.TTLMs) * time.Millisecond, Renewed: r.Renewed, Acquired: r.Acquired, Modify: kv.ModifyIndex}
+		TTL: r.TTL, Renewed: r.Renewed, Acquired: r.Acquired, Modify: kv.ModifyIndex}
 	if !r.Renewed.IsZero() {
 		l.Age = now.Sub(r.Renewed).Round(time.Millisecond)
 	}
 	switch {
-	case r.Released && truthy(r.Forced):
+	case r.Forced:
 		l.State = StateForced
 	case r.Released:
 		l.State = StateReleased
-	case !r.Renewed.IsZero() && l.Age > l.TTL:
-		// The holder renews well within its TTL; a record older than
-		// that on our clock (give or take the clocks' skew) is one a
-		// contender may take over.
+	case !r.Renewed.IsZero() && l.Age > lease.StaleAfter(r.TTL):
 		l.State = StateStale
 	default:
 		l.State = StateHeld
@@ -209,7 +185,7 @@ func (h *Handler) locks(r *http.Request) (any, error) {
 				return false
 			}
 			out.Scanned++
-			if rec, ok := asLease(kv.Value); ok {
+			if rec, ok := asLease(kv.Key, kv.Value); ok {
 				out.Locks = append(out.Locks, leaseLock(kv, rec, now))
 				return true
 			}
@@ -257,7 +233,7 @@ func (h *Handler) s3Locks(tx *engine.Tx, out *Locks, from string, now time.Time)
 		if !ok {
 			continue
 		}
-		if rec, ok := asLease(stripS3StoreHeader(body)); ok {
+		if rec, ok := asLease(v.Key, stripS3StoreHeader(body)); ok {
 			out.Locks = append(out.Locks, leaseLock(engine.KV{Key: v.Key, ModifyIndex: v.Index}, rec, now))
 		}
 	}
