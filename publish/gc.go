@@ -136,8 +136,8 @@ func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCR
 			continue
 		}
 		g := Generation{ID: id, Began: began, Superseded: superseded[id], Objects: len(gens[id]),
-			State: generationState(l, id, gens[id], superseded)}
-		g.GraceEnds = laterOf(g.Began, g.Superseded).Add(o.Grace)
+			State: GenerationStateOf(slices.Contains(gens[id], l.manifest(id)), superseded[id])}
+		g.GraceEnds = GraceEnds(g.Began, g.Superseded, o.Grace)
 		g.Delete = now.After(g.GraceEnds)
 		res.Generations = append(res.Generations, g)
 		if !g.Delete {
@@ -153,21 +153,29 @@ func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCR
 	return res, errors.Join(errs...)
 }
 
-func generationState(l layout, id string, keys []string, superseded map[string]time.Time) GenerationState {
+// GenerationStateOf is what a generation that is not current is, by the
+// rule GC uses: Superseded when a later manifest names it as its base
+// (supersededAt, that manifest's Created, is not zero), else Abandoned
+// when it has a manifest, else Unfinished. Tools that read generations
+// themselves (the server's console) use it, so they say what GC does.
+func GenerationStateOf(hasManifest bool, supersededAt time.Time) GenerationState {
 	switch {
-	case !superseded[id].IsZero():
+	case !supersededAt.IsZero():
 		return Superseded
-	case slices.Contains(keys, l.manifest(id)):
+	case hasManifest:
 		return Abandoned
 	}
 	return Unfinished
 }
 
-func laterOf(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// GraceEnds is when GC with the given grace may delete a generation that
+// began at began (GenerationTime of its id) and was superseded at
+// supersededAt (zero if it was not): the grace after the later of the two.
+func GraceEnds(began, supersededAt time.Time, grace time.Duration) time.Time {
+	if supersededAt.After(began) {
+		began = supersededAt
 	}
-	return a
+	return began.Add(grace)
 }
 
 // listGenerations lists the keys under prefix/gen/, by generation id.

@@ -87,6 +87,10 @@ func newID(now time.Time) (string, error) {
 
 // idTime returns the time a generation id began, or false if id is not one
 // of ours.
+// GenerationTime returns the time a generation began, from its id; ok is
+// false when id is not a generation id of this package.
+func GenerationTime(id string) (t time.Time, ok bool) { return idTime(id) }
+
 func idTime(id string) (time.Time, bool) {
 	ts, rnd, ok := strings.Cut(id, "-")
 	if !ok || len(rnd) != 16 {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/console"
 	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/publish"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/s3store"
 )
@@ -294,6 +295,43 @@ func TestPublications(t *testing.T) {
 	}
 	if states[second] != "current" || states[first] != "superseded" {
 		t.Fatalf("generations: %+v (first %s, second %s)", p.Generations, first, second)
+	}
+	// A writer that died before its manifest leaves an unfinished
+	// generation: the console says what GC (and publish list) say, and
+	// gives the same end of grace.
+	ctx := context.Background()
+	dead, err := publish.Begin(ctx, f.store, "site", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Put(ctx, "x", strings.NewReader("half")); err != nil {
+		t.Fatal(err)
+	}
+	var q struct {
+		Generations []struct {
+			ID, State string
+			GCAfter   time.Time `json:"gc_after"`
+		}
+	}
+	f.api("/-/api/publication?prefix=site", &q)
+	gc, err := publish.GC(ctx, f.store, "site", &publish.GCOptions{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]publish.Generation{}
+	for _, g := range gc.Generations {
+		want[g.ID] = g
+	}
+	for _, g := range q.Generations {
+		if g.ID == second {
+			continue
+		}
+		if w := want[g.ID]; g.State != string(w.State) || !g.GCAfter.Equal(w.GraceEnds) {
+			t.Errorf("console shows %s as %s until %v; GC says %s until %v", g.ID, g.State, g.GCAfter, w.State, w.GraceEnds)
+		}
+	}
+	if len(q.Generations) != 3 || want[dead.ID()].State != publish.Unfinished {
+		t.Fatalf("generations: console %+v, GC %+v", q.Generations, gc.Generations)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/s3api"
+	"github.com/latchkey/latchkey/publish"
 )
 
 func errNotFoundf(format string, args ...any) error {
@@ -32,10 +33,6 @@ func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 const (
 	pointerSuffix = "/pointer"
 	genInfix      = "/gen/"
-	// defaultGrace is publish.DefaultGrace, the grace GC gives a
-	// generation unless told otherwise.
-	defaultGrace = time.Hour
-	idTimeLayout = "20060102T150405.000Z"
 )
 
 type pointerRec struct {
@@ -132,9 +129,12 @@ func (h *Handler) publications(r *http.Request) (any, error) {
 
 // Generation is one generation under a publication prefix.
 type Generation struct {
-	ID      string    `json:"id"`
-	Began   time.Time `json:"began,omitzero"`
-	State   string    `json:"state"` // current, superseded, uncommitted
+	ID    string    `json:"id"`
+	Began time.Time `json:"began,omitzero"`
+	// State is "current", or what publish.GenerationStateOf says (the
+	// words `latchkey publish list` and GC use): superseded, abandoned,
+	// unfinished.
+	State   string    `json:"state"`
 	Created time.Time `json:"created,omitzero"`
 	Token   uint64    `json:"token,omitempty"`
 	Base    string    `json:"base,omitempty"`
@@ -155,15 +155,6 @@ type Publication struct {
 	Grace       string       `json:"grace"`
 }
 
-func idTime(id string) (time.Time, bool) {
-	ts, _, ok := strings.Cut(id, "-")
-	if !ok {
-		return time.Time{}, false
-	}
-	t, err := time.Parse(idTimeLayout, ts)
-	return t, err == nil
-}
-
 func (h *Handler) publication(r *http.Request) (any, error) {
 	prefix, err := param(r, "prefix")
 	if err != nil {
@@ -173,7 +164,7 @@ func (h *Handler) publication(r *http.Request) (any, error) {
 	if prefix == "" {
 		return nil, badRequest("want ?prefix=")
 	}
-	out := Publication{Prefix: prefix, Files: []File{}, Generations: []Generation{}, Grace: defaultGrace.String()}
+	out := Publication{Prefix: prefix, Files: []File{}, Generations: []Generation{}, Grace: publish.DefaultGrace.String()}
 	var found bool
 	err = h.o.Engine.View(func(tx *engine.Tx) error {
 		pkv, ok := tx.GetKV(prefix + pointerSuffix)
@@ -198,6 +189,7 @@ func (h *Handler) publication(r *http.Request) (any, error) {
 		// Generations: one seek per generation, reading its manifest.
 		gens := prefix + genInfix
 		succOf := map[string]time.Time{} // base id → Created of its successor
+		hasManifest := map[string]bool{}
 		start := gens
 		for {
 			var id string
@@ -215,36 +207,33 @@ func (h *Handler) publication(r *http.Request) (any, error) {
 				out.GensMore = true
 				break
 			}
-			g := Generation{ID: id, State: "uncommitted"}
-			g.Began, _ = idTime(id)
+			g := Generation{ID: id}
+			g.Began, _ = publish.GenerationTime(id)
 			if mkv, ok := tx.GetKV(gens + id + "/manifest"); ok {
 				var m manifestRec
 				if json.Unmarshal(mkv.Value, &m) == nil {
 					g.Created, g.Token, g.Base, g.Files = m.Created, m.Token, m.Base, len(m.Files)
-					g.State = "superseded"
-					if m.Base != "" {
+					hasManifest[id] = true
+					if m.Base != "" && m.Created.After(succOf[m.Base]) {
 						succOf[m.Base] = m.Created
 					}
 				}
 			}
-			if id == p.Generation {
-				g.State = "current"
-			} else if g.State == "superseded" && !g.Began.IsZero() && g.Began.After(beganOf(p.Generation)) {
-				g.State = "uncommitted" // newer than the current one: lost a race or still running
-			}
 			out.Generations = append(out.Generations, g)
 			start = successor(gens + id + "/")
 		}
+		// The states and grace GC would judge, by publish's own rules
+		// (a successor later in the listing names its base).
 		for i := range out.Generations {
 			g := &out.Generations[i]
-			if g.State == "current" || g.Began.IsZero() {
+			if g.ID == p.Generation {
+				g.State = "current"
 				continue
 			}
-			from := g.Began
-			if t, ok := succOf[g.ID]; ok && t.After(from) {
-				from = t
+			g.State = string(publish.GenerationStateOf(hasManifest[g.ID], succOf[g.ID]))
+			if !g.Began.IsZero() {
+				g.GCAfter = publish.GraceEnds(g.Began, succOf[g.ID], publish.DefaultGrace)
 			}
-			g.GCAfter = from.Add(defaultGrace)
 		}
 		return nil
 	})
@@ -252,11 +241,6 @@ func (h *Handler) publication(r *http.Request) (any, error) {
 		return nil, errNotFoundf("no publication pointer at %q", prefix+pointerSuffix)
 	}
 	return out, err
-}
-
-func beganOf(id string) time.Time {
-	t, _ := idTime(id)
-	return t
 }
 
 // S3 is the S3 page: the buckets, or one bucket's versions and uploads.
