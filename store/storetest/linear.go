@@ -229,8 +229,9 @@ var linKeys = []string{"lin/0", "lin/1", "lin/2"}
 // each on s, drawn from seed sd, and returns the history of the operations
 // that returned, with their call and return times, and how many of them
 // were writes of unknown outcome. Those get a return time after every
-// other event. A read of unknown outcome changed nothing and is left out.
-// A client stops at its first other error, which is returned in errs.
+// other event. A read of unknown outcome and an operation that failed with
+// ErrTransient changed nothing and are left out. A client stops at its
+// first other error, which is returned in errs.
 func linRecord(ctx context.Context, s store.Store, sd int64, clients, perClient int) (history []porcupine.Operation, unknown int, errs []error) {
 	caps := s.Capabilities()
 	var mu sync.Mutex
@@ -243,6 +244,12 @@ func linRecord(ctx context.Context, s store.Store, sd int64, clients, perClient 
 			call := time.Since(start).Nanoseconds()
 			out, err := linDo(ctx, s, in)
 			ret := time.Since(start).Nanoseconds()
+			if errors.Is(err, store.ErrTransient) && ctx.Err() == nil {
+				// By the contract the operation did not happen (S3's 409
+				// ConditionalRequestConflict when a conditional write races
+				// another): it changed nothing and is left out.
+				continue
+			}
 			if errors.Is(err, store.ErrUnknownOutcome) && ctx.Err() == nil {
 				if in.kind == linGet {
 					continue

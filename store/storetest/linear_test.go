@@ -7,6 +7,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/faultstore"
+	"github.com/latchkey/latchkey/store/memstore"
 )
 
 // The model counts a write of unknown outcome as one that may have
@@ -64,5 +66,25 @@ func TestLinearModelOfUnknownOutcomes(t *testing.T) {
 		if got := porcupine.CheckOperations(linModel, c.history); got != c.want {
 			t.Errorf("%s: linearizable = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// An operation that failed with ErrTransient did not happen, by the
+// contract: the recorder leaves it out instead of failing the history
+// (S3's 409 ConditionalRequestConflict on a conditional write that raced
+// another made TestConformanceLatchkey fail in CI).
+func TestLinearRecordLeavesOutTransientFailures(t *testing.T) {
+	fs := faultstore.New(memstore.New(), 1)
+	defer fs.Close()
+	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut | faultstore.OpDelete, Err: store.ErrTransient, Prob: 0.2})
+	history, _, errs := linRecord(t.Context(), fs, 1, 4, 40)
+	for _, err := range errs {
+		t.Errorf("unexpected error: %v", err)
+	}
+	if fs.Injected() == 0 {
+		t.Fatal("no transient failure was injected; the test checked nothing")
+	}
+	if res := porcupine.CheckOperations(linModel, history); !res {
+		t.Errorf("history without the transient failures is not linearizable")
 	}
 }
