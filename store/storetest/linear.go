@@ -44,6 +44,10 @@ var linearTests = []subtest{
 		var fs *faultstore.Store
 		testLinearizable(t, h, h.scaled(2, 1), func(s store.Store) store.Store {
 			fs = faultstore.New(s, uint64(seed()))
+			// The first write always lands and reports an unknown outcome,
+			// so a short run (Scale) cannot draw no fault at all; the
+			// probabilistic rules add the rest.
+			fs.Inject(faultstore.Rule{Ops: faultstore.OpPut | faultstore.OpDelete, Fault: faultstore.ApplyThenFail, Count: 1})
 			fs.Inject(faultstore.Rule{Ops: faultstore.OpPut | faultstore.OpDelete, Fault: faultstore.ApplyThenFail, Prob: 0.07})
 			fs.Inject(faultstore.Rule{Ops: faultstore.OpPut | faultstore.OpDelete, Err: store.ErrUnknownOutcome, Prob: 0.07})
 			return fs
