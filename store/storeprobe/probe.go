@@ -130,6 +130,11 @@ type Options struct {
 	// WatchTimeout bounds how long WaitChange may take to wake after a
 	// write. Default 5s.
 	WatchTimeout time.Duration
+	// Checks, when not empty, runs only the checks of these names
+	// (Check.Name, as Checks lists them), in Run's order; cleanup runs
+	// as always. A name that is not a check is an error. Default: every
+	// check.
+	Checks []string
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -162,7 +167,17 @@ func (o *Options) withDefaults() (Options, error) {
 	if r.Racers == 0 {
 		r.Racers = 8
 	}
+	for _, name := range r.Checks {
+		if !slices.ContainsFunc(Checks(), func(c Check) bool { return c.Name == name }) {
+			return r, fmt.Errorf("storeprobe: no check named %q", name)
+		}
+	}
 	return r, nil
+}
+
+// selected reports whether the check named name is to run.
+func (o *Options) selected(name string) bool {
+	return len(o.Checks) == 0 || slices.Contains(o.Checks, name)
 }
 
 // DefaultPrefix returns a fresh "latchkey-probe/<16 random hex digits>".
@@ -190,8 +205,10 @@ func Run(ctx context.Context, s store.Store, opts *Options) (*Report, error) {
 	}
 	rep := &Report{Prefix: o.Prefix, Capabilities: p.caps}
 	runCtx, cancel := context.WithTimeout(ctx, o.Timeout)
-	for _, c := range checks() {
-		rep.Results = append(rep.Results, p.run(runCtx, c)...)
+	for _, c := range Checks() {
+		if o.selected(c.Name) {
+			rep.Results = append(rep.Results, p.run(runCtx, c)...)
+		}
 	}
 	cancel()
 	rep.Results = append(rep.Results, p.cleanup(ctx, rep))
@@ -232,25 +249,25 @@ func (p *prober) key(parts ...string) string {
 }
 
 // run runs one check, or reports why it does not apply.
-func (p *prober) run(ctx context.Context, c check) []Result {
-	res := Result{Check: c.name, Capability: c.capability, Declared: c.declared(p.caps)}
+func (p *prober) run(ctx context.Context, c Check) []Result {
+	res := Result{Check: c.Name, Capability: c.Capability, Declared: c.Declared(p.caps)}
 	if !res.Declared {
 		p.mu.Lock()
-		first := p.refused == nil || !p.refused[c.capability]
+		first := p.refused == nil || !p.refused[c.Capability]
 		if p.refused == nil {
 			p.refused = map[string]bool{}
 		}
-		p.refused[c.capability] = true
+		p.refused[c.Capability] = true
 		p.mu.Unlock()
 		if !first {
 			return nil // one row per undeclared capability
 		}
-		res.Check = c.capability + "/not declared"
+		res.Check = c.Capability + "/not declared"
 		res.Status = Skip
 		start := time.Now()
 		res.Detail = "not declared"
 		if ctx.Err() == nil {
-			res.Detail = p.refusal(ctx, c.capability)
+			res.Detail = p.refusal(ctx, c.Capability)
 		}
 		res.Latency = time.Since(start)
 		return []Result{res}
