@@ -15,7 +15,8 @@ import (
 // DefaultGrace is the GC grace period when GCOptions.Grace is zero.
 const DefaultGrace = time.Hour
 
-// GCOptions configure GC. The zero value (or nil) is valid.
+// GCOptions configure GC. A nil *GCOptions and every zero field mean the
+// defaults; a negative Grace is an error.
 type GCOptions struct {
 	// Grace: a generation is deleted only once it began longer ago than
 	// this and, if it was ever replaced, its successor's manifest was
@@ -70,6 +71,25 @@ const (
 	Unfinished GenerationState = "unfinished"
 )
 
+// withDefaults returns a copy of o (nil allowed) with zero fields set to
+// the defaults, or an error for a negative Grace.
+func (o *GCOptions) withDefaults() (GCOptions, error) {
+	var r GCOptions
+	if o != nil {
+		r = *o
+	}
+	if r.Grace < 0 {
+		return r, fmt.Errorf("publish: negative GCOptions.Grace %v (zero means DefaultGrace)", r.Grace)
+	}
+	if r.Grace == 0 {
+		r.Grace = DefaultGrace
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return r, nil
+}
+
 // GC deletes the generations under prefix that the pointer does not name
 // and whose grace period has passed: superseded generations and abandoned,
 // never-committed ones. It never deletes the current generation, nor a key
@@ -83,15 +103,9 @@ const (
 // whole grace period to finish, however old the generation was. GC reads
 // the manifest of every generation to learn this.
 func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCResult, error) {
-	var o GCOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Grace <= 0 {
-		o.Grace = DefaultGrace
-	}
-	if o.Now == nil {
-		o.Now = time.Now
+	o, err := opts.withDefaults()
+	if err != nil {
+		return GCResult{}, err
 	}
 	l, err := newLayout(prefix)
 	if err != nil {

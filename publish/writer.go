@@ -16,7 +16,8 @@ import (
 	"github.com/latchkey/latchkey/store"
 )
 
-// Options configure a Writer. The zero value (or nil) is valid.
+// Options configure a Writer. A nil *Options and every zero field mean
+// the defaults written beside them; negative values are an error.
 type Options struct {
 	// Token is the writer's fencing token (lease.Lease.Token). Zero means
 	// the writer is not fenced. A commit is refused with ErrFenced when the
@@ -27,8 +28,8 @@ type Options struct {
 	Now func() time.Time
 	// MaxTransient bounds retries of the pointer write (cas.Options's
 	// MaxTransient: the first attempt and at most this many more) after
-	// store.ErrTransient or an unknown outcome known not to have applied;
-	// 0 means 5.
+	// store.ErrTransient or an unknown outcome known not to have applied.
+	// Zero means DefaultMaxTransient.
 	MaxTransient int
 	// MaxAge bounds a Writer's life: Commit refuses, with ErrAbandoned, a
 	// generation that began longer ago than this, because GC treats an
@@ -38,25 +39,38 @@ type Options struct {
 	MaxAge time.Duration
 }
 
-// DefaultMaxAge is a Writer's longest life when Options.MaxAge is zero:
-// half of DefaultGrace.
-const DefaultMaxAge = DefaultGrace / 2
+// Defaults used where Options leaves a field zero.
+const (
+	// DefaultMaxTransient is Options.MaxTransient when it is zero.
+	DefaultMaxTransient = 5
+	// DefaultMaxAge is a Writer's longest life when Options.MaxAge is
+	// zero: half of DefaultGrace.
+	DefaultMaxAge = DefaultGrace / 2
+)
 
-func (o *Options) orDefault() Options {
-	var d Options
+// withDefaults returns a copy of o (nil allowed) with zero fields set to
+// the defaults, or an error naming the first negative field.
+func (o *Options) withDefaults() (Options, error) {
+	var r Options
 	if o != nil {
-		d = *o
+		r = *o
 	}
-	if d.Now == nil {
-		d.Now = time.Now
+	switch {
+	case r.MaxTransient < 0:
+		return r, fmt.Errorf("publish: negative Options.MaxTransient %d (zero means DefaultMaxTransient)", r.MaxTransient)
+	case r.MaxAge < 0:
+		return r, fmt.Errorf("publish: negative Options.MaxAge %v (zero means DefaultMaxAge)", r.MaxAge)
 	}
-	if d.MaxTransient <= 0 {
-		d.MaxTransient = 5
+	if r.Now == nil {
+		r.Now = time.Now
 	}
-	if d.MaxAge <= 0 {
-		d.MaxAge = DefaultMaxAge
+	if r.MaxTransient == 0 {
+		r.MaxTransient = DefaultMaxTransient
 	}
-	return d
+	if r.MaxAge == 0 {
+		r.MaxAge = DefaultMaxAge
+	}
+	return r, nil
 }
 
 // Writer stages one generation and commits it. A Writer is not safe for
@@ -95,7 +109,10 @@ func Begin(ctx context.Context, s store.Store, prefix string, opts *Options) (*W
 	if err != nil {
 		return nil, err
 	}
-	o := opts.orDefault()
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	p, _, raw, ok, err := readPointerRaw(ctx, s, l)
 	if err != nil {
 		return nil, err
