@@ -112,23 +112,35 @@ func (r *Report) Failed() []Result {
 	return out
 }
 
-// Options tune a run. The zero value (or nil) picks every default.
+// Defaults used where Options leaves a field zero.
+const (
+	DefaultOpTimeout      = 10 * time.Second
+	DefaultTimeout        = 2 * time.Minute
+	DefaultCleanupTimeout = 30 * time.Second
+	DefaultRacers         = 8
+	DefaultWatchTimeout   = 5 * time.Second
+)
+
+// Options tune a run. A nil *Options and every zero field mean the
+// defaults; negative values are an error.
 type Options struct {
 	// Prefix is where the probe writes; it must hold no key. Default
-	// "latchkey-probe/<16 random hex digits>". A trailing '/' is dropped.
+	// DefaultPrefix(): "latchkey-probe/<16 random hex digits>". A
+	// trailing '/' is dropped.
 	Prefix string
-	// OpTimeout bounds each store call. Default 10s.
+	// OpTimeout bounds each store call. Default DefaultOpTimeout.
 	OpTimeout time.Duration
 	// Timeout bounds the checks as a whole (cleanup runs after it, bounded
-	// by CleanupTimeout). Default 2m.
+	// by CleanupTimeout). Default DefaultTimeout.
 	Timeout time.Duration
-	// CleanupTimeout bounds the removal of the probe's keys. Default 30s.
+	// CleanupTimeout bounds the removal of the probe's keys. Default
+	// DefaultCleanupTimeout.
 	CleanupTimeout time.Duration
-	// Racers is the number of concurrent writers of the race checks.
-	// Default 8.
+	// Racers is the number of concurrent writers of the race checks, 2 to
+	// 256. Default DefaultRacers.
 	Racers int
 	// WatchTimeout bounds how long WaitChange may take to wake after a
-	// write. Default 5s.
+	// write. Default DefaultWatchTimeout.
 	WatchTimeout time.Duration
 	// Checks, when not empty, runs only the checks of these names
 	// (Check.Name, as Checks lists them), in Run's order; cleanup runs
@@ -137,6 +149,8 @@ type Options struct {
 	Checks []string
 }
 
+// withDefaults returns a copy of o (nil allowed) with zero fields set to
+// the defaults, or an error naming the first field out of its range.
 func (o *Options) withDefaults() (Options, error) {
 	var r Options
 	if o != nil {
@@ -150,22 +164,23 @@ func (o *Options) withDefaults() (Options, error) {
 		return r, fmt.Errorf("storeprobe: prefix: %w", err)
 	}
 	for _, d := range []struct {
-		v   *time.Duration
-		def time.Duration
-	}{{&r.OpTimeout, 10 * time.Second}, {&r.Timeout, 2 * time.Minute},
-		{&r.CleanupTimeout, 30 * time.Second}, {&r.WatchTimeout, 5 * time.Second}} {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{{"OpTimeout", &r.OpTimeout, DefaultOpTimeout}, {"Timeout", &r.Timeout, DefaultTimeout},
+		{"CleanupTimeout", &r.CleanupTimeout, DefaultCleanupTimeout}, {"WatchTimeout", &r.WatchTimeout, DefaultWatchTimeout}} {
 		if *d.v < 0 {
-			return r, fmt.Errorf("storeprobe: negative timeout %v", *d.v)
+			return r, fmt.Errorf("storeprobe: negative Options.%s %v (zero means the default)", d.name, *d.v)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
 		}
 	}
 	if r.Racers < 0 || r.Racers == 1 || r.Racers > 256 {
-		return r, fmt.Errorf("storeprobe: racers %d: want 2 to 256 (0 for the default)", r.Racers)
+		return r, fmt.Errorf("storeprobe: Options.Racers %d: want 2 to 256 (0 for the default)", r.Racers)
 	}
 	if r.Racers == 0 {
-		r.Racers = 8
+		r.Racers = DefaultRacers
 	}
 	for _, name := range r.Checks {
 		if !slices.ContainsFunc(Checks(), func(c Check) bool { return c.Name == name }) {

@@ -262,7 +262,7 @@ func TestPrefixInUse(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	for _, o := range []storeprobe.Options{{Prefix: "a//b"}, {Racers: 1}, {OpTimeout: -1}, {Checks: []string{"get/no such check"}}} {
+	for _, o := range []storeprobe.Options{{Prefix: "a//b"}, {Racers: 1}, {Racers: -1}, {OpTimeout: -1}, {Timeout: -1}, {CleanupTimeout: -1}, {WatchTimeout: -1}, {Checks: []string{"get/no such check"}}} {
 		if _, err := storeprobe.Run(context.Background(), memstore.New(), &o); err == nil {
 			t.Errorf("Run(%+v) succeeded", o)
 		}
