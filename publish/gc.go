@@ -257,21 +257,21 @@ func supersessions(ctx context.Context, s store.Store, l layout, gens map[string
 // manifestHead reads a manifest's fields up to its file list, which comes
 // last, and stops there: on a streaming store GC reads a few hundred
 // bytes of each manifest, however many files it lists.
-func manifestHead(ctx context.Context, s store.Store, key string) (manifest, error) {
+func manifestHead(ctx context.Context, s store.Store, key string) (Manifest, error) {
 	rc, _, err := store.GetStream(ctx, s, key)
 	if err != nil {
-		return manifest{}, err
+		return Manifest{}, err
 	}
 	defer rc.Close()
-	var m manifest
+	var m Manifest
 	dec := json.NewDecoder(rc)
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return manifest{}, fmt.Errorf("not a JSON object (%v)", err)
+		return Manifest{}, fmt.Errorf("not a JSON object (%v)", err)
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return manifest{}, err
+			return Manifest{}, err
 		}
 		var dst any
 		switch t {
@@ -285,7 +285,7 @@ func manifestHead(ctx context.Context, s store.Store, key string) (manifest, err
 			dst = new(json.RawMessage)
 		}
 		if err := dec.Decode(dst); err != nil {
-			return manifest{}, err
+			return Manifest{}, err
 		}
 	}
 	return m, nil

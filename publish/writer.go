@@ -82,7 +82,7 @@ type Writer struct {
 	id      string
 	began   time.Time // opts.Now() at Begin, the time in id
 	baseOK  bool
-	basePt  pointer // the pointer at Begin (zero if there was none)
+	basePt  Pointer // the pointer at Begin (zero if there was none)
 	baseRaw []byte  // its bytes: unique per commit (the generation id is never reused)
 	files   map[string]File
 	keys    []string // every key written, for cleanup
@@ -211,7 +211,7 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 		return Commit{}, w.fail(ctx, fmt.Errorf("publish: manifest: %w", err))
 	}
 	token := max(w.opts.Token, w.basePt.Token) // a token never goes backwards
-	pb, err := json.Marshal(pointer{Generation: w.id, Manifest: mkey, ManVersion: mv, Token: token, Committed: w.opts.Now().UTC()})
+	pb, err := json.Marshal(Pointer{Generation: w.id, Manifest: mkey, ManifestVersion: mv, Token: token, Committed: w.opts.Now().UTC()})
 	if err != nil {
 		return Commit{}, err
 	}
@@ -226,8 +226,8 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	return c, nil
 }
 
-func (w *Writer) manifest() manifest {
-	m := manifest{Generation: w.id, Base: w.basePt.Generation, Token: w.opts.Token, Created: w.opts.Now().UTC(), Files: []File{}}
+func (w *Writer) manifest() Manifest {
+	m := Manifest{Generation: w.id, Base: w.basePt.Generation, Token: w.opts.Token, Created: w.opts.Now().UTC(), Files: []File{}}
 	for _, f := range w.files {
 		m.Files = append(m.Files, f)
 	}
@@ -302,7 +302,7 @@ func (w *Writer) swapPointer(ctx context.Context, pb []byte, created time.Time) 
 	rs := &recordingStore{Store: w.s}
 	res, err := cas.Update(ctx, rs, w.l.pointer(), func(cur []byte, exists bool) (cas.Decision, error) {
 		if exists {
-			if p, err := decodePointer(w.l, cur); err == nil && p.Generation == w.id {
+			if p, err := ParsePointer(w.l.pointer(), cur); err == nil && p.Generation == w.id {
 				return cas.Abort(), nil // an earlier attempt of ours applied
 			}
 		}
@@ -351,7 +351,7 @@ func (r *recordingStore) Put(ctx context.Context, key string, value []byte, cond
 
 // readBack reads the pointer after a failed write, even when ctx has
 // ended (the write may have applied all the same), for a bounded time.
-func (w *Writer) readBack(ctx context.Context) (pointer, store.Version, bool, error) {
+func (w *Writer) readBack(ctx context.Context) (Pointer, store.Version, bool, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
 	defer cancel()
 	return readPointer(rctx, w.s, w.l)
