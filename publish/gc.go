@@ -15,7 +15,8 @@ import (
 // DefaultGrace is the GC grace period when GCOptions.Grace is zero.
 const DefaultGrace = time.Hour
 
-// GCOptions configure GC. The zero value (or nil) is valid.
+// GCOptions configure GC. A nil *GCOptions and every zero field mean the
+// defaults; a negative Grace is an error.
 type GCOptions struct {
 	// Grace: a generation is deleted only once it began longer ago than
 	// this and, if it was ever replaced, its successor's manifest was
@@ -70,6 +71,25 @@ const (
 	Unfinished GenerationState = "unfinished"
 )
 
+// withDefaults returns a copy of o (nil allowed) with zero fields set to
+// the defaults, or an error for a negative Grace.
+func (o *GCOptions) withDefaults() (GCOptions, error) {
+	var r GCOptions
+	if o != nil {
+		r = *o
+	}
+	if r.Grace < 0 {
+		return r, fmt.Errorf("publish: negative GCOptions.Grace %v (zero means DefaultGrace)", r.Grace)
+	}
+	if r.Grace == 0 {
+		r.Grace = DefaultGrace
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	return r, nil
+}
+
 // GC deletes the generations under prefix that the pointer does not name
 // and whose grace period has passed: superseded generations and abandoned,
 // never-committed ones. It never deletes the current generation, nor a key
@@ -83,15 +103,9 @@ const (
 // whole grace period to finish, however old the generation was. GC reads
 // the manifest of every generation to learn this.
 func GC(ctx context.Context, s store.Store, prefix string, opts *GCOptions) (GCResult, error) {
-	var o GCOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Grace <= 0 {
-		o.Grace = DefaultGrace
-	}
-	if o.Now == nil {
-		o.Now = time.Now
+	o, err := opts.withDefaults()
+	if err != nil {
+		return GCResult{}, err
 	}
 	l, err := newLayout(prefix)
 	if err != nil {
@@ -243,21 +257,21 @@ func supersessions(ctx context.Context, s store.Store, l layout, gens map[string
 // manifestHead reads a manifest's fields up to its file list, which comes
 // last, and stops there: on a streaming store GC reads a few hundred
 // bytes of each manifest, however many files it lists.
-func manifestHead(ctx context.Context, s store.Store, key string) (manifest, error) {
+func manifestHead(ctx context.Context, s store.Store, key string) (Manifest, error) {
 	rc, _, err := store.GetStream(ctx, s, key)
 	if err != nil {
-		return manifest{}, err
+		return Manifest{}, err
 	}
 	defer rc.Close()
-	var m manifest
+	var m Manifest
 	dec := json.NewDecoder(rc)
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return manifest{}, fmt.Errorf("not a JSON object (%v)", err)
+		return Manifest{}, fmt.Errorf("not a JSON object (%v)", err)
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return manifest{}, err
+			return Manifest{}, err
 		}
 		var dst any
 		switch t {
@@ -271,7 +285,7 @@ func manifestHead(ctx context.Context, s store.Store, key string) (manifest, err
 			dst = new(json.RawMessage)
 		}
 		if err := dec.Decode(dst); err != nil {
-			return manifest{}, err
+			return Manifest{}, err
 		}
 	}
 	return m, nil

@@ -21,7 +21,7 @@ import (
 // generation, whatever is committed meanwhile.
 type Snapshot struct {
 	s     store.Store
-	p     pointer
+	p     Pointer
 	v     store.Version
 	files map[string]File
 }
@@ -41,9 +41,9 @@ func Open(ctx context.Context, s store.Store, prefix string) (*Snapshot, error) 
 		return nil, err
 	}
 	var (
-		p pointer
+		p Pointer
 		v store.Version
-		m manifest
+		m Manifest
 	)
 	// A manifest can vanish between the two reads only if the pointer
 	// moved on and GC removed the generation (a grace shorter than this

@@ -16,7 +16,8 @@ import (
 	"github.com/latchkey/latchkey/store"
 )
 
-// Options configure a Writer. The zero value (or nil) is valid.
+// Options configure a Writer. A nil *Options and every zero field mean
+// the defaults written beside them; negative values are an error.
 type Options struct {
 	// Token is the writer's fencing token (lease.Lease.Token). Zero means
 	// the writer is not fenced. A commit is refused with ErrFenced when the
@@ -27,8 +28,8 @@ type Options struct {
 	Now func() time.Time
 	// MaxTransient bounds retries of the pointer write (cas.Options's
 	// MaxTransient: the first attempt and at most this many more) after
-	// store.ErrTransient or an unknown outcome known not to have applied;
-	// 0 means 5.
+	// store.ErrTransient or an unknown outcome known not to have applied.
+	// Zero means DefaultMaxTransient.
 	MaxTransient int
 	// MaxAge bounds a Writer's life: Commit refuses, with ErrAbandoned, a
 	// generation that began longer ago than this, because GC treats an
@@ -38,25 +39,38 @@ type Options struct {
 	MaxAge time.Duration
 }
 
-// DefaultMaxAge is a Writer's longest life when Options.MaxAge is zero:
-// half of DefaultGrace.
-const DefaultMaxAge = DefaultGrace / 2
+// Defaults used where Options leaves a field zero.
+const (
+	// DefaultMaxTransient is Options.MaxTransient when it is zero.
+	DefaultMaxTransient = 5
+	// DefaultMaxAge is a Writer's longest life when Options.MaxAge is
+	// zero: half of DefaultGrace.
+	DefaultMaxAge = DefaultGrace / 2
+)
 
-func (o *Options) orDefault() Options {
-	var d Options
+// withDefaults returns a copy of o (nil allowed) with zero fields set to
+// the defaults, or an error naming the first negative field.
+func (o *Options) withDefaults() (Options, error) {
+	var r Options
 	if o != nil {
-		d = *o
+		r = *o
 	}
-	if d.Now == nil {
-		d.Now = time.Now
+	switch {
+	case r.MaxTransient < 0:
+		return r, fmt.Errorf("publish: negative Options.MaxTransient %d (zero means DefaultMaxTransient)", r.MaxTransient)
+	case r.MaxAge < 0:
+		return r, fmt.Errorf("publish: negative Options.MaxAge %v (zero means DefaultMaxAge)", r.MaxAge)
 	}
-	if d.MaxTransient <= 0 {
-		d.MaxTransient = 5
+	if r.Now == nil {
+		r.Now = time.Now
 	}
-	if d.MaxAge <= 0 {
-		d.MaxAge = DefaultMaxAge
+	if r.MaxTransient == 0 {
+		r.MaxTransient = DefaultMaxTransient
 	}
-	return d
+	if r.MaxAge == 0 {
+		r.MaxAge = DefaultMaxAge
+	}
+	return r, nil
 }
 
 // Writer stages one generation and commits it. A Writer is not safe for
@@ -68,7 +82,7 @@ type Writer struct {
 	id      string
 	began   time.Time // opts.Now() at Begin, the time in id
 	baseOK  bool
-	basePt  pointer // the pointer at Begin (zero if there was none)
+	basePt  Pointer // the pointer at Begin (zero if there was none)
 	baseRaw []byte  // its bytes: unique per commit (the generation id is never reused)
 	files   map[string]File
 	keys    []string // every key written, for cleanup
@@ -95,7 +109,10 @@ func Begin(ctx context.Context, s store.Store, prefix string, opts *Options) (*W
 	if err != nil {
 		return nil, err
 	}
-	o := opts.orDefault()
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	p, _, raw, ok, err := readPointerRaw(ctx, s, l)
 	if err != nil {
 		return nil, err
@@ -194,7 +211,7 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 		return Commit{}, w.fail(ctx, fmt.Errorf("publish: manifest: %w", err))
 	}
 	token := max(w.opts.Token, w.basePt.Token) // a token never goes backwards
-	pb, err := json.Marshal(pointer{Generation: w.id, Manifest: mkey, ManVersion: mv, Token: token, Committed: w.opts.Now().UTC()})
+	pb, err := json.Marshal(Pointer{Generation: w.id, Manifest: mkey, ManifestVersion: mv, Token: token, Committed: w.opts.Now().UTC()})
 	if err != nil {
 		return Commit{}, err
 	}
@@ -209,8 +226,8 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	return c, nil
 }
 
-func (w *Writer) manifest() manifest {
-	m := manifest{Generation: w.id, Base: w.basePt.Generation, Token: w.opts.Token, Created: w.opts.Now().UTC(), Files: []File{}}
+func (w *Writer) manifest() Manifest {
+	m := Manifest{Generation: w.id, Base: w.basePt.Generation, Token: w.opts.Token, Created: w.opts.Now().UTC(), Files: []File{}}
 	for _, f := range w.files {
 		m.Files = append(m.Files, f)
 	}
@@ -285,7 +302,7 @@ func (w *Writer) swapPointer(ctx context.Context, pb []byte, created time.Time) 
 	rs := &recordingStore{Store: w.s}
 	res, err := cas.Update(ctx, rs, w.l.pointer(), func(cur []byte, exists bool) (cas.Decision, error) {
 		if exists {
-			if p, err := decodePointer(w.l, cur); err == nil && p.Generation == w.id {
+			if p, err := ParsePointer(w.l.pointer(), cur); err == nil && p.Generation == w.id {
 				return cas.Abort(), nil // an earlier attempt of ours applied
 			}
 		}
@@ -334,7 +351,7 @@ func (r *recordingStore) Put(ctx context.Context, key string, value []byte, cond
 
 // readBack reads the pointer after a failed write, even when ctx has
 // ended (the write may have applied all the same), for a bounded time.
-func (w *Writer) readBack(ctx context.Context) (pointer, store.Version, bool, error) {
+func (w *Writer) readBack(ctx context.Context) (Pointer, store.Version, bool, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
 	defer cancel()
 	return readPointer(rctx, w.s, w.l)

@@ -31,8 +31,8 @@ bad command line or a --prefix that already holds keys.`)
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "write only under `P`, which must hold no key (default latchkey-probe/<random>)")
 	asJSON := f.Bool("json", false, "print the report as JSON")
-	timeout := f.Duration("timeout", 2*time.Minute, "bound on all the checks (cleanup runs after, bounded separately)")
-	opTimeout := f.Duration("op-timeout", 10*time.Second, "bound on each store call")
+	timeout := f.Duration("timeout", storeprobe.DefaultTimeout, "bound on all the checks (cleanup runs after, bounded separately)")
+	opTimeout := f.Duration("op-timeout", storeprobe.DefaultOpTimeout, "bound on each store call")
 	if err := f.parse(args); err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func benchEngine(b *testing.B, n int) *engine.Engine {
 // the time of one whole request, template included.
 func BenchmarkPage100k(b *testing.B) {
 	e := benchEngine(b, 100_000)
-	h, err := console.New(console.Options{Engine: e})
+	h, err := console.New(&console.Options{Engine: e})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -50,7 +50,8 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// Options configure the console.
+// Options configure the console. Every zero field takes the default
+// written beside it; a negative PageSize is an error.
 type Options struct {
 	// Engine is the server's engine. Required.
 	Engine *engine.Engine
@@ -102,25 +103,43 @@ func badRequest(format string, args ...any) error {
 
 var errNotFound = errors.New("not found")
 
+// withDefaults returns a copy of o with zero fields set to the defaults,
+// or an error for a missing Engine or a negative PageSize. A nil o has no
+// Engine, which is required.
+func (o *Options) withDefaults() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	switch {
+	case r.Engine == nil:
+		return r, errors.New("console: no engine")
+	case r.PageSize < 0:
+		return r, fmt.Errorf("console: negative Options.PageSize %d (zero means DefaultPageSize)", r.PageSize)
+	}
+	if r.Started.IsZero() {
+		r.Started = time.Now()
+	}
+	if r.Version == "" {
+		r.Version = buildVersion()
+	}
+	if r.PageSize == 0 {
+		r.PageSize = DefaultPageSize
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	return r, nil
+}
+
 // New builds the console.
-func New(o Options) (*Handler, error) {
-	if o.Engine == nil {
-		return nil, errors.New("console: no engine")
-	}
-	if o.Started.IsZero() {
-		o.Started = time.Now()
-	}
-	if o.Version == "" {
-		o.Version = buildVersion()
-	}
-	if o.PageSize <= 0 {
-		o.PageSize = DefaultPageSize
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
+func New(opts *Options) (*Handler, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	h := &Handler{o: o, pages: map[string]*template.Template{}}
 	h.views = map[string]view{

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -29,34 +28,12 @@ func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 //	P/gen/ID/data/NAME          a generation's files
 //
 // The console reads it from the KV key space (a consul:// store on this
-// server), leniently: unknown fields are ignored.
+// server) and decodes it with publish's own ParsePointer and ParseManifest,
+// so it reads every record as publish does.
 const (
 	pointerSuffix = "/pointer"
 	genInfix      = "/gen/"
 )
-
-type pointerRec struct {
-	Generation string    `json:"generation"`
-	Manifest   string    `json:"manifest"`
-	Token      uint64    `json:"token"`
-	Committed  time.Time `json:"committed"`
-}
-
-type manifestRec struct {
-	Generation string    `json:"generation"`
-	Base       string    `json:"base"`
-	Token      uint64    `json:"token"`
-	Created    time.Time `json:"created"`
-	Files      []File    `json:"files"`
-}
-
-// File is one file of a generation's manifest.
-type File struct {
-	Name   string `json:"name"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-	Key    string `json:"key"`
-}
 
 // PubSummary is one prefix with a pointer.
 type PubSummary struct {
@@ -76,12 +53,17 @@ type Publications struct {
 	Next         string       `json:"next,omitempty"`
 }
 
-func asPointer(v []byte) (pointerRec, bool) {
-	var p pointerRec
-	if len(v) == 0 || v[0] != '{' || json.Unmarshal(v, &p) != nil || p.Generation == "" || p.Manifest == "" {
-		return pointerRec{}, false
-	}
-	return p, true
+// asPointer decodes the value at key as a publication pointer, or says
+// it is none.
+func asPointer(key string, v []byte) (publish.Pointer, bool) {
+	p, err := publish.ParsePointer(key, v)
+	return p, err == nil
+}
+
+// asManifest decodes the value at key as a generation's manifest.
+func asManifest(key string, v []byte) (publish.Manifest, bool) {
+	m, err := publish.ParseManifest(key, v)
+	return m, err == nil
 }
 
 func (h *Handler) publications(r *http.Request) (any, error) {
@@ -110,7 +92,7 @@ func (h *Handler) publications(r *http.Request) (any, error) {
 					return false
 				}
 				if strings.HasSuffix(kv.Key, pointerSuffix) {
-					if p, ok := asPointer(kv.Value); ok {
+					if p, ok := asPointer(kv.Key, kv.Value); ok {
 						out.Publications = append(out.Publications, PubSummary{
 							Prefix: strings.TrimSuffix(kv.Key, pointerSuffix), Generation: p.Generation,
 							Token: p.Token, Committed: p.Committed, Modify: kv.ModifyIndex})
@@ -146,13 +128,13 @@ type Generation struct {
 
 // Publication is one publication prefix in detail.
 type Publication struct {
-	Prefix      string       `json:"prefix"`
-	Pointer     PubSummary   `json:"pointer"`
-	Files       []File       `json:"files"`
-	FilesMore   bool         `json:"files_more,omitempty"`
-	Generations []Generation `json:"generations"`
-	GensMore    bool         `json:"generations_more,omitempty"`
-	Grace       string       `json:"grace"`
+	Prefix      string         `json:"prefix"`
+	Pointer     PubSummary     `json:"pointer"`
+	Files       []publish.File `json:"files"`
+	FilesMore   bool           `json:"files_more,omitempty"`
+	Generations []Generation   `json:"generations"`
+	GensMore    bool           `json:"generations_more,omitempty"`
+	Grace       string         `json:"grace"`
 }
 
 func (h *Handler) publication(r *http.Request) (any, error) {
@@ -164,22 +146,21 @@ func (h *Handler) publication(r *http.Request) (any, error) {
 	if prefix == "" {
 		return nil, badRequest("want ?prefix=")
 	}
-	out := Publication{Prefix: prefix, Files: []File{}, Generations: []Generation{}, Grace: publish.DefaultGrace.String()}
+	out := Publication{Prefix: prefix, Files: []publish.File{}, Generations: []Generation{}, Grace: publish.DefaultGrace.String()}
 	var found bool
 	err = h.o.Engine.View(func(tx *engine.Tx) error {
 		pkv, ok := tx.GetKV(prefix + pointerSuffix)
 		if !ok {
 			return nil
 		}
-		p, ok := asPointer(pkv.Value)
+		p, ok := asPointer(pkv.Key, pkv.Value)
 		if !ok {
 			return nil
 		}
 		found = true
 		out.Pointer = PubSummary{Prefix: prefix, Generation: p.Generation, Token: p.Token, Committed: p.Committed, Modify: pkv.ModifyIndex}
 		if mkv, ok := tx.GetKV(p.Manifest); ok {
-			var m manifestRec
-			if json.Unmarshal(mkv.Value, &m) == nil {
+			if m, ok := asManifest(mkv.Key, mkv.Value); ok {
 				out.Files = m.Files
 				if len(out.Files) > h.o.PageSize {
 					out.Files, out.FilesMore = out.Files[:h.o.PageSize], true
@@ -210,8 +191,7 @@ func (h *Handler) publication(r *http.Request) (any, error) {
 			g := Generation{ID: id}
 			g.Began, _ = publish.GenerationTime(id)
 			if mkv, ok := tx.GetKV(gens + id + "/manifest"); ok {
-				var m manifestRec
-				if json.Unmarshal(mkv.Value, &m) == nil {
+				if m, ok := asManifest(mkv.Key, mkv.Value); ok {
 					g.Created, g.Token, g.Base, g.Files = m.Created, m.Token, m.Base, len(m.Files)
 					hasManifest[id] = true
 					if m.Base != "" && m.Created.After(succOf[m.Base]) {

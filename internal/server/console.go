@@ -10,7 +10,7 @@ import (
 // consoleHandler is the web console (internal/console) under /ui/ with its
 // JSON under /-/api/, behind the same ACL token as the Consul API.
 func (s *Server) consoleHandler() http.Handler {
-	h, err := console.New(console.Options{
+	h, err := console.New(&console.Options{
 		Engine:        s.engine,
 		ACLToken:      s.cfg.ACLToken,
 		Metrics:       s.metrics.reg,

@@ -9,18 +9,29 @@ import (
 	"github.com/latchkey/latchkey/store"
 )
 
-// check is one probe of the store, named like the sentence of the contract
-// it verifies. run returns a detail for a pass, or an error: a brokenError
-// when the store broke the guarantee, any other when an operation failed
-// unexpectedly.
-type check struct {
-	name       string
-	capability string // "" for the basic contract
-	run        func(ctx context.Context, p *prober) (string, error)
+// Check is one probe of the store, named like the sentence of the contract
+// it verifies. The checks are defined here once: Run runs them against a
+// live store, and the conformance suite (store/storetest) runs each of them
+// as a subtest, so the probe and the suite cannot disagree on what a check
+// means.
+type Check struct {
+	// Name is what Result.Check reports: "<area>/<sentence>", as in
+	// "cas/stale version returns ErrConflict and keeps the value".
+	Name string
+	// Capability is the declared capability the check verifies (one of
+	// the Cap constants), or "" for the basic contract.
+	Capability string
+	// run returns a detail for a pass, or an error: a brokenError when
+	// the store broke the guarantee, any other when an operation failed
+	// unexpectedly.
+	run func(ctx context.Context, p *prober) (string, error)
 }
 
-func (c check) declared(caps store.Capabilities) bool {
-	switch c.capability {
+// Declared reports whether caps declares the capability c verifies; it is
+// always true for a check of the basic contract. Run runs only declared
+// checks and reports each undeclared capability once instead.
+func (c Check) Declared(caps store.Capabilities) bool {
+	switch c.Capability {
 	case CapCreateIfAbsent:
 		return caps.CreateIfAbsent
 	case CapCompareAndSwap:
@@ -39,9 +50,9 @@ func (c check) declared(caps store.Capabilities) bool {
 	return true
 }
 
-// checks returns every check in the order they run.
-func checks() []check {
-	return []check{
+// Checks returns every check, in the order Run runs them.
+func Checks() []Check {
+	return []Check{
 		{"get/missing key returns ErrNotFound", "", checkGetMissing},
 		{"put/unconditional write is read back with its version", "", checkPutGet},
 		{"delete/if-absent returns ErrUnsupported and keeps the key", "", checkDeleteIfAbsent},
@@ -67,14 +78,16 @@ func checks() []check {
 // notAVersion is a version string no store hands out.
 const notAVersion store.Version = "latchkey-probe-not-a-version"
 
+// checkGetMissing reads a never-written key, and one nested below it.
 func checkGetMissing(ctx context.Context, p *prober) (string, error) {
-	k := p.key("get-missing")
-	e, err := p.get(ctx, k)
-	switch {
-	case err == nil:
-		return "", broken("get of never-written %q returned %q", k, e.Value)
-	case !errors.Is(err, store.ErrNotFound):
-		return "", fmt.Errorf("get %q: got %v; want ErrNotFound", k, err)
+	for _, k := range []string{p.key("get-missing"), p.key("get-missing", "a", "b")} {
+		e, err := p.get(ctx, k)
+		switch {
+		case err == nil:
+			return "", broken("get of never-written %q returned %q", k, e.Value)
+		case !errors.Is(err, store.ErrNotFound):
+			return "", fmt.Errorf("get %q: got %v; want ErrNotFound", k, err)
+		}
 	}
 	return "", nil
 }
@@ -94,14 +107,15 @@ func checkDeleteIfAbsent(ctx context.Context, p *prober) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	err = p.del(ctx, k, store.IfAbsent)
-	kept := p.expect(ctx, k, "kept", v)
-	if err == nil || !errors.Is(err, store.ErrUnsupported) {
-		err = fmt.Errorf("delete if-absent of %q: got %v; want ErrUnsupported", k, err)
-	} else {
-		err = nil
+	refused := func(k string) error {
+		if err := p.del(ctx, k, store.IfAbsent); !errors.Is(err, store.ErrUnsupported) {
+			return fmt.Errorf("delete if-absent of %q: got %v; want ErrUnsupported", k, err)
+		}
+		return nil
 	}
-	return "", worst(kept, err)
+	err = refused(k)
+	kept := p.expect(ctx, k, "kept", v)
+	return "", worst(kept, err, refused(p.key("delete-if-absent", "missing")))
 }
 
 // checkList writes five keys and a sibling outside the listed prefix, and
@@ -171,22 +185,30 @@ func checkCreateTwice(ctx context.Context, p *prober) (string, error) {
 	return "", worst(refused, p.expect(ctx, k, "first", v))
 }
 
+// casSwaps is how many swaps in a row checkCASCurrent makes.
+const casSwaps = 3
+
+// checkCASCurrent swaps a key casSwaps times, each time if-match the
+// version the previous write returned.
 func checkCASCurrent(ctx context.Context, p *prober) (string, error) {
 	k := p.key("cas-current", "k")
-	v1, err := p.mustPut(ctx, k, "one")
+	v, err := p.mustPut(ctx, k, "swap 0")
 	if err != nil {
 		return "", err
 	}
-	v2, err := p.put(ctx, k, "two", store.IfMatch(v1))
-	switch {
-	case errors.Is(err, store.ErrConflict):
-		return "", fmt.Errorf("put %q if-match its current version was refused: %v", k, err)
-	case err != nil:
-		return "", unexpected(fmt.Sprintf("put %q if-match its current version", k), err)
-	case v2 == "" || v2 == v1:
-		return "", broken("put %q if-match %q returned version %q: not a new version", k, v1, v2)
+	for i := 1; i <= casSwaps; i++ {
+		nv, err := p.put(ctx, k, fmt.Sprintf("swap %d", i), store.IfMatch(v))
+		switch {
+		case errors.Is(err, store.ErrConflict):
+			return "", fmt.Errorf("swap %d: put %q if-match its current version was refused: %v", i, k, err)
+		case err != nil:
+			return "", unexpected(fmt.Sprintf("swap %d: put %q if-match its current version", i, k), err)
+		case nv == "" || nv == v:
+			return "", broken("swap %d: put %q if-match %q returned version %q: not a new version", i, k, v, nv)
+		}
+		v = nv
 	}
-	return "", p.expect(ctx, k, "two", v2)
+	return "", p.expect(ctx, k, fmt.Sprintf("swap %d", casSwaps), v)
 }
 
 func checkCASStale(ctx context.Context, p *prober) (string, error) {
@@ -293,14 +315,21 @@ func checkCADStale(ctx context.Context, p *prober) (string, error) {
 	return "", worst(refused, p.expect(ctx, k, "two", v2))
 }
 
+// checkCADMissing deletes, if-match a real version, a key never written
+// and a key deleted since that version was its own.
 func checkCADMissing(ctx context.Context, p *prober) (string, error) {
-	other, k := p.key("cad-missing", "other"), p.key("cad-missing", "k")
-	v, err := p.mustPut(ctx, other, "a real version")
+	gone, k := p.key("cad-missing", "gone"), p.key("cad-missing", "k")
+	v, err := p.mustPut(ctx, gone, "a real version")
 	if err != nil {
 		return "", err
 	}
-	err = p.del(ctx, k, store.IfMatch(v))
-	return "", wantConflict("delete if-match of missing "+quote(k), err, "a conditional delete of a missing key must be refused")
+	if err := p.del(ctx, gone, store.Unconditional); err != nil {
+		return "", unexpected(fmt.Sprintf("delete %q", gone), err)
+	}
+	const said = "a conditional delete of a missing key must be refused"
+	never := wantConflict("delete if-match of never-written "+quote(k), p.del(ctx, k, store.IfMatch(v)), said)
+	deleted := wantConflict("delete if-match of deleted "+quote(gone), p.del(ctx, gone, store.IfMatch(v)), said)
+	return "", worst(never, deleted)
 }
 
 func checkCADCurrent(ctx context.Context, p *prober) (string, error) {

@@ -64,6 +64,8 @@ func (p *prober) expect(ctx context.Context, key, value string, v store.Version)
 		return broken("%q holds %q; want %q", key, e.Value, value)
 	case v != "" && e.Version != v:
 		return broken("%q has version %q; want %q", key, e.Version, v)
+	case e.Key != "" && e.Key != key:
+		return broken("get %q returned an entry for %q", key, e.Key)
 	}
 	return nil
 }

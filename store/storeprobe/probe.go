@@ -112,26 +112,45 @@ func (r *Report) Failed() []Result {
 	return out
 }
 
-// Options tune a run. The zero value (or nil) picks every default.
+// Defaults used where Options leaves a field zero.
+const (
+	DefaultOpTimeout      = 10 * time.Second
+	DefaultTimeout        = 2 * time.Minute
+	DefaultCleanupTimeout = 30 * time.Second
+	DefaultRacers         = 8
+	DefaultWatchTimeout   = 5 * time.Second
+)
+
+// Options tune a run. A nil *Options and every zero field mean the
+// defaults; negative values are an error.
 type Options struct {
 	// Prefix is where the probe writes; it must hold no key. Default
-	// "latchkey-probe/<16 random hex digits>". A trailing '/' is dropped.
+	// DefaultPrefix(): "latchkey-probe/<16 random hex digits>". A
+	// trailing '/' is dropped.
 	Prefix string
-	// OpTimeout bounds each store call. Default 10s.
+	// OpTimeout bounds each store call. Default DefaultOpTimeout.
 	OpTimeout time.Duration
 	// Timeout bounds the checks as a whole (cleanup runs after it, bounded
-	// by CleanupTimeout). Default 2m.
+	// by CleanupTimeout). Default DefaultTimeout.
 	Timeout time.Duration
-	// CleanupTimeout bounds the removal of the probe's keys. Default 30s.
+	// CleanupTimeout bounds the removal of the probe's keys. Default
+	// DefaultCleanupTimeout.
 	CleanupTimeout time.Duration
-	// Racers is the number of concurrent writers of the race checks.
-	// Default 8.
+	// Racers is the number of concurrent writers of the race checks, 2 to
+	// 256. Default DefaultRacers.
 	Racers int
 	// WatchTimeout bounds how long WaitChange may take to wake after a
-	// write. Default 5s.
+	// write. Default DefaultWatchTimeout.
 	WatchTimeout time.Duration
+	// Checks, when not empty, runs only the checks of these names
+	// (Check.Name, as Checks lists them), in Run's order; cleanup runs
+	// as always. A name that is not a check is an error. Default: every
+	// check.
+	Checks []string
 }
 
+// withDefaults returns a copy of o (nil allowed) with zero fields set to
+// the defaults, or an error naming the first field out of its range.
 func (o *Options) withDefaults() (Options, error) {
 	var r Options
 	if o != nil {
@@ -145,24 +164,35 @@ func (o *Options) withDefaults() (Options, error) {
 		return r, fmt.Errorf("storeprobe: prefix: %w", err)
 	}
 	for _, d := range []struct {
-		v   *time.Duration
-		def time.Duration
-	}{{&r.OpTimeout, 10 * time.Second}, {&r.Timeout, 2 * time.Minute},
-		{&r.CleanupTimeout, 30 * time.Second}, {&r.WatchTimeout, 5 * time.Second}} {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{{"OpTimeout", &r.OpTimeout, DefaultOpTimeout}, {"Timeout", &r.Timeout, DefaultTimeout},
+		{"CleanupTimeout", &r.CleanupTimeout, DefaultCleanupTimeout}, {"WatchTimeout", &r.WatchTimeout, DefaultWatchTimeout}} {
 		if *d.v < 0 {
-			return r, fmt.Errorf("storeprobe: negative timeout %v", *d.v)
+			return r, fmt.Errorf("storeprobe: negative Options.%s %v (zero means the default)", d.name, *d.v)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
 		}
 	}
 	if r.Racers < 0 || r.Racers == 1 || r.Racers > 256 {
-		return r, fmt.Errorf("storeprobe: racers %d: want 2 to 256 (0 for the default)", r.Racers)
+		return r, fmt.Errorf("storeprobe: Options.Racers %d: want 2 to 256 (0 for the default)", r.Racers)
 	}
 	if r.Racers == 0 {
-		r.Racers = 8
+		r.Racers = DefaultRacers
+	}
+	for _, name := range r.Checks {
+		if !slices.ContainsFunc(Checks(), func(c Check) bool { return c.Name == name }) {
+			return r, fmt.Errorf("storeprobe: no check named %q", name)
+		}
 	}
 	return r, nil
+}
+
+// selected reports whether the check named name is to run.
+func (o *Options) selected(name string) bool {
+	return len(o.Checks) == 0 || slices.Contains(o.Checks, name)
 }
 
 // DefaultPrefix returns a fresh "latchkey-probe/<16 random hex digits>".
@@ -190,8 +220,10 @@ func Run(ctx context.Context, s store.Store, opts *Options) (*Report, error) {
 	}
 	rep := &Report{Prefix: o.Prefix, Capabilities: p.caps}
 	runCtx, cancel := context.WithTimeout(ctx, o.Timeout)
-	for _, c := range checks() {
-		rep.Results = append(rep.Results, p.run(runCtx, c)...)
+	for _, c := range Checks() {
+		if o.selected(c.Name) {
+			rep.Results = append(rep.Results, p.run(runCtx, c)...)
+		}
 	}
 	cancel()
 	rep.Results = append(rep.Results, p.cleanup(ctx, rep))
@@ -232,25 +264,25 @@ func (p *prober) key(parts ...string) string {
 }
 
 // run runs one check, or reports why it does not apply.
-func (p *prober) run(ctx context.Context, c check) []Result {
-	res := Result{Check: c.name, Capability: c.capability, Declared: c.declared(p.caps)}
+func (p *prober) run(ctx context.Context, c Check) []Result {
+	res := Result{Check: c.Name, Capability: c.Capability, Declared: c.Declared(p.caps)}
 	if !res.Declared {
 		p.mu.Lock()
-		first := p.refused == nil || !p.refused[c.capability]
+		first := p.refused == nil || !p.refused[c.Capability]
 		if p.refused == nil {
 			p.refused = map[string]bool{}
 		}
-		p.refused[c.capability] = true
+		p.refused[c.Capability] = true
 		p.mu.Unlock()
 		if !first {
 			return nil // one row per undeclared capability
 		}
-		res.Check = c.capability + "/not declared"
+		res.Check = c.Capability + "/not declared"
 		res.Status = Skip
 		start := time.Now()
 		res.Detail = "not declared"
 		if ctx.Err() == nil {
-			res.Detail = p.refusal(ctx, c.capability)
+			res.Detail = p.refusal(ctx, c.Capability)
 		}
 		res.Latency = time.Since(start)
 		return []Result{res}

@@ -262,7 +262,7 @@ func TestPrefixInUse(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	for _, o := range []storeprobe.Options{{Prefix: "a//b"}, {Racers: 1}, {OpTimeout: -1}} {
+	for _, o := range []storeprobe.Options{{Prefix: "a//b"}, {Racers: 1}, {Racers: -1}, {OpTimeout: -1}, {Timeout: -1}, {CleanupTimeout: -1}, {WatchTimeout: -1}, {Checks: []string{"get/no such check"}}} {
 		if _, err := storeprobe.Run(context.Background(), memstore.New(), &o); err == nil {
 			t.Errorf("Run(%+v) succeeded", o)
 		}
@@ -318,4 +318,33 @@ func TestCleanupRetriesTransientDeletes(t *testing.T) {
 		t.Fatalf("%d faults injected; want the 2 transient cleanup deletes", s.Injected())
 	}
 	requireEmpty(t, s)
+}
+
+// Options.Checks runs the named checks alone, then cleanup.
+func TestChecksOption(t *testing.T) {
+	s := memstore.New()
+	names := []string{"cad/current version deletes", "get/missing key returns ErrNotFound", "stream/put and get round trip"}
+	rep := probe(t, s, &storeprobe.Options{Checks: names})
+	wantFailed(t, rep, nil)
+	var got []string
+	for _, r := range rep.Results {
+		got = append(got, r.Check)
+	}
+	// In Run's order; memstore does not stream, so that check is the
+	// capability's one SKIP row.
+	want := []string{"get/missing key returns ErrNotFound", "cad/current version deletes", "streaming/not declared", "cleanup/every probe key removed"}
+	if !slices.Equal(got, want) {
+		t.Errorf("results %q; want %q", got, want)
+	}
+	requireEmpty(t, s)
+}
+
+func TestCheckNamesAreUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range storeprobe.Checks() {
+		if seen[c.Name] || !strings.Contains(c.Name, "/") {
+			t.Errorf("check %q: a duplicate, or not <area>/<sentence>", c.Name)
+		}
+		seen[c.Name] = true
+	}
 }

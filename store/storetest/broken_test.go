@@ -273,3 +273,22 @@ func init() {
 		"List/keys_not_written_while_paging_appear_exactly_once,_in_order",
 	}
 }
+
+// ignoresDeletePreconditions deletes whatever version a delete names, like
+// an emulator that drops If-Match on DELETE. The suite catches it through
+// the probe's check, which it runs as its own subtest.
+type ignoresDeletePreconditions struct{ *memstore.Store }
+
+func (s ignoresDeletePreconditions) Delete(ctx context.Context, key string, c store.Condition) error {
+	if _, ok := c.Match(); ok {
+		c = store.Unconditional
+	}
+	return s.Store.Delete(ctx, key, c)
+}
+
+func init() {
+	brokenStores["ignores-delete-preconditions"] = brokenStore{
+		func() store.Store { return ignoresDeletePreconditions{memstore.New()} }, "DeleteIfMatch",
+		"DeleteIfMatch/stale_version_returns_ErrConflict_and_keeps_the_key",
+	}
+}

@@ -11,22 +11,6 @@ import (
 // The single-key obligations of Store.Get, Store.Put and Store.Delete.
 
 var getTests = []subtest{
-	{name: "missing key returns ErrNotFound", run: func(t *testing.T, h Harness) {
-		ctx, s := h.open(t)
-		_, err := s.Get(ctx, "missing")
-		wantErr(t, `Get("missing")`, err, store.ErrNotFound)
-		_, err = s.Get(ctx, "a/b/missing")
-		wantErr(t, `Get("a/b/missing")`, err, store.ErrNotFound)
-	}},
-	{name: "returns the value and version Put returned", run: func(t *testing.T, h Harness) {
-		ctx, s := h.open(t)
-		v := put(t, ctx, s, "k", []byte("hello"), store.Unconditional)
-		wantEntry(t, ctx, s, "k", []byte("hello"), v)
-		e := get(t, ctx, s, "k")
-		if e.Key != "k" {
-			t.Errorf("Entry.Key = %q, want %q", e.Key, "k")
-		}
-	}},
 	{name: "deleted key returns ErrNotFound", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
 		put(t, ctx, s, "k", []byte("x"), store.Unconditional)
@@ -36,11 +20,6 @@ var getTests = []subtest{
 }
 
 var putTests = []subtest{
-	{name: "unconditional put creates a missing key", run: func(t *testing.T, h Harness) {
-		ctx, s := h.open(t)
-		v := put(t, ctx, s, "k", []byte("one"), store.Unconditional)
-		wantEntry(t, ctx, s, "k", []byte("one"), v)
-	}},
 	{name: "unconditional put overwrites an existing key", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
 		v1 := put(t, ctx, s, "k", []byte("one"), store.Unconditional)
@@ -141,13 +120,6 @@ var putIfAbsentTests = []subtest{
 		v := put(t, ctx, s, "k", []byte("new"), store.IfAbsent)
 		wantEntry(t, ctx, s, "k", []byte("new"), v)
 	}},
-	{name: "existing key returns ErrConflict", need: hasCreate, run: func(t *testing.T, h Harness) {
-		ctx, s := h.open(t)
-		v := put(t, ctx, s, "k", []byte("first"), store.IfAbsent)
-		_, err := s.Put(ctx, "k", []byte("second"), store.IfAbsent)
-		wantErr(t, "second PutIfAbsent", err, store.ErrConflict)
-		wantEntry(t, ctx, s, "k", []byte("first"), v)
-	}},
 	{name: "deleted key can be created again", need: hasCreate, run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
 		v1 := put(t, ctx, s, "k", []byte("first"), store.IfAbsent)
@@ -161,33 +133,6 @@ var putIfAbsentTests = []subtest{
 }
 
 var putIfMatchTests = []subtest{
-	{name: "current version swaps", need: hasCAS, run: func(t *testing.T, h Harness) {
-		ctx, s := h.open(t)
-		v := put(t, ctx, s, "k", []byte("0"), store.Unconditional)
-		for i := 1; i <= 5; i++ {
-			nv := put(t, ctx, s, "k", fmt.Appendf(nil, "%d", i), store.IfMatch(v))
-			if nv == v {
-				t.Fatalf("CAS %d returned the version it replaced, %q", i, v)
-			}
-			v = nv
-		}
-		wantEntry(t, ctx, s, "k", []byte("5"), v)
-	}},
-	{name: "stale version returns ErrConflict", need: hasCAS, run: func(t *testing.T, h Harness) {
-		ctx, s := h.open(t)
-		v1 := put(t, ctx, s, "k", []byte("one"), store.Unconditional)
-		v2 := put(t, ctx, s, "k", []byte("two"), store.IfMatch(v1))
-		_, err := s.Put(ctx, "k", []byte("three"), store.IfMatch(v1))
-		wantErr(t, "PutIfMatch(stale)", err, store.ErrConflict)
-		wantEntry(t, ctx, s, "k", []byte("two"), v2)
-	}},
-	{name: "missing key returns ErrConflict", need: hasCAS, run: func(t *testing.T, h Harness) {
-		ctx, s := h.open(t)
-		v := put(t, ctx, s, "other", []byte("x"), store.Unconditional)
-		_, err := s.Put(ctx, "k", []byte("new"), store.IfMatch(v))
-		wantErr(t, "PutIfMatch on a missing key", err, store.ErrConflict)
-		wantMissing(t, ctx, s, "k")
-	}},
 	{name: "deleted key returns ErrConflict", need: hasCAS, run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
 		v := put(t, ctx, s, "k", []byte("x"), store.Unconditional)
@@ -237,36 +182,9 @@ var deleteTests = []subtest{
 			t.Errorf("second Delete: %v", err)
 		}
 	}},
-	{name: "IfAbsent returns ErrUnsupported", run: func(t *testing.T, h Harness) {
-		ctx, s := h.open(t)
-		v := put(t, ctx, s, "k", []byte("x"), store.Unconditional)
-		wantErr(t, "Delete(IfAbsent) of an existing key", s.Delete(ctx, "k", store.IfAbsent), store.ErrUnsupported)
-		wantErr(t, "Delete(IfAbsent) of a missing key", s.Delete(ctx, "absent", store.IfAbsent), store.ErrUnsupported)
-		wantEntry(t, ctx, s, "k", []byte("x"), v)
-	}},
 }
 
 var deleteIfMatchTests = []subtest{
-	{name: "current version deletes", need: hasCAD, run: func(t *testing.T, h Harness) {
-		ctx, s := h.open(t)
-		v := put(t, ctx, s, "k", []byte("x"), store.Unconditional)
-		del(t, ctx, s, "k", store.IfMatch(v))
-		wantMissing(t, ctx, s, "k")
-	}},
-	{name: "stale version returns ErrConflict and keeps the value", need: hasCAD, run: func(t *testing.T, h Harness) {
-		ctx, s := h.open(t)
-		v1 := put(t, ctx, s, "k", []byte("one"), store.Unconditional)
-		v2 := put(t, ctx, s, "k", []byte("two"), store.Unconditional)
-		wantErr(t, "DeleteIfMatch(stale)", s.Delete(ctx, "k", store.IfMatch(v1)), store.ErrConflict)
-		wantEntry(t, ctx, s, "k", []byte("two"), v2)
-	}},
-	{name: "missing key returns ErrConflict", need: hasCAD, run: func(t *testing.T, h Harness) {
-		ctx, s := h.open(t)
-		v := put(t, ctx, s, "k", []byte("x"), store.Unconditional)
-		del(t, ctx, s, "k", store.Unconditional)
-		wantErr(t, "DeleteIfMatch of a deleted key", s.Delete(ctx, "k", store.IfMatch(v)), store.ErrConflict)
-		wantErr(t, "DeleteIfMatch of a key never written", s.Delete(ctx, "never", store.IfMatch(v)), store.ErrConflict)
-	}},
 	{name: "empty version returns ErrConflict", need: hasCAD, run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
 		v := put(t, ctx, s, "k", []byte("x"), store.Unconditional)

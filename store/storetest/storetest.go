@@ -14,7 +14,11 @@
 //
 // Each obligation written in the doc comments of package store becomes a
 // subtest named like the sentence ("PutIfMatch/stale version returns
-// ErrConflict"). On top of those the suite runs races where exactly one of
+// ErrConflict"). The obligations `latchkey probe` also checks on a live
+// store are defined once, as the checks of store/storeprobe, and run here
+// as subtests of the groups their areas name ("cas/…" in PutIfMatch), so
+// the probe and the suite cannot drift apart. On top of those the suite
+// runs races where exactly one of
 // many writers may win, concurrent compare-and-swap increments that must sum
 // exactly, versions held across deletes that must never match again (no
 // ABA), random operation sequences checked against a reference model, a
@@ -132,6 +136,39 @@ func (h Harness) open(t *testing.T) (context.Context, store.Store) {
 	return ctx, s
 }
 
+// group is a named list of subtests: one obligation area of the contract.
+type group struct {
+	name  string
+	tests []subtest
+}
+
+// groups returns every subtest of the suite, with the checks of
+// store/storeprobe in the groups their areas name.
+func groups() []group {
+	return withProbeChecks([]group{
+		{"Get", getTests},
+		{"Put", putTests},
+		{"PutIfAbsent", putIfAbsentTests},
+		{"PutIfMatch", putIfMatchTests},
+		{"Delete", deleteTests},
+		{"DeleteIfMatch", deleteIfMatchTests},
+		{"Versions", versionTests},
+		{"Keys", keyTests},
+		{"Values", valueTests},
+		{"List", listTests},
+		{"Context", contextTests},
+		{"Capabilities", capabilityTests},
+		{"Race", raceTests},
+		{"Model", modelTests},
+		{"Linearizability", linearTests},
+		{"UnknownOutcome", faultTests},
+		{"Txn", txnTests},
+		{"WaitChange", watchTests},
+		{"Stream", streamTests},
+		{"Close", closeTests},
+	})
+}
+
 type subtest struct {
 	name string
 	need func(store.Store) bool // nil: always; called on a probe store
@@ -155,32 +192,7 @@ func Run(t *testing.T, h Harness) {
 	if caps.Watch && !isWatch {
 		t.Errorf("storetest: Capabilities().Watch is set but %T does not implement store.Watcher", probe)
 	}
-	groups := []struct {
-		name  string
-		tests []subtest
-	}{
-		{"Get", getTests},
-		{"Put", putTests},
-		{"PutIfAbsent", putIfAbsentTests},
-		{"PutIfMatch", putIfMatchTests},
-		{"Delete", deleteTests},
-		{"DeleteIfMatch", deleteIfMatchTests},
-		{"Versions", versionTests},
-		{"Keys", keyTests},
-		{"Values", valueTests},
-		{"List", listTests},
-		{"Context", contextTests},
-		{"Capabilities", capabilityTests},
-		{"Race", raceTests},
-		{"Model", modelTests},
-		{"Linearizability", linearTests},
-		{"UnknownOutcome", faultTests},
-		{"Txn", txnTests},
-		{"WaitChange", watchTests},
-		{"Stream", streamTests},
-		{"Close", closeTests},
-	}
-	for _, g := range groups {
+	for _, g := range groups() {
 		var run []subtest
 		for _, st := range g.tests {
 			if st.need == nil || st.need(probe) {
