@@ -13,8 +13,9 @@ import (
 // captures, because it runs once per wake.
 //
 // With qo.index 0 the read runs once. Otherwise it runs until its index is
-// strictly greater than qo.index or qo.wait has passed; on timeout the
-// current state is returned like any other answer. Between runs it waits
+// strictly greater than qo.index, qo.wait has passed or StopBlocking is
+// called; on timeout or stop the current state is returned like any other
+// answer. Between runs it waits
 // on the engine with wait (kvWait or touchWait), so there is no polling; a
 // wake for a neighbour with the same prefix just re-runs the read.
 func (h *Handler) block(ctx context.Context, qo queryOptions, wait waitFunc, run func(tx *engine.Tx) (uint64, error)) (uint64, error) {
@@ -28,6 +29,7 @@ func (h *Handler) block(ctx context.Context, qo queryOptions, wait waitFunc, run
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, qo.wait)
 		defer cancel()
+		defer context.AfterFunc(h.stopping, cancel)()
 	}
 	for {
 		var idx, snap uint64

@@ -1,9 +1,11 @@
 package consulapi
 
 import (
+	"context"
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -118,6 +120,10 @@ type Handler struct {
 	now  func() time.Time
 	// blocking holds one token per blocking query in flight.
 	blocking chan struct{}
+	// stopping ends when StopBlocking is called; it ends every blocking
+	// query from then on.
+	stopping     context.Context
+	stopBlocking context.CancelFunc
 }
 
 // New returns a Handler over e. It restarts the TTL timer of every stored
@@ -126,6 +132,7 @@ type Handler struct {
 func New(e *engine.Engine, opts *Options) (*Handler, error) {
 	o := opts.withDefaults()
 	h := &Handler{e: e, opts: o, log: o.Logger, now: time.Now, blocking: make(chan struct{}, o.MaxBlockingQueries)}
+	h.stopping, h.stopBlocking = context.WithCancel(context.Background())
 	h.sess = newSessions(h)
 	if err := h.sess.start(); err != nil {
 		return nil, err
@@ -133,9 +140,16 @@ func New(e *engine.Engine, opts *Options) (*Handler, error) {
 	return h, nil
 }
 
-// Close stops the session timers and waits for invalidations in flight.
-// It does not close the engine.
+// StopBlocking ends the blocking queries, those waiting now and any that
+// arrive later: each answers at once with the current state, as on its
+// own timeout. A server calls it when its shutdown begins, so that queries
+// that may wait up to MaxQueryTime do not hold up the requests that drain.
+func (h *Handler) StopBlocking() { h.stopBlocking() }
+
+// Close ends the blocking queries (StopBlocking), stops the session timers
+// and waits for invalidations in flight. It does not close the engine.
 func (h *Handler) Close() error {
+	h.stopBlocking()
 	h.sess.close()
 	return nil
 }
@@ -147,6 +161,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// serve parses the query once (see query); every handler below reads it
+// from q.
 func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 	path := r.URL.Path
 	// cleanhttp.PrintablePathCheckHandler: 400, no body.
@@ -154,18 +170,19 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusBadRequest)
 		return nil
 	}
-	if err := h.authorize(r); err != nil {
+	q := query(r)
+	if err := h.authorize(r, q); err != nil {
 		return err
 	}
 	switch {
 	case strings.HasPrefix(path, "/v1/kv/") || path == "/v1/kv":
-		return h.serveKV(w, r, strings.TrimPrefix(strings.TrimPrefix(path, "/v1/kv"), "/"))
+		return h.serveKV(w, r, q, strings.TrimPrefix(strings.TrimPrefix(path, "/v1/kv"), "/"))
 	case path == "/v1/txn":
-		return h.serveTxn(w, r)
+		return h.serveTxn(w, r, q)
 	case strings.HasPrefix(path, "/v1/session/"):
-		return h.serveSession(w, r, strings.TrimPrefix(path, "/v1/session/"))
+		return h.serveSession(w, r, q, strings.TrimPrefix(path, "/v1/session/"))
 	}
-	return h.serveAgent(w, r, path)
+	return h.serveAgent(w, r, q, path)
 }
 
 // authorize checks the ACL token, taken as Consul does from ?token=, then
@@ -173,11 +190,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) error {
 // decides). As in Consul, no token is the anonymous token, which may do
 // nothing here (403 "Permission denied"), and a token that is not ours is
 // unknown (403 "ACL not found").
-func (h *Handler) authorize(r *http.Request) error {
+func (h *Handler) authorize(r *http.Request, q url.Values) error {
 	if h.opts.ACLToken == "" {
 		return nil
 	}
-	tok := r.URL.Query().Get("token")
+	tok := q.Get("token")
 	if tok == "" {
 		tok = r.Header.Get("X-Consul-Token")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/latchkey/latchkey/internal/engine"
@@ -13,20 +14,20 @@ import (
 const docsKVMaxValueSize = "https://developer.hashicorp.com/docs/agent/config/config-files#kv_max_value_size"
 
 // serveKV serves /v1/kv/<key>. key is the decoded path after /v1/kv/.
-func (h *Handler) serveKV(w http.ResponseWriter, r *http.Request, key string) error {
+func (h *Handler) serveKV(w http.ResponseWriter, r *http.Request, q url.Values, key string) error {
 	if len(key) > h.opts.MaxKeyLen {
 		return badRequest(fmt.Sprintf("Key too long (%d bytes > %d bytes)", len(key), h.opts.MaxKeyLen))
 	}
 	switch r.Method {
 	case http.MethodGet:
-		if has(r.URL.Query(), "keys") {
-			return h.kvKeys(w, r, key)
+		if has(q, "keys") {
+			return h.kvKeys(w, r, q, key)
 		}
-		return h.kvGet(w, r, key)
+		return h.kvGet(w, r, q, key)
 	case http.MethodPut:
-		return h.kvPut(w, r, key)
+		return h.kvPut(w, r, q, key)
 	case http.MethodDelete:
-		return h.kvDelete(w, r, key)
+		return h.kvDelete(w, r, q, key)
 	case http.MethodOptions:
 		w.Header().Set("Allow", "OPTIONS,GET,PUT,DELETE")
 		w.WriteHeader(http.StatusOK)
@@ -38,9 +39,8 @@ func (h *Handler) serveKV(w http.ResponseWriter, r *http.Request, key string) er
 // kvGet serves a single key (?raw for the bare value) or, with ?recurse,
 // every entry under the prefix. Nothing found is 404 with an empty body
 // and the meta headers.
-func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, key string) error {
-	q := r.URL.Query()
-	qo, err := h.parseQuery(r) // Consul parses the query before anything else
+func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, q url.Values, key string) error {
+	qo, err := h.parseQuery(q) // Consul parses the query before anything else
 	if err != nil {
 		return err
 	}
@@ -82,18 +82,17 @@ func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, key string) erro
 		w.Write(body)
 		return nil
 	}
-	writeJSON(w, r, 0, out)
+	writeJSON(w, q, 0, out)
 	return nil
 }
 
 // kvKeys serves ?keys (with ?separator, or the misspelt ?seperator).
-func (h *Handler) kvKeys(w http.ResponseWriter, r *http.Request, prefix string) error {
-	q := r.URL.Query()
+func (h *Handler) kvKeys(w http.ResponseWriter, r *http.Request, q url.Values, prefix string) error {
 	sep := q.Get("seperator")
 	if has(q, "separator") {
 		sep = q.Get("separator")
 	}
-	qo, err := h.parseQuery(r)
+	qo, err := h.parseQuery(q)
 	if err != nil {
 		return err
 	}
@@ -117,13 +116,12 @@ func (h *Handler) kvKeys(w http.ResponseWriter, r *http.Request, prefix string) 
 	if keys == nil {
 		keys = []string{}
 	}
-	writeJSON(w, r, 0, keys)
+	writeJSON(w, q, 0, keys)
 	return nil
 }
 
 // conflicting answers Consul's 400 when more than one of names is present.
-func conflicting(r *http.Request, names ...string) error {
-	q := r.URL.Query()
+func conflicting(q url.Values, names ...string) error {
 	n := 0
 	for _, name := range names {
 		if has(q, name) {
@@ -148,17 +146,16 @@ func parseUintParam(v string) (uint64, error) {
 
 // kvPut serves PUT: set, ?cas, ?acquire, ?release, with ?flags. The
 // answer is true or false, always 200.
-func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, key string) error {
-	q := r.URL.Query()
+func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, q url.Values, key string) error {
 	// Consul parses the common query options on writes too, so a bad
 	// index, wait or stale+consistent is a 400 here as well.
-	if _, err := h.parseQuery(r); err != nil {
+	if _, err := h.parseQuery(q); err != nil {
 		return err
 	}
 	if key == "" {
 		return badRequest("Missing key name")
 	}
-	if err := conflicting(r, "cas", "acquire", "release"); err != nil {
+	if err := conflicting(q, "cas", "acquire", "release"); err != nil {
 		return err
 	}
 	op := kvOp{Verb: verbSet, Key: key}
@@ -186,7 +183,7 @@ func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, key string) erro
 	if err != nil {
 		return err
 	}
-	writeJSON(w, r, 0, ok)
+	writeJSON(w, q, 0, ok)
 	return nil
 }
 
@@ -209,12 +206,11 @@ func (h *Handler) readValue(w http.ResponseWriter, r *http.Request) ([]byte, err
 }
 
 // kvDelete serves DELETE: a key, ?recurse (a prefix), or ?cas.
-func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, key string) error {
-	q := r.URL.Query()
-	if _, err := h.parseQuery(r); err != nil {
+func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, q url.Values, key string) error {
+	if _, err := h.parseQuery(q); err != nil {
 		return err
 	}
-	if err := conflicting(r, "recurse", "cas"); err != nil {
+	if err := conflicting(q, "recurse", "cas"); err != nil {
 		return err
 	}
 	op := kvOp{Verb: verbDelete, Key: key}
@@ -234,7 +230,7 @@ func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, key string) e
 	if err != nil {
 		return err
 	}
-	writeJSON(w, r, 0, ok)
+	writeJSON(w, q, 0, ok)
 	return nil
 }
 

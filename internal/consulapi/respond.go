@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 )
 
@@ -68,13 +69,13 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 // writeJSON writes v as the JSON body with status 200 (or status when
-// non-zero). ?pretty indents it as Consul does.
-func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+// non-zero). ?pretty (in the request's query q) indents it as Consul does.
+func writeJSON(w http.ResponseWriter, q url.Values, status int, v any) {
 	var (
 		buf []byte
 		err error
 	)
-	if _, ok := r.URL.Query()["pretty"]; ok {
+	if has(q, "pretty") {
 		buf, err = json.MarshalIndent(v, "", "    ")
 		buf = append(buf, '\n')
 	} else {
