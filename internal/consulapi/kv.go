@@ -11,6 +11,9 @@ import (
 	"github.com/latchkey/latchkey/internal/engine"
 )
 
+// maxReserve is the most readAll allocates for a body before it arrives.
+const maxReserve = 4 << 10
+
 const docsKVMaxValueSize = "https://developer.hashicorp.com/docs/agent/config/config-files#kv_max_value_size"
 
 // serveKV serves /v1/kv/<key>. key is the decoded path after /v1/kv/.
@@ -82,7 +85,7 @@ func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, q url.Values, ke
 		w.Write(body)
 		return nil
 	}
-	writeJSON(w, q, 0, out)
+	writeEntries(w, q, out)
 	return nil
 }
 
@@ -183,26 +186,51 @@ func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, q url.Values, ke
 	if err != nil {
 		return err
 	}
-	writeJSON(w, q, 0, ok)
+	writeBool(w, q, ok)
 	return nil
 }
 
 // readValue reads a PUT body, counting real bytes (not Content-Length) so
-// that no body larger than MaxValueSize is stored (CVE-2025-11374).
+// that no body larger than MaxValueSize is stored (CVE-2025-11374). A
+// declared length sizes the buffer (one allocation of the value's size);
+// the limit still counts what arrives.
 func (h *Handler) readValue(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := h.opts.MaxValueSize
 	if r.ContentLength > limit {
 		return nil, errorf(http.StatusRequestEntityTooLarge, "Request body(%d bytes) too large, max size: %d bytes. See %s.", r.ContentLength, limit, docsKVMaxValueSize)
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	b, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
+	if err == nil {
+		return b, nil
+	}
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 		return nil, errorf(http.StatusRequestEntityTooLarge, "Request body too large, max size: %d bytes. See %s.", limit, docsKVMaxValueSize)
 	}
-	if err != nil {
-		return nil, err
+	return nil, err
+}
+
+// readAll is io.ReadAll with room for size bytes (a Content-Length; -1
+// when unknown) from the start, and one more so that the end of the body
+// needs no second buffer. It reserves at most maxReserve before the bytes
+// arrive: a declared length costs no memory that was not sent.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 {
+		return io.ReadAll(r)
 	}
-	return b, nil
+	b := make([]byte, 0, min(size, maxReserve)+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) { // longer than declared: let it grow
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // kvDelete serves DELETE: a key, ?recurse (a prefix), or ?cas.
@@ -230,7 +258,7 @@ func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, q url.Values,
 	if err != nil {
 		return err
 	}
-	writeJSON(w, q, 0, ok)
+	writeBool(w, q, ok)
 	return nil
 }
 
