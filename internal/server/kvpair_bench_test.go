@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	rtmetrics "runtime/metrics"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -31,7 +32,8 @@ import (
 //     that B/op and allocs/op are (nearly all) the server's, net/http
 //     included. With 64 clients the engine's group commit shares one
 //     commit among several PUTs, as in production. cpu-µs/op is the
-//     process CPU per pair (server and that thin client).
+//     process CPU per pair (server and that thin client), gc-cpu-µs/op
+//     and gcs/1k-op what the garbage costs (run with GOGC=… to compare).
 //
 //     go test -run '^$' -bench ConsulCASPair -benchmem ./internal/server
 func BenchmarkConsulCASPair(b *testing.B) {
@@ -128,6 +130,7 @@ func benchPairHTTP(b *testing.B, clients int) {
 	go func() { done <- srv.Serve(ctx, ln) }()
 	defer func() { cancel(); <-done }()
 	var next atomic.Int64
+	gc0 := gcStats()
 	cpu0 := cpuTime()
 	b.ReportAllocs()
 	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
@@ -163,6 +166,17 @@ func benchPairHTTP(b *testing.B, clients int) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
+	gc := gcStats()
+	b.ReportMetric((gc[0]-gc0[0])*1e6/float64(b.N), "gc-cpu-µs/op")
+	b.ReportMetric((gc[1]-gc0[1])*1000/float64(b.N), "gcs/1k-op")
+}
+
+// gcStats are the GC's CPU seconds and cycles so far (runtime/metrics),
+// to weigh GOGC settings: a pair's GC cost is what its garbage costs.
+func gcStats() [2]float64 {
+	s := []rtmetrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	rtmetrics.Read(s)
+	return [2]float64{s[0].Value.Float64(), float64(s[1].Value.Uint64())}
 }
 
 // pairClient sends requests over one connection and reads each answer's

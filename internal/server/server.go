@@ -209,7 +209,8 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 		s.printNotices(cfg.Notices, s.Scheme()+"://"+ln.Addr().String())
 	}
 	s.log.Info("serving", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
-		"tls", s.cfg.TLSCert != "", "fsync", !s.cfg.NoSync, "index", s.engine.Index())
+		"tls", s.cfg.TLSCert != "", "fsync", !s.cfg.NoSync, "index", s.engine.Index(),
+		"gogc", gcPercent(), "gomemlimit", memoryLimit())
 	return s.Serve(ctx, ln)
 }
 
