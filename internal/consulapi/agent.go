@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -19,9 +20,9 @@ import (
 // Version is the Consul version latchkey reports.
 const consulVersion = "1.21.6"
 
-func (h *Handler) serveAgent(w http.ResponseWriter, r *http.Request, path string) error {
+func (h *Handler) serveAgent(w http.ResponseWriter, r *http.Request, q url.Values, path string) error {
 	if r.Method == http.MethodPut {
-		if ok, err := h.serveCatalogWrite(w, r, path); ok {
+		if ok, err := h.serveCatalogWrite(w, r, q, path); ok {
 			return err
 		}
 	}
@@ -31,7 +32,7 @@ func (h *Handler) serveAgent(w http.ResponseWriter, r *http.Request, path string
 	addr := h.serverAddr(r)
 	switch {
 	case path == "/v1/agent/self":
-		writeJSON(w, r, 0, map[string]any{
+		writeJSON(w, q, 0, map[string]any{
 			"Config": map[string]any{
 				"Datacenter": h.opts.Datacenter,
 				"NodeName":   h.opts.NodeName,
@@ -45,13 +46,13 @@ func (h *Handler) serveAgent(w http.ResponseWriter, r *http.Request, path string
 			"Stats":  map[string]any{},
 		})
 	case path == "/v1/agent/members":
-		writeJSON(w, r, 0, []any{h.member(addr)})
+		writeJSON(w, q, 0, []any{h.member(addr)})
 	case path == "/v1/status/leader":
-		writeJSON(w, r, 0, addr+":8300")
+		writeJSON(w, q, 0, addr+":8300")
 	case path == "/v1/status/peers":
-		writeJSON(w, r, 0, []string{addr + ":8300"})
+		writeJSON(w, q, 0, []string{addr + ":8300"})
 	case path == "/v1/catalog/datacenters":
-		writeJSON(w, r, 0, []string{h.opts.Datacenter})
+		writeJSON(w, q, 0, []string{h.opts.Datacenter})
 	case path == "/v1/catalog/nodes":
 		var nodes []*catalogNode
 		var idx uint64
@@ -64,7 +65,7 @@ func (h *Handler) serveAgent(w http.ResponseWriter, r *http.Request, path string
 		}
 		slices.SortFunc(nodes, func(a, b *catalogNode) int { return strings.Compare(a.Node, b.Node) })
 		setQueryMeta(w, idx, "leader")
-		writeJSON(w, r, 0, nodes)
+		writeJSON(w, q, 0, nodes)
 	case strings.HasPrefix(path, "/v1/health/node/"):
 		node := strings.TrimPrefix(path, "/v1/health/node/")
 		checks := []*healthCheck{}
@@ -77,7 +78,7 @@ func (h *Handler) serveAgent(w http.ResponseWriter, r *http.Request, path string
 			return err
 		}
 		setQueryMeta(w, idx, "leader")
-		writeJSON(w, r, 0, checks)
+		writeJSON(w, q, 0, checks)
 	default:
 		return errorf(http.StatusNotFound, "404 page not found")
 	}

@@ -13,8 +13,9 @@ import (
 // captures, because it runs once per wake.
 //
 // With qo.index 0 the read runs once. Otherwise it runs until its index is
-// strictly greater than qo.index or qo.wait has passed; on timeout the
-// current state is returned like any other answer. Between runs it waits
+// strictly greater than qo.index, qo.wait has passed or StopBlocking is
+// called; on timeout or stop the current state is returned like any other
+// answer. Between runs it waits
 // on the engine with wait (kvWait or touchWait), so there is no polling; a
 // wake for a neighbour with the same prefix just re-runs the read.
 func (h *Handler) block(ctx context.Context, qo queryOptions, wait waitFunc, run func(tx *engine.Tx) (uint64, error)) (uint64, error) {
@@ -28,6 +29,7 @@ func (h *Handler) block(ctx context.Context, qo queryOptions, wait waitFunc, run
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, qo.wait)
 		defer cancel()
+		defer context.AfterFunc(h.stopping, cancel)()
 	}
 	for {
 		var idx, snap uint64
@@ -40,7 +42,7 @@ func (h *Handler) block(ctx context.Context, qo queryOptions, wait waitFunc, run
 		if err != nil || qo.index == 0 || idx > qo.index {
 			return idx, err
 		}
-		werr := wait(ctx, snap)
+		werr := wait.wait(ctx, snap)
 		switch {
 		case werr == nil:
 			continue
@@ -54,20 +56,31 @@ func (h *Handler) block(ctx context.Context, qo queryOptions, wait waitFunc, run
 	}
 }
 
-// waitFunc waits for a commit after the given index that concerns a
-// blocking query.
-type waitFunc func(ctx context.Context, after uint64) error
+// waitFunc is what a blocking query waits for: kvWait or touchWait. It
+// is a value, not a closure, so that a read that does not block (nearly
+// every one) allocates nothing for it.
+type waitFunc struct {
+	e       *engine.Engine
+	prefix  string
+	touched bool
+}
+
+// wait waits for a commit after the given index that concerns the query.
+func (w waitFunc) wait(ctx context.Context, after uint64) error {
+	if w.touched {
+		return w.e.WaitTouched(ctx, w.prefix, after)
+	}
+	return w.e.Wait(ctx, w.prefix, after)
+}
 
 // kvWait waits for a write or delete of a KV key under prefix: only KV
 // keys, so S3 and session writes never wake a KV query, not even one on
 // the whole root.
-func (h *Handler) kvWait(prefix string) waitFunc {
-	return func(ctx context.Context, after uint64) error { return h.e.Wait(ctx, prefix, after) }
-}
+func (h *Handler) kvWait(prefix string) waitFunc { return waitFunc{e: h.e, prefix: prefix} }
 
 // touchWait waits for a Touch of a name under prefix (sessions).
 func (h *Handler) touchWait(prefix string) waitFunc {
-	return func(ctx context.Context, after uint64) error { return h.e.WaitTouched(ctx, prefix, after) }
+	return waitFunc{e: h.e, prefix: prefix, touched: true}
 }
 
 func (h *Handler) readOnce(run func(tx *engine.Tx) (uint64, error)) (uint64, error) {

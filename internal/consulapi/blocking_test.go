@@ -157,3 +157,46 @@ func TestSyncBlockingJitter(t *testing.T) {
 		}
 	})
 }
+
+// StopBlocking (the server's shutdown) answers a blocking query in flight
+// at once with the current state, and any that arrives after it too, as
+// on their own timeout; a plain read is unaffected.
+func TestSyncStopBlockingAnswersAtOnce(t *testing.T) {
+	inBubble(t, func(t *testing.T, h *Handler) {
+		call(t, h, "PUT", "/v1/kv/k", "v")
+		_, idx, body0, _ := get(t, h, "/v1/kv/k")
+		path := "/v1/kv/k?wait=10m&index=" + strconv.FormatUint(idx, 10)
+		type answer struct {
+			code int
+			body string
+			el   time.Duration
+		}
+		got := make(chan answer, 1)
+		go func() { // no t.Fatal off the test goroutine: get is not used here
+			start := time.Now()
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			got <- answer{rec.Code, rec.Body.String(), time.Since(start)}
+		}()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		select {
+		case a := <-got:
+			t.Fatalf("blocking query answered before StopBlocking: %+v", a)
+		default:
+		}
+		h.StopBlocking()
+		synctest.Wait()
+		select {
+		case a := <-got:
+			if a.code != 200 || a.body != body0 || a.el != time.Minute {
+				t.Errorf("in flight at StopBlocking: %d %q after %v, want 200 %q after 1m", a.code, a.body, a.el, body0)
+			}
+		default:
+			t.Fatal("blocking query still waiting after StopBlocking")
+		}
+		if code, _, body, el := get(t, h, path); code != 200 || body != body0 || el != 0 {
+			t.Errorf("after StopBlocking: %d %q after %v, want 200 %q at once", code, body, el, body0)
+		}
+	})
+}

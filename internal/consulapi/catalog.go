@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -445,8 +446,8 @@ func (h *Handler) deregister(tx *engine.Tx, node, serviceID, checkID string) ([]
 // catalogWrite runs fn in one Update, disarms the timers of the sessions
 // it invalidated and answers: true on /v1/catalog/, an empty 200 on the
 // agent's endpoints, as Consul does.
-func (h *Handler) catalogWrite(w http.ResponseWriter, r *http.Request, fn func(tx *engine.Tx) ([]string, error)) error {
-	if err := h.parseDC(r.URL.Query()); err != nil {
+func (h *Handler) catalogWrite(w http.ResponseWriter, r *http.Request, q url.Values, fn func(tx *engine.Tx) ([]string, error)) error {
+	if err := h.parseDC(q); err != nil {
 		return err
 	}
 	var gone []string
@@ -464,7 +465,7 @@ func (h *Handler) catalogWrite(w http.ResponseWriter, r *http.Request, fn func(t
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	writeJSON(w, r, 0, true)
+	writeJSON(w, q, 0, true)
 	return nil
 }
 
@@ -482,7 +483,7 @@ func readBody(w http.ResponseWriter, r *http.Request, v any) error {
 
 // serveCatalogWrite serves the PUT endpoints of the catalog and the
 // agent's check and service registration; ok is false for other paths.
-func (h *Handler) serveCatalogWrite(w http.ResponseWriter, r *http.Request, path string) (bool, error) {
+func (h *Handler) serveCatalogWrite(w http.ResponseWriter, r *http.Request, q url.Values, path string) (bool, error) {
 	addr := h.serverAddr(r)
 	self := h.opts.NodeName
 	switch {
@@ -491,13 +492,13 @@ func (h *Handler) serveCatalogWrite(w http.ResponseWriter, r *http.Request, path
 		if err := readBody(w, r, &reg); err != nil {
 			return true, err
 		}
-		return true, h.catalogWrite(w, r, func(tx *engine.Tx) ([]string, error) { return h.register(tx, &reg, addr) })
+		return true, h.catalogWrite(w, r, q, func(tx *engine.Tx) ([]string, error) { return h.register(tx, &reg, addr) })
 	case path == "/v1/catalog/deregister":
 		var d struct{ Node, ServiceID, CheckID string }
 		if err := readBody(w, r, &d); err != nil {
 			return true, err
 		}
-		return true, h.catalogWrite(w, r, func(tx *engine.Tx) ([]string, error) { return h.deregister(tx, d.Node, d.ServiceID, d.CheckID) })
+		return true, h.catalogWrite(w, r, q, func(tx *engine.Tx) ([]string, error) { return h.deregister(tx, d.Node, d.ServiceID, d.CheckID) })
 	case path == "/v1/agent/service/register":
 		var s struct {
 			catalogService
@@ -527,20 +528,20 @@ func (h *Handler) serveCatalogWrite(w http.ResponseWriter, r *http.Request, path
 			}
 			reg.Checks = append(reg.Checks, hc)
 		}
-		return true, h.catalogWrite(w, r, func(tx *engine.Tx) ([]string, error) { return h.register(tx, reg, addr) })
+		return true, h.catalogWrite(w, r, q, func(tx *engine.Tx) ([]string, error) { return h.register(tx, reg, addr) })
 	case strings.HasPrefix(path, "/v1/agent/service/deregister/"):
 		id := strings.TrimPrefix(path, "/v1/agent/service/deregister/")
-		return true, h.catalogWrite(w, r, func(tx *engine.Tx) ([]string, error) { return h.deregister(tx, self, id, "") })
+		return true, h.catalogWrite(w, r, q, func(tx *engine.Tx) ([]string, error) { return h.deregister(tx, self, id, "") })
 	case path == "/v1/agent/check/register":
 		var c agentCheck
 		if err := readBody(w, r, &c); err != nil {
 			return true, err
 		}
 		hc := c.toHealth(self)
-		return true, h.catalogWrite(w, r, func(tx *engine.Tx) ([]string, error) { return h.putCheck(tx, hc) })
+		return true, h.catalogWrite(w, r, q, func(tx *engine.Tx) ([]string, error) { return h.putCheck(tx, hc) })
 	case strings.HasPrefix(path, "/v1/agent/check/deregister/"):
 		id := strings.TrimPrefix(path, "/v1/agent/check/deregister/")
-		return true, h.catalogWrite(w, r, func(tx *engine.Tx) ([]string, error) { return h.deregister(tx, self, "", id) })
+		return true, h.catalogWrite(w, r, q, func(tx *engine.Tx) ([]string, error) { return h.deregister(tx, self, "", id) })
 	case strings.HasPrefix(path, "/v1/agent/check/"):
 		verb, id, _ := strings.Cut(strings.TrimPrefix(path, "/v1/agent/check/"), "/")
 		status := map[string]string{"pass": healthPassing, "warn": healthWarning, "fail": healthCritical, "update": ""}
@@ -548,7 +549,7 @@ func (h *Handler) serveCatalogWrite(w http.ResponseWriter, r *http.Request, path
 		if !known {
 			return false, nil
 		}
-		output := r.URL.Query().Get("note")
+		output := q.Get("note")
 		if verb == "update" {
 			var u struct{ Status, Output string }
 			if err := readBody(w, r, &u); err != nil {
@@ -556,7 +557,7 @@ func (h *Handler) serveCatalogWrite(w http.ResponseWriter, r *http.Request, path
 			}
 			st, output = u.Status, u.Output
 		}
-		return true, h.catalogWrite(w, r, func(tx *engine.Tx) ([]string, error) {
+		return true, h.catalogWrite(w, r, q, func(tx *engine.Tx) ([]string, error) {
 			c, ok := loadJSON[healthCheck](tx, catalogKey("c", self, id))
 			if !ok {
 				return nil, errorf(http.StatusNotFound, "Unknown check ID %q. Ensure that the check ID is passed, not the check name.", id)

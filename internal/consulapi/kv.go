@@ -5,28 +5,32 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/latchkey/latchkey/internal/engine"
 )
 
+// maxReserve is the most readAll allocates for a body before it arrives.
+const maxReserve = 4 << 10
+
 const docsKVMaxValueSize = "https://developer.hashicorp.com/docs/agent/config/config-files#kv_max_value_size"
 
 // serveKV serves /v1/kv/<key>. key is the decoded path after /v1/kv/.
-func (h *Handler) serveKV(w http.ResponseWriter, r *http.Request, key string) error {
+func (h *Handler) serveKV(w http.ResponseWriter, r *http.Request, q url.Values, key string) error {
 	if len(key) > h.opts.MaxKeyLen {
 		return badRequest(fmt.Sprintf("Key too long (%d bytes > %d bytes)", len(key), h.opts.MaxKeyLen))
 	}
 	switch r.Method {
 	case http.MethodGet:
-		if has(r.URL.Query(), "keys") {
-			return h.kvKeys(w, r, key)
+		if has(q, "keys") {
+			return h.kvKeys(w, r, q, key)
 		}
-		return h.kvGet(w, r, key)
+		return h.kvGet(w, r, q, key)
 	case http.MethodPut:
-		return h.kvPut(w, r, key)
+		return h.kvPut(w, r, q, key)
 	case http.MethodDelete:
-		return h.kvDelete(w, r, key)
+		return h.kvDelete(w, r, q, key)
 	case http.MethodOptions:
 		w.Header().Set("Allow", "OPTIONS,GET,PUT,DELETE")
 		w.WriteHeader(http.StatusOK)
@@ -38,9 +42,8 @@ func (h *Handler) serveKV(w http.ResponseWriter, r *http.Request, key string) er
 // kvGet serves a single key (?raw for the bare value) or, with ?recurse,
 // every entry under the prefix. Nothing found is 404 with an empty body
 // and the meta headers.
-func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, key string) error {
-	q := r.URL.Query()
-	qo, err := h.parseQuery(r) // Consul parses the query before anything else
+func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, q url.Values, key string) error {
+	qo, err := h.parseQuery(q) // Consul parses the query before anything else
 	if err != nil {
 		return err
 	}
@@ -82,18 +85,17 @@ func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, key string) erro
 		w.Write(body)
 		return nil
 	}
-	writeJSON(w, r, 0, out)
+	writeEntries(w, q, out)
 	return nil
 }
 
 // kvKeys serves ?keys (with ?separator, or the misspelt ?seperator).
-func (h *Handler) kvKeys(w http.ResponseWriter, r *http.Request, prefix string) error {
-	q := r.URL.Query()
+func (h *Handler) kvKeys(w http.ResponseWriter, r *http.Request, q url.Values, prefix string) error {
 	sep := q.Get("seperator")
 	if has(q, "separator") {
 		sep = q.Get("separator")
 	}
-	qo, err := h.parseQuery(r)
+	qo, err := h.parseQuery(q)
 	if err != nil {
 		return err
 	}
@@ -117,13 +119,12 @@ func (h *Handler) kvKeys(w http.ResponseWriter, r *http.Request, prefix string) 
 	if keys == nil {
 		keys = []string{}
 	}
-	writeJSON(w, r, 0, keys)
+	writeJSON(w, q, 0, keys)
 	return nil
 }
 
 // conflicting answers Consul's 400 when more than one of names is present.
-func conflicting(r *http.Request, names ...string) error {
-	q := r.URL.Query()
+func conflicting(q url.Values, names ...string) error {
 	n := 0
 	for _, name := range names {
 		if has(q, name) {
@@ -148,17 +149,16 @@ func parseUintParam(v string) (uint64, error) {
 
 // kvPut serves PUT: set, ?cas, ?acquire, ?release, with ?flags. The
 // answer is true or false, always 200.
-func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, key string) error {
-	q := r.URL.Query()
+func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, q url.Values, key string) error {
 	// Consul parses the common query options on writes too, so a bad
 	// index, wait or stale+consistent is a 400 here as well.
-	if _, err := h.parseQuery(r); err != nil {
+	if _, err := h.parseQuery(q); err != nil {
 		return err
 	}
 	if key == "" {
 		return badRequest("Missing key name")
 	}
-	if err := conflicting(r, "cas", "acquire", "release"); err != nil {
+	if err := conflicting(q, "cas", "acquire", "release"); err != nil {
 		return err
 	}
 	op := kvOp{Verb: verbSet, Key: key}
@@ -186,35 +186,59 @@ func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, key string) erro
 	if err != nil {
 		return err
 	}
-	writeJSON(w, r, 0, ok)
+	writeBool(w, q, ok)
 	return nil
 }
 
 // readValue reads a PUT body, counting real bytes (not Content-Length) so
-// that no body larger than MaxValueSize is stored (CVE-2025-11374).
+// that no body larger than MaxValueSize is stored (CVE-2025-11374). A
+// declared length sizes the buffer (one allocation of the value's size);
+// the limit still counts what arrives.
 func (h *Handler) readValue(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	limit := h.opts.MaxValueSize
 	if r.ContentLength > limit {
 		return nil, errorf(http.StatusRequestEntityTooLarge, "Request body(%d bytes) too large, max size: %d bytes. See %s.", r.ContentLength, limit, docsKVMaxValueSize)
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	b, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
+	if err == nil {
+		return b, nil
+	}
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 		return nil, errorf(http.StatusRequestEntityTooLarge, "Request body too large, max size: %d bytes. See %s.", limit, docsKVMaxValueSize)
 	}
-	if err != nil {
-		return nil, err
+	return nil, err
+}
+
+// readAll is io.ReadAll with room for size bytes (a Content-Length; -1
+// when unknown) from the start, and one more so that the end of the body
+// needs no second buffer. It reserves at most maxReserve before the bytes
+// arrive: a declared length costs no memory that was not sent.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 {
+		return io.ReadAll(r)
 	}
-	return b, nil
+	b := make([]byte, 0, min(size, maxReserve)+1)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) { // longer than declared: let it grow
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // kvDelete serves DELETE: a key, ?recurse (a prefix), or ?cas.
-func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, key string) error {
-	q := r.URL.Query()
-	if _, err := h.parseQuery(r); err != nil {
+func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, q url.Values, key string) error {
+	if _, err := h.parseQuery(q); err != nil {
 		return err
 	}
-	if err := conflicting(r, "recurse", "cas"); err != nil {
+	if err := conflicting(q, "recurse", "cas"); err != nil {
 		return err
 	}
 	op := kvOp{Verb: verbDelete, Key: key}
@@ -234,7 +258,7 @@ func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, key string) e
 	if err != nil {
 		return err
 	}
-	writeJSON(w, r, 0, ok)
+	writeBool(w, q, ok)
 	return nil
 }
 

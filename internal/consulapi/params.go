@@ -31,8 +31,7 @@ func (h *Handler) parseDC(q url.Values) error {
 }
 
 // parseQuery reads dc, stale/consistent, max_stale, index and wait.
-func (h *Handler) parseQuery(r *http.Request) (queryOptions, error) {
-	q := r.URL.Query()
+func (h *Handler) parseQuery(q url.Values) (queryOptions, error) {
 	var qo queryOptions
 	if err := h.parseDC(q); err != nil {
 		return qo, err
@@ -89,4 +88,15 @@ func (h *Handler) blockingTimeout(wait time.Duration) time.Duration {
 		wait += time.Duration(rand.Int64N(j))
 	}
 	return wait
+}
+
+// query is r's query, parsed once per request (the one place that
+// parses it): as r.URL.Query(), malformed pairs dropped, and nil (which
+// reads as empty) when there is none, so that a request without a query
+// allocates nothing here.
+func query(r *http.Request) url.Values {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	return r.URL.Query()
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"sync"
 )
 
 // httpError is an error with the status and plain-text body Consul sends
@@ -68,13 +70,13 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 // writeJSON writes v as the JSON body with status 200 (or status when
-// non-zero). ?pretty indents it as Consul does.
-func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+// non-zero). ?pretty (in the request's query q) indents it as Consul does.
+func writeJSON(w http.ResponseWriter, q url.Values, status int, v any) {
 	var (
 		buf []byte
 		err error
 	)
-	if _, ok := r.URL.Query()["pretty"]; ok {
+	if has(q, "pretty") {
 		buf, err = json.MarshalIndent(v, "", "    ")
 		buf = append(buf, '\n')
 	} else {
@@ -84,14 +86,82 @@ func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
+	writeBody(w, status, buf)
+}
+
+// writeBody writes buf, a JSON document, with status 200 (or status when
+// non-zero).
+func writeBody(w http.ResponseWriter, status int, buf []byte) {
+	h := w.Header()
+	h["Content-Type"] = valJSON
+	if n := len(buf); n < len(valLengths) {
+		h["Content-Length"] = valLengths[n]
+	} else {
+		h["Content-Length"] = []string{strconv.Itoa(n)}
+	}
 	if status == 0 {
 		status = http.StatusOK
 	}
 	w.WriteHeader(status)
 	w.Write(buf)
 }
+
+// writeBool answers a KV write: writeJSON(w, q, 0, ok) without encoding.
+func writeBool(w http.ResponseWriter, q url.Values, ok bool) {
+	i := 0
+	if ok {
+		i = 1
+	}
+	if has(q, "pretty") {
+		i += 2
+	}
+	writeBody(w, 0, boolBodies[i])
+}
+
+// boolBodies are false, true, and both as ?pretty writes them. Nothing
+// may write into them (an io.Writer never does).
+var boolBodies = [4][]byte{[]byte("false"), []byte("true"), []byte("false\n"), []byte("true\n")}
+
+// writeEntries answers KV entries: writeJSON(w, q, 0, es), encoded
+// without reflection (appendEntries) into a pooled buffer.
+func writeEntries(w http.ResponseWriter, q url.Values, es []*dirEntry) {
+	if has(q, "pretty") {
+		writeJSON(w, q, 0, es)
+		return
+	}
+	bp := bodyPool.Get().(*[]byte)
+	*bp = appendEntries((*bp)[:0], es)
+	writeBody(w, 0, *bp) // Write copies: an io.Writer keeps no p
+	if cap(*bp) <= maxPooledBody {
+		bodyPool.Put(bp)
+	}
+}
+
+// bodyPool holds the buffers writeEntries encodes into; one larger than
+// maxPooledBody (a big ?recurse) is left to the GC.
+var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledBody = 64 << 10
+
+// Header values that every response shares instead of allocating its own:
+// net/http only reads a header's values, and Header.Set or Add replace or
+// append to a copy (each slice has length and capacity 1). Nothing may
+// write into them. The keys used with them are in canonical form
+// (textproto.CanonicalMIMEHeaderKey), as Header.Set would make them.
+var (
+	valJSON        = []string{"application/json"}
+	valZero        = []string{"0"}
+	valTrue        = []string{"true"}
+	valConsistency = map[string][]string{"leader": {"leader"}, "stale": {"stale"}, "consistent": {"consistent"}}
+	// valLengths[n] is the Content-Length n, for the short bodies (true,
+	// false, small entries).
+	valLengths = func() (v [512][]string) {
+		for n := range v {
+			v[n] = []string{strconv.Itoa(n)}
+		}
+		return v
+	}()
+)
 
 // setQueryMeta sets the headers of every read: X-Consul-Index (never 0),
 // X-Consul-LastContact and X-Consul-KnownLeader (this server is always
@@ -100,17 +170,19 @@ func setQueryMeta(w http.ResponseWriter, index uint64, consistency string) {
 	if index == 0 {
 		index = 1
 	}
-	h := w.Header()
-	h.Set("X-Consul-Index", strconv.FormatUint(index, 10))
+	w.Header()["X-Consul-Index"] = []string{strconv.FormatUint(index, 10)}
 	setLeaderMeta(w, consistency)
 }
 
 // setLeaderMeta sets the meta headers without an index (read-only txns).
 func setLeaderMeta(w http.ResponseWriter, consistency string) {
 	h := w.Header()
-	h.Set("X-Consul-LastContact", "0")
-	h.Set("X-Consul-KnownLeader", "true")
-	if consistency != "" {
+	h["X-Consul-Lastcontact"] = valZero
+	h["X-Consul-Knownleader"] = valTrue
+	switch v, ok := valConsistency[consistency]; {
+	case ok:
+		h["X-Consul-Effective-Consistency"] = v
+	case consistency != "":
 		h.Set("X-Consul-Effective-Consistency", consistency)
 	}
 }

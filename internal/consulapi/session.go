@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -120,8 +121,8 @@ func newUUID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
-func (h *Handler) sessionCreate(w http.ResponseWriter, r *http.Request) error {
-	if err := h.parseDC(r.URL.Query()); err != nil {
+func (h *Handler) sessionCreate(w http.ResponseWriter, r *http.Request, q url.Values) error {
+	if err := h.parseDC(q); err != nil {
 		return err
 	}
 	var body []byte
@@ -146,12 +147,12 @@ func (h *Handler) sessionCreate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.sess.arm(se)
-	writeJSON(w, r, 0, map[string]string{"ID": se.ID})
+	writeJSON(w, q, 0, map[string]string{"ID": se.ID})
 	return nil
 }
 
-func (h *Handler) sessionDestroy(w http.ResponseWriter, r *http.Request, id string) error {
-	if err := h.parseDC(r.URL.Query()); err != nil {
+func (h *Handler) sessionDestroy(w http.ResponseWriter, r *http.Request, q url.Values, id string) error {
+	if err := h.parseDC(q); err != nil {
 		return err
 	}
 	if id == "" {
@@ -160,15 +161,15 @@ func (h *Handler) sessionDestroy(w http.ResponseWriter, r *http.Request, id stri
 	if err := h.invalidate(r.Context(), id); err != nil {
 		return err
 	}
-	writeJSON(w, r, 0, true)
+	writeJSON(w, q, 0, true)
 	return nil
 }
 
 // sessionRenew answers a one-element array with the session (TTL
 // included: RenewPeriodic re-reads its interval from it) and restarts its
 // timer; an unknown session is 404.
-func (h *Handler) sessionRenew(w http.ResponseWriter, r *http.Request, id string) error {
-	if err := h.parseDC(r.URL.Query()); err != nil {
+func (h *Handler) sessionRenew(w http.ResponseWriter, r *http.Request, q url.Values, id string) error {
+	if err := h.parseDC(q); err != nil {
 		return err
 	}
 	if id == "" {
@@ -185,15 +186,15 @@ func (h *Handler) sessionRenew(w http.ResponseWriter, r *http.Request, id string
 		return errorf(http.StatusNotFound, "Session id '%s' not found", id)
 	}
 	h.sess.arm(se)
-	writeJSON(w, r, 0, []*sessionEntry{se})
+	writeJSON(w, q, 0, []*sessionEntry{se})
 	return nil
 }
 
 // sessionRead serves info, list and node: blocking reads of the session
 // table.
 // collect returns the sessions to answer, read inside tx.
-func (h *Handler) sessionRead(w http.ResponseWriter, r *http.Request, watch string, collect func(tx *engine.Tx) []*sessionEntry) error {
-	qo, err := h.parseQuery(r)
+func (h *Handler) sessionRead(w http.ResponseWriter, r *http.Request, q url.Values, watch string, collect func(tx *engine.Tx) []*sessionEntry) error {
+	qo, err := h.parseQuery(q)
 	if err != nil {
 		return err
 	}
@@ -209,12 +210,12 @@ func (h *Handler) sessionRead(w http.ResponseWriter, r *http.Request, watch stri
 		return err
 	}
 	setQueryMeta(w, idx, qo.consistency)
-	writeJSON(w, r, 0, out)
+	writeJSON(w, q, 0, out)
 	return nil
 }
 
 // serveSession routes /v1/session/<op>[/<arg>].
-func (h *Handler) serveSession(w http.ResponseWriter, r *http.Request, rest string) error {
+func (h *Handler) serveSession(w http.ResponseWriter, r *http.Request, q url.Values, rest string) error {
 	op, arg, _ := strings.Cut(rest, "/")
 	write := op == "create" || op == "destroy" || op == "renew"
 	read := op == "info" || op == "list" || op == "node"
@@ -226,16 +227,16 @@ func (h *Handler) serveSession(w http.ResponseWriter, r *http.Request, rest stri
 	}
 	switch op {
 	case "create":
-		return h.sessionCreate(w, r)
+		return h.sessionCreate(w, r, q)
 	case "destroy":
-		return h.sessionDestroy(w, r, arg)
+		return h.sessionDestroy(w, r, q, arg)
 	case "renew":
-		return h.sessionRenew(w, r, arg)
+		return h.sessionRenew(w, r, q, arg)
 	case "info":
 		if arg == "" {
 			return badRequest("Missing session")
 		}
-		return h.sessionRead(w, r, sessionWatchPrefix+arg, func(tx *engine.Tx) []*sessionEntry {
+		return h.sessionRead(w, r, q, sessionWatchPrefix+arg, func(tx *engine.Tx) []*sessionEntry {
 			if se, ok := loadSession(tx, arg); ok {
 				return []*sessionEntry{se}
 			}
@@ -245,7 +246,7 @@ func (h *Handler) serveSession(w http.ResponseWriter, r *http.Request, rest stri
 		if arg == "" {
 			return badRequest("Missing node name")
 		}
-		return h.sessionRead(w, r, sessionWatchPrefix, func(tx *engine.Tx) []*sessionEntry {
+		return h.sessionRead(w, r, q, sessionWatchPrefix, func(tx *engine.Tx) []*sessionEntry {
 			var out []*sessionEntry
 			for _, se := range listSessions(tx) {
 				if se.Node == arg {
@@ -255,7 +256,7 @@ func (h *Handler) serveSession(w http.ResponseWriter, r *http.Request, rest stri
 			return out
 		})
 	case "list":
-		return h.sessionRead(w, r, sessionWatchPrefix, listSessions)
+		return h.sessionRead(w, r, q, sessionWatchPrefix, listSessions)
 	}
 	return errorf(http.StatusNotFound, "404 page not found")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/latchkey/latchkey/internal/engine"
 )
@@ -57,7 +58,7 @@ type txnReadResponse struct {
 // errTxnAborted rolls a txn's Update back when one of its ops failed.
 var errTxnAborted = errors.New("consulapi: txn aborted")
 
-func (h *Handler) serveTxn(w http.ResponseWriter, r *http.Request) error {
+func (h *Handler) serveTxn(w http.ResponseWriter, r *http.Request, q url.Values) error {
 	if r.Method != http.MethodPut {
 		if r.Method == http.MethodOptions {
 			w.Header().Set("Allow", "OPTIONS,PUT")
@@ -83,17 +84,17 @@ func (h *Handler) serveTxn(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if len(errs) > 0 {
-		writeJSON(w, r, http.StatusConflict, txnResponse{Errors: errs})
+		writeJSON(w, q, http.StatusConflict, txnResponse{Errors: errs})
 		return nil
 	}
 	if !writes {
-		qo, err := h.parseQuery(r)
+		qo, err := h.parseQuery(q)
 		if err != nil {
 			return err
 		}
-		return h.txnRead(w, r, qo, ops)
+		return h.txnRead(w, r, q, qo, ops)
 	}
-	if err := h.parseDC(r.URL.Query()); err != nil {
+	if err := h.parseDC(q); err != nil {
 		return err
 	}
 	// Pre-check, as Consul does before applying: a lock under lock-delay
@@ -104,7 +105,7 @@ func (h *Handler) serveTxn(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if len(errs) > 0 {
-		writeJSON(w, r, http.StatusConflict, txnResponse{Errors: errs})
+		writeJSON(w, q, http.StatusConflict, txnResponse{Errors: errs})
 		return nil
 	}
 	var resp txnResponse
@@ -119,11 +120,11 @@ func (h *Handler) serveTxn(w http.ResponseWriter, r *http.Request) error {
 	})
 	switch {
 	case errors.Is(err, errTxnAborted):
-		writeJSON(w, r, http.StatusConflict, txnResponse{Errors: resp.Errors})
+		writeJSON(w, q, http.StatusConflict, txnResponse{Errors: resp.Errors})
 	case err != nil:
 		return err
 	default:
-		writeJSON(w, r, 0, resp)
+		writeJSON(w, q, 0, resp)
 	}
 	return nil
 }
@@ -150,7 +151,7 @@ func (h *Handler) runTxn(tx kvTx, ops []txnOp) txnResponse {
 }
 
 // txnRead runs a read-only txn in one snapshot; it never blocks.
-func (h *Handler) txnRead(w http.ResponseWriter, r *http.Request, qo queryOptions, ops []txnOp) error {
+func (h *Handler) txnRead(w http.ResponseWriter, r *http.Request, q url.Values, qo queryOptions, ops []txnOp) error {
 	var resp txnReadResponse
 	err := h.e.View(func(tx *engine.Tx) error {
 		resp.txnResponse = h.runTxn(direct{tx}, ops)
@@ -166,7 +167,7 @@ func (h *Handler) txnRead(w http.ResponseWriter, r *http.Request, qo queryOption
 	if len(resp.Errors) > 0 {
 		status = http.StatusConflict
 	}
-	writeJSON(w, r, status, resp)
+	writeJSON(w, q, status, resp)
 	return nil
 }
 

@@ -25,11 +25,12 @@ func (e *dirEntry) clone() *dirEntry {
 	return &c
 }
 
-// withoutValue is e as write results of /v1/txn show it: Value null.
+// withoutValue makes e what write results of /v1/txn show, Value null,
+// and returns it. It changes e: call it on an entry of one's own (a fresh
+// toDir), as every caller does.
 func (e *dirEntry) withoutValue() *dirEntry {
-	c := *e
-	c.Value = nil
-	return &c
+	e.Value = nil
+	return e
 }
 
 // normValue turns an empty value into nil so that it marshals as null.

@@ -18,6 +18,8 @@ import (
 type apis struct {
 	consul      http.Handler
 	consulStats func() consulapi.Stats
+	// stopBlocking is consulapi.Handler.StopBlocking: shutdown has begun.
+	stopBlocking func()
 	// sessionExpiry is consulapi.Handler.SessionExpiry, for the console.
 	sessionExpiry func(id string) (time.Time, bool)
 	s3            http.Handler
@@ -47,7 +49,7 @@ func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a.consul, a.consulStats, a.sessionExpiry = consul, consul.Stats, consul.SessionExpiry
+	a.consul, a.consulStats, a.sessionExpiry, a.stopBlocking = consul, consul.Stats, consul.SessionExpiry, consul.StopBlocking
 	a.closers = append(a.closers, consul)
 
 	// S3: credentials given, or generated once into the data directory.

@@ -1,11 +1,13 @@
 package server
 
 import (
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -115,7 +117,7 @@ func (m *metrics) handler() http.Handler {
 // presigned signature). The request id is the S3 API's x-amz-request-id,
 // else one made here and sent as X-Request-Id.
 func (m *metrics) instrument(api string, h http.Handler, log *slog.Logger, logRequests bool) http.Handler {
-	lat := m.latency.WithLabelValues(api)
+	series := m.bind(api)
 	base := slog.LevelDebug
 	if logRequests {
 		base = slog.LevelInfo
@@ -133,8 +135,8 @@ func (m *metrics) instrument(api string, h http.Handler, log *slog.Logger, logRe
 			sw.status = http.StatusOK
 		}
 		d := time.Since(start)
-		lat.Observe(d.Seconds())
-		m.requests.WithLabelValues(api, strconv.Itoa(sw.status)).Inc()
+		series.latency.Observe(d.Seconds())
+		series.requests(sw.status).Inc()
 		level := base
 		if sw.status >= 500 {
 			level = slog.LevelWarn
@@ -151,11 +153,42 @@ func (m *metrics) instrument(api string, h http.Handler, log *slog.Logger, logRe
 	})
 }
 
-// newRequestID is 16 random hex digits.
+// apiSeries are one API's series, bound once: no label lookup per request.
+type apiSeries struct {
+	api     string
+	latency prometheus.Observer
+	vec     *prometheus.CounterVec
+	// codes[c] is the request counter of status c, bound when c is first
+	// answered, so that /-/metrics lists the codes served, as before.
+	codes [600]atomic.Pointer[prometheus.Counter]
+}
+
+func (m *metrics) bind(api string) *apiSeries {
+	return &apiSeries{api: api, latency: m.latency.WithLabelValues(api), vec: m.requests}
+}
+
+// requests is the counter of requests answered with status code.
+func (s *apiSeries) requests(code int) prometheus.Counter {
+	if code < 0 || code >= len(s.codes) {
+		return s.vec.WithLabelValues(s.api, strconv.Itoa(code))
+	}
+	if c := s.codes[code].Load(); c != nil {
+		return *c
+	}
+	c := s.vec.WithLabelValues(s.api, strconv.Itoa(code))
+	s.codes[code].Store(&c) // a racing store binds the same series
+	return c
+}
+
+// newRequestID is 16 random hex digits: a request's name in logs, not a
+// secret, so math/rand/v2's generator (seeded by the runtime) serves
+// without a system call per request.
 func newRequestID() string {
-	var b [8]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	var raw [8]byte
+	var b [16]byte
+	binary.BigEndian.PutUint64(raw[:], rand.Uint64())
+	hex.Encode(b[:], raw[:])
+	return string(b[:])
 }
 
 // statusWriter records the status code. Unwrap lets http.ResponseController

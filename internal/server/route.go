@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -21,12 +20,11 @@ type router struct {
 	consul, s3, ops http.Handler
 	// s3Domain is Config.S3Domain: hosts under it are S3 only.
 	s3Domain string
-	// stopping ends when shutdown begins: it ends Consul blocking queries
-	// (which then answer with the current state, as on their own timeout)
-	// while every other request in flight runs to completion.
-	stopping context.Context
 }
 
+// ServeHTTP reads only the escaped path and the Host. It parses no query:
+// each API handler parses it once (and consulapi ends its own blocking
+// queries at shutdown: Handler.StopBlocking).
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.EscapedPath()
 	if _, ok := s3api.BucketFromHost(r.Host, rt.s3Domain); ok {
@@ -35,29 +33,12 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case p == "/v1" || strings.HasPrefix(p, "/v1/"):
-		if isBlockingQuery(r) {
-			ctx, cancel := context.WithCancel(r.Context())
-			defer cancel()
-			stop := context.AfterFunc(rt.stopping, cancel)
-			defer stop()
-			r = r.WithContext(ctx)
-		}
 		rt.consul.ServeHTTP(w, r)
 	case strings.HasPrefix(p, "/-/"), isConsolePath(p): // "ui" is too short for a bucket name
 		rt.ops.ServeHTTP(w, r)
 	default:
 		rt.s3.ServeHTTP(w, r)
 	}
-}
-
-// isBlockingQuery reports a Consul read that may wait for a change: a GET
-// with a non-zero ?index=.
-func isBlockingQuery(r *http.Request) bool {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return false
-	}
-	idx := r.URL.Query().Get("index")
-	return idx != "" && idx != "0"
 }
 
 // opsHandler serves /-/health and /-/metrics.

@@ -30,9 +30,6 @@ type Server struct {
 	metrics *metrics
 	handler http.Handler
 	log     *slog.Logger
-
-	stopping     context.Context // ends when shutdown begins
-	stopBlocking context.CancelFunc
 }
 
 // New opens the data directory (failing with an error matching
@@ -70,12 +67,10 @@ func New(cfg Config) (*Server, error) {
 		m.consul(a.consulStats)
 	}
 	s := &Server{cfg: cfg, tls: tlsCfg, engine: e, apis: a, metrics: m, log: cfg.Logger}
-	s.stopping, s.stopBlocking = context.WithCancel(context.Background())
 	s.handler = &router{
 		consul:   m.instrument("consul", a.consul, cfg.Logger, cfg.LogRequests),
 		s3:       m.instrument("s3", a.s3, cfg.Logger, cfg.LogRequests),
 		ops:      m.instrument("ops", s.opsHandler(), cfg.Logger, cfg.LogRequests),
-		stopping: s.stopping,
 		s3Domain: cfg.S3Domain,
 	}
 	return s, nil
@@ -145,7 +140,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 		s.log.Info("shutting down", "listen", ln.Addr().String())
 		sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
-		s.stopBlocking() // blocking queries answer now
+		s.apis.stopBlocking() // Consul blocking queries answer now
 		if err := hs.Shutdown(sctx); err != nil {
 			s.log.Warn("requests still running after the shutdown timeout; cancelling them",
 				"timeout", s.cfg.ShutdownTimeout, "err", err)
@@ -170,7 +165,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Close closes the handlers and the engine, releasing the data directory.
 // Serve calls it; call it yourself only when not serving.
 func (s *Server) Close() error {
-	s.stopBlocking()
 	var errs []error
 	for _, c := range s.apis.closers {
 		errs = append(errs, c.Close())
@@ -215,7 +209,8 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 		s.printNotices(cfg.Notices, s.Scheme()+"://"+ln.Addr().String())
 	}
 	s.log.Info("serving", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
-		"tls", s.cfg.TLSCert != "", "fsync", !s.cfg.NoSync, "index", s.engine.Index())
+		"tls", s.cfg.TLSCert != "", "fsync", !s.cfg.NoSync, "index", s.engine.Index(),
+		"gogc", gcPercent(), "gomemlimit", memoryLimit())
 	return s.Serve(ctx, ln)
 }
 
