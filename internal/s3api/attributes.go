@@ -114,6 +114,6 @@ func (h *Handler) getObjectAttributes(q *request) error {
 		out.ObjectParts = op
 	}
 	setVersionHeader(q.w, versioning, v.VersionID)
-	q.w.Header().Set("Last-Modified", v.modTime().Format(http.TimeFormat))
+	q.w.Header().Set("Last-Modified", v.ModTime().Format(http.TimeFormat))
 	return writeXML(q.w, http.StatusOK, out)
 }

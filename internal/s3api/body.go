@@ -131,9 +131,15 @@ func (h *Handler) ingestChecked(body io.Reader, size int64, allowInline bool, wa
 	return in, nil
 }
 
+// discard removes the blob of a body no record will name (a refused or
+// losing write). A failure leaves an orphan for the engine's sweep at the
+// next Open.
 func (h *Handler) discard(in ingested) {
-	if in.blob != "" {
-		h.removeBlobs([]string{in.blob})
+	if in.blob == "" {
+		return
+	}
+	if err := h.e.RemoveBlob(in.blob); err != nil {
+		h.log.Warn("s3api: remove blob", "blob", in.blob, "err", err)
 	}
 }
 

@@ -74,13 +74,6 @@ const (
 	checksumComposite  = "COMPOSITE"
 )
 
-// objectChecksum is a checksum kept with a version or a part.
-type objectChecksum struct {
-	Alg   string `json:"a"`           // "crc32", "crc32c", "crc64nvme", "sha1", "sha256"
-	Value string `json:"v"`           // base64; a composite one ends in "-N"
-	Type  string `json:"t,omitempty"` // FULL_OBJECT or COMPOSITE; "" on parts
-}
-
 // verifiedChecksum is the x-amz-checksum-* value the body was verified
 // against: the handler's own (unsigned plain bodies) or the one the SigV4
 // layer verified (header or trailer). computed, when set, is the server's

@@ -11,16 +11,6 @@ import (
 // state is read; evaluation happens inside the engine transaction that
 // publishes the write, against the key's state at commit.
 
-// current describes a key's current version as the write preconditions see
-// it. A key whose current version is a delete marker does not exist.
-type current struct {
-	Exists bool
-	ETag   string // quoted
-	// Mod is the engine index of the last mutation of the key (put, delete,
-	// marker), 0 if none is known. Used for the multipart 409 rule.
-	Mod uint64
-}
-
 // writeCond is a validated PutObject / CompleteMultipartUpload / CopyObject
 // destination precondition. The zero value is "unconditional".
 type writeCond struct {

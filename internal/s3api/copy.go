@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/latchkey/latchkey/internal/engine"
 )
 
 // copySource is a parsed x-amz-copy-source header.
@@ -65,7 +63,7 @@ func (h *Handler) openSource(q *request, cs copySource, rng func(size int64) (by
 		if err != nil {
 			return version{}, nil, byteRange{}, err
 		}
-		if e := rc.checkCopySource(v.ETag, v.modTime(), time.Now()); e != nil {
+		if e := rc.checkCopySource(v.ETag, v.ModTime(), time.Now()); e != nil {
 			return version{}, nil, byteRange{}, e
 		}
 		r := byteRange{0, v.Size - 1}
@@ -147,13 +145,12 @@ func (h *Handler) copyObject(q *request) error {
 		h.discard(in)
 		return err
 	}
-	h.removeBlobs(res.dropped)
-	setVersionHeader(q.w, res.versioning, res.v.VersionID)
+	setVersionHeader(q.w, res.Versioning, res.Version.VersionID)
 	if src.VersionID != nullVersion {
 		q.w.Header().Set("x-amz-copy-source-version-id", src.VersionID)
 	}
-	return writeXML(q.w, http.StatusOK, copyObjectResult{NS: s3NS, ETag: res.v.ETag, LastModified: isoTime(res.v.modTime()),
-		checksumFields: checksumXML(res.v.Checksum)})
+	return writeXML(q.w, http.StatusOK, copyObjectResult{NS: s3NS, ETag: res.Version.ETag, LastModified: isoTime(res.Version.ModTime()),
+		checksumFields: checksumXML(res.Version.Checksum)})
 }
 
 // uploadPartCopy fills a part from (a range of) an existing object.
@@ -167,12 +164,8 @@ func (h *Handler) uploadPartCopy(q *request) error {
 	if err != nil {
 		return err
 	}
-	var up uploadRec
-	if err := h.e.View(func(tx *engine.Tx) error {
-		var err error
-		up, err = store{tx: tx}.mustUpload(q.bucket, q.key, id)
-		return err
-	}); err != nil {
+	up, err := h.m.Upload(q.bucket, q.key, id)
+	if err != nil {
 		return err
 	}
 	var rngFn func(int64) (byteRange, error)

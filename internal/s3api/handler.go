@@ -19,6 +19,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/s3api/sigv4"
+	"github.com/latchkey/latchkey/internal/s3model"
 )
 
 // Limits. They follow AWS where AWS has one.
@@ -77,15 +78,12 @@ type Options struct {
 
 // Handler serves the S3 API. Create it with New.
 type Handler struct {
-	e      *engine.Engine
+	e      *engine.Engine // blobs; the records are m's
+	m      *s3model.Model
 	opts   Options
 	log    *slog.Logger
 	reqSeq atomic.Uint64
 	reqPfx string
-
-	// inflight tracks conditional PUT/Copy writes between their start and
-	// their commit (the 409 rule).
-	inflight inflightKeys
 
 	// afterPrecheck, when set (tests only), runs after a write's
 	// request-start snapshot and before its body is read.
@@ -104,6 +102,7 @@ func New(e *engine.Engine, opts Options) *Handler {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	h.m = s3model.New(e, h.log)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	h.reqPfx = strings.ToUpper(hex.EncodeToString(b[:]))
@@ -133,6 +132,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("x-amz-id-2", id)
 	w.Header().Set("Server", "latchkey")
 	if err := h.serve(w, r, id); err != nil {
+		err = modelError(err, r.Method)
 		e := asError(err)
 		if e.Status >= 500 && e.Status != http.StatusNotImplemented {
 			h.log.Error("s3api: request failed", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
