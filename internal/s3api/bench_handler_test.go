@@ -20,7 +20,7 @@ func BenchmarkHandlerGetPut(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { e.Close() })
-	h := New(e, Options{Anonymous: true})
+	h := MustNew(e, &Options{Anonymous: true})
 	do := func(method, target string, body []byte, hdr ...string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(method, target, bytes.NewReader(body))
 		for i := 0; i+1 < len(hdr); i += 2 {

@@ -34,8 +34,6 @@ const (
 	MaxHeaderBytes = 8 << 10
 	// MaxUserMetadata bounds the x-amz-meta-* names and values, in bytes.
 	MaxUserMetadata = 2 << 10
-	// DefaultMinPartSize is AWS's minimum size of every part but the last.
-	DefaultMinPartSize = 5 << 20
 	// MaxParts is the highest part number.
 	MaxParts = 10000
 	// maxXMLBody bounds request bodies of XML operations.
@@ -54,28 +52,6 @@ type Authenticator interface {
 	Verify(r *http.Request) (principal string, body io.ReadCloser, err error)
 }
 
-// Options configure the handler. The zero value requires authentication
-// (and so, without Auth, refuses every request).
-type Options struct {
-	// Auth verifies every request when set.
-	Auth Authenticator
-	// Anonymous serves unsigned requests without authentication (signed
-	// requests are still verified when Auth is set). Without Auth and
-	// without Anonymous every request gets 403 AccessDenied.
-	Anonymous bool
-	// Region is reported by GetBucketLocation; "" means "us-east-1".
-	Region string
-	// Domain, when set, enables virtual-hosted-style requests
-	// (BUCKET.Domain[:port]/KEY) next to path style (see BucketFromHost).
-	Domain string
-	// MinPartSize is the minimum size of every part but the last in
-	// CompleteMultipartUpload; 0 means DefaultMinPartSize (AWS's 5 MiB).
-	// Lower it only for tests.
-	MinPartSize int64
-	// Logger receives internal errors; nil means slog.Default().
-	Logger *slog.Logger
-}
-
 // Handler serves the S3 API. Create it with New.
 type Handler struct {
 	e      *engine.Engine // blobs; the records are m's
@@ -90,22 +66,28 @@ type Handler struct {
 	afterPrecheck atomic.Pointer[func()]
 }
 
-// New returns the S3 API handler over e.
-func New(e *engine.Engine, opts Options) *Handler {
-	if opts.MinPartSize <= 0 {
-		opts.MinPartSize = DefaultMinPartSize
+// New returns the S3 API handler over e. A nil opts means the defaults;
+// a negative Options field is an error.
+func New(e *engine.Engine, opts *Options) (*Handler, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if opts.Region == "" {
-		opts.Region = "us-east-1"
-	}
-	h := &Handler{e: e, opts: opts, log: opts.Logger}
-	if h.log == nil {
-		h.log = slog.Default()
-	}
+	h := &Handler{e: e, opts: o, log: o.Logger}
 	h.m = s3model.New(e, h.log)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	h.reqPfx = strings.ToUpper(hex.EncodeToString(b[:]))
+	return h, nil
+}
+
+// MustNew is New for options known to be valid (tests, examples): it
+// panics on an error.
+func MustNew(e *engine.Engine, opts *Options) *Handler {
+	h, err := New(e, opts)
+	if err != nil {
+		panic(err)
+	}
 	return h
 }
 
