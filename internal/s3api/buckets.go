@@ -81,7 +81,7 @@ func (h *Handler) headBucket(q *request) error {
 	if _, err := h.m.Bucket(q.bucket); err != nil {
 		return err
 	}
-	q.w.Header().Set("x-amz-bucket-region", h.opts.Region)
+	q.w.Header().Set("X-Amz-Bucket-Region", h.opts.Region)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
 }

@@ -85,7 +85,7 @@ func verifiedChecksum(q *request, sum *bodyChecksum, computed *bodyChecksum) *ob
 	if b, ok := q.body.(sigv4.Body); ok {
 		h := b.Checksums()
 		for _, alg := range sigv4.ChecksumAlgorithms {
-			if v := strings.TrimSpace(h.Get("x-amz-checksum-" + alg)); v != "" {
+			if v := strings.TrimSpace(h.Get("X-Amz-Checksum-" + alg)); v != "" {
 				return &objectChecksum{Alg: alg, Value: v}
 			}
 		}
@@ -115,9 +115,9 @@ func setChecksumHeaders(w http.ResponseWriter, c *objectChecksum) {
 	if c == nil {
 		return
 	}
-	w.Header().Set("x-amz-checksum-"+c.Alg, c.Value)
+	w.Header().Set("X-Amz-Checksum-"+c.Alg, c.Value)
 	if c.Type != "" {
-		w.Header().Set("x-amz-checksum-type", c.Type)
+		w.Header().Set("X-Amz-Checksum-Type", c.Type)
 	}
 }
 
@@ -126,8 +126,8 @@ func setChecksumHeaders(w http.ResponseWriter, c *objectChecksum) {
 // type, defaulting as S3 does (FULL_OBJECT for CRC64NVME, COMPOSITE for the
 // others).
 func uploadChecksum(r *http.Request) (alg, typ string, err error) {
-	a := strings.ToLower(r.Header.Get("x-amz-checksum-algorithm"))
-	typ = strings.ToUpper(r.Header.Get("x-amz-checksum-type"))
+	a := strings.ToLower(r.Header.Get("X-Amz-Checksum-Algorithm"))
+	typ = strings.ToUpper(r.Header.Get("X-Amz-Checksum-Type"))
 	if a == "" {
 		if typ != "" {
 			return "", "", errInvalidRequest("The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.")
@@ -198,7 +198,7 @@ func checkCompleteChecksum(r *http.Request, c *objectChecksum) error {
 	if c == nil {
 		return nil
 	}
-	v, want := strings.TrimSpace(r.Header.Get("x-amz-checksum-"+c.Alg)), c.Value
+	v, want := strings.TrimSpace(r.Header.Get("X-Amz-Checksum-"+c.Alg)), c.Value
 	if c.Type == checksumComposite && !strings.Contains(v, "-") {
 		// Clients state a composite checksum with or without its "-N"
 		// part count (minio-go sends it without).

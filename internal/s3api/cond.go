@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -21,13 +22,13 @@ type writeCond struct {
 func (c writeCond) conditional() bool { return c.IfMatch != "" || c.IfNoneMatch }
 
 // condValue reads a conditional header, falling back to the query parameter
-// of the same name (the signed query parameters of a presigned URL).
-func condValue(r *http.Request, name string) (string, bool) {
+// of the same name (the signed query parameters of a presigned URL); query
+// is the request's, parsed once.
+func condValue(r *http.Request, query url.Values, name string) (string, bool) {
 	if vs, ok := r.Header[http.CanonicalHeaderKey(name)]; ok && len(vs) > 0 {
 		return vs[0], true
 	}
-	q := r.URL.Query()
-	for k, vs := range q {
+	for k, vs := range query {
 		if strings.EqualFold(k, name) && len(vs) > 0 {
 			return vs[0], true
 		}
@@ -37,9 +38,9 @@ func condValue(r *http.Request, name string) (string, bool) {
 
 // parseWriteCond validates the write precondition headers: the 501 forms
 // come first in AWS's evaluation order.
-func parseWriteCond(r *http.Request) (writeCond, *Error) {
-	im, hasIM := condValue(r, "If-Match")
-	inm, hasINM := condValue(r, "If-None-Match")
+func parseWriteCond(r *http.Request, query url.Values) (writeCond, *Error) {
+	im, hasIM := condValue(r, query, "If-Match")
+	inm, hasINM := condValue(r, query, "If-None-Match")
 	return decideWriteHeaders(im, hasIM, inm, hasINM)
 }
 
@@ -122,10 +123,10 @@ type deleteCond struct {
 }
 
 // parseDeleteCond applies the DeleteObject 501 rules (docs/wire-s3.md, "Deletes").
-func parseDeleteCond(r *http.Request, versionID string) (deleteCond, *Error) {
+func parseDeleteCond(r *http.Request, query url.Values, versionID string) (deleteCond, *Error) {
 	_, hasSize := r.Header["X-Amz-If-Match-Size"]
 	_, hasTime := r.Header["X-Amz-If-Match-Last-Modified-Time"]
-	im, hasIM := condValue(r, "If-Match")
+	im, hasIM := condValue(r, query, "If-Match")
 	return decideDeleteHeaders(hasSize, hasTime, im, hasIM, versionID)
 }
 

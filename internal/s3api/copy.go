@@ -18,7 +18,7 @@ type copySource struct {
 }
 
 func parseCopySource(q *request) (copySource, error) {
-	raw := q.r.Header.Get("x-amz-copy-source")
+	raw := q.r.Header.Get("X-Amz-Copy-Source")
 	path, query, _ := strings.Cut(raw, "?")
 	p, err := url.PathUnescape(strings.TrimPrefix(path, "/"))
 	if err != nil {
@@ -87,7 +87,7 @@ func (h *Handler) openSource(q *request, cs copySource, rng func(size int64) (by
 }
 
 func (h *Handler) copyObject(q *request) error {
-	cond, cerr := parseWriteCond(q.r)
+	cond, cerr := parseWriteCond(q.r, q.query)
 	if cerr != nil {
 		return cerr
 	}
@@ -95,7 +95,7 @@ func (h *Handler) copyObject(q *request) error {
 	if err != nil {
 		return err
 	}
-	directive := q.r.Header.Get("x-amz-metadata-directive")
+	directive := q.r.Header.Get("X-Amz-Metadata-Directive")
 	if directive != "" && directive != "COPY" && directive != "REPLACE" {
 		return errInvalidArgument("Unknown metadata directive.", "x-amz-metadata-directive", directive)
 	}
@@ -103,7 +103,7 @@ func (h *Handler) copyObject(q *request) error {
 	if err != nil {
 		return err
 	}
-	tagDirective := q.r.Header.Get("x-amz-tagging-directive")
+	tagDirective := q.r.Header.Get("X-Amz-Tagging-Directive")
 	if tagDirective != "" && tagDirective != "COPY" && tagDirective != "REPLACE" {
 		return errInvalidArgument("Unknown tagging directive.", "x-amz-tagging-directive", tagDirective)
 	}
@@ -147,7 +147,7 @@ func (h *Handler) copyObject(q *request) error {
 	}
 	setVersionHeader(q.w, res.Versioning, res.Version.VersionID)
 	if src.VersionID != nullVersion {
-		q.w.Header().Set("x-amz-copy-source-version-id", src.VersionID)
+		q.w.Header().Set("X-Amz-Copy-Source-Version-Id", src.VersionID)
 	}
 	return writeXML(q.w, http.StatusOK, copyObjectResult{NS: s3NS, ETag: res.Version.ETag, LastModified: isoTime(res.Version.ModTime()),
 		checksumFields: checksumXML(res.Version.Checksum)})
@@ -169,7 +169,7 @@ func (h *Handler) uploadPartCopy(q *request) error {
 		return err
 	}
 	var rngFn func(int64) (byteRange, error)
-	if hv := q.r.Header.Get("x-amz-copy-source-range"); hv != "" {
+	if hv := q.r.Header.Get("X-Amz-Copy-Source-Range"); hv != "" {
 		rngFn = func(size int64) (byteRange, error) {
 			bad := errInvalidArgument("The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy", "x-amz-copy-source-range", hv)
 			spec, ok := strings.CutPrefix(hv, "bytes=")

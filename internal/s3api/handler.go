@@ -91,6 +91,23 @@ func MustNew(e *engine.Engine, opts *Options) *Handler {
 	return h
 }
 
+// requestID is the next x-amz-request-id: the handler's random prefix and
+// a sequence number in 12 or more upper-case hex digits.
+func (h *Handler) requestID() string {
+	n := h.reqSeq.Add(1)
+	if n >= 1<<48 {
+		return fmt.Sprintf("%s%012X", h.reqPfx, n)
+	}
+	const digits = "0123456789ABCDEF"
+	var b [8 + 12]byte
+	copy(b[:8], h.reqPfx)
+	for i := len(b) - 1; i >= 8; i-- {
+		b[i] = digits[n&15]
+		n >>= 4
+	}
+	return string(b[:])
+}
+
 // request is one parsed S3 request.
 type request struct {
 	r       *http.Request
@@ -109,10 +126,13 @@ type request struct {
 
 // ServeHTTP routes one request and renders its error, if any.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := fmt.Sprintf("%s%012X", h.reqPfx, h.reqSeq.Add(1))
-	w.Header().Set("x-amz-request-id", id)
-	w.Header().Set("x-amz-id-2", id)
-	w.Header().Set("Server", "latchkey")
+	id := h.requestID()
+	// One allocation for the three values (the names are canonical).
+	vals := []string{id, "latchkey"}
+	hd := w.Header()
+	hd["X-Amz-Request-Id"] = vals[0:1:1]
+	hd["X-Amz-Id-2"] = vals[0:1:1]
+	hd["Server"] = vals[1:2:2]
 	if err := h.serve(w, r, id); err != nil {
 		err = modelError(err, r.Method)
 		e := asError(err)
@@ -127,7 +147,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error
 	if headerBytes(r.Header) > MaxHeaderBytes {
 		return errRequestHeaderTooLarge()
 	}
-	req := &request{r: r, w: w, ctx: r.Context(), id: id, query: r.URL.Query(), body: r.Body}
+	// The query is parsed here, once; everything after reads req.query.
+	req := &request{r: r, w: w, ctx: r.Context(), id: id, body: r.Body}
+	if r.URL.RawQuery != "" {
+		req.query = r.URL.Query()
+	}
 	switch {
 	case h.opts.Auth != nil && !(h.opts.Anonymous && !sigv4.Signed(r)):
 		_, body, err := h.opts.Auth.Verify(r)
@@ -277,7 +301,7 @@ func (h *Handler) routeObject(q *request, m string) error {
 			return errNotImplemented("A header or query you provided implies functionality that is not implemented")
 		}
 	}
-	copySrc := q.r.Header.Get("x-amz-copy-source")
+	copySrc := q.r.Header.Get("X-Amz-Copy-Source")
 	switch m {
 	case http.MethodPut:
 		switch {

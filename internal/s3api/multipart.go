@@ -33,8 +33,8 @@ func (h *Handler) createMultipartUpload(q *request) error {
 		return err
 	}
 	if alg != "" {
-		q.w.Header().Set("x-amz-checksum-algorithm", strings.ToUpper(alg))
-		q.w.Header().Set("x-amz-checksum-type", typ)
+		q.w.Header().Set("X-Amz-Checksum-Algorithm", strings.ToUpper(alg))
+		q.w.Header().Set("X-Amz-Checksum-Type", typ)
 	}
 	return writeXML(q.w, http.StatusOK, initiateMultipartUploadResult{NS: s3NS, Bucket: q.bucket, Key: q.key, UploadID: id})
 }
@@ -91,7 +91,7 @@ func (h *Handler) uploadPart(q *request) error {
 		return err
 	}
 	setChecksumHeaders(q.w, ck)
-	q.w.Header().Set("ETag", etag)
+	q.w.Header().Set("Etag", etag)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -102,7 +102,7 @@ func (h *Handler) putPart(q *request, id string, n int, rec partRec) error {
 }
 
 func (h *Handler) completeMultipartUpload(q *request) error {
-	cond, cerr := parseWriteCond(q.r)
+	cond, cerr := parseWriteCond(q.r, q.query)
 	if cerr != nil {
 		return cerr
 	}

@@ -16,7 +16,7 @@ import (
 // and publishes the version in one engine Update. A loser's blob is
 // removed.
 func (h *Handler) putObject(q *request) error {
-	cond, cerr := parseWriteCond(q.r)
+	cond, cerr := parseWriteCond(q.r, q.query)
 	if cerr != nil {
 		return cerr
 	}
@@ -66,7 +66,7 @@ func (h *Handler) putObject(q *request) error {
 	}
 	setVersionHeader(q.w, res.Versioning, res.Version.VersionID)
 	setChecksumHeaders(q.w, res.Version.Checksum)
-	q.w.Header().Set("ETag", res.Version.ETag)
+	q.w.Header().Set("Etag", res.Version.ETag)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -95,7 +95,7 @@ func (h *Handler) publish(q *request, cond writeCond, snapshot *uint64, v versio
 
 func setVersionHeader(w http.ResponseWriter, versioning, id string) {
 	if versioning != versioningOff || id != nullVersion {
-		w.Header().Set("x-amz-version-id", id)
+		w.Header().Set("X-Amz-Version-Id", id)
 	}
 }
 
@@ -156,7 +156,7 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 			defer body.Close()
 		}
 		h.writeObjectHeaders(q, v, versioning)
-		if !partial && strings.EqualFold(q.r.Header.Get("x-amz-checksum-mode"), "ENABLED") {
+		if !partial && strings.EqualFold(q.r.Header.Get("X-Amz-Checksum-Mode"), "ENABLED") {
 			// The whole object's checksum describes only a whole body.
 			setChecksumHeaders(q.w, v.Checksum)
 		}
@@ -184,14 +184,17 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 // response-* query overrides.
 func (h *Handler) writeObjectHeaders(q *request, v version, versioning string) {
 	hd := q.w.Header()
-	hd.Set("ETag", v.ETag)
-	hd.Set("Last-Modified", v.ModTime().Format(http.TimeFormat))
-	hd.Set("Accept-Ranges", "bytes")
 	ct := v.ContentType
 	if ct == "" {
 		ct = "binary/octet-stream"
 	}
-	hd.Set("Content-Type", ct)
+	// One allocation for the fixed headers' values (the names are
+	// canonical).
+	vals := []string{v.ETag, v.ModTime().Format(http.TimeFormat), "bytes", ct}
+	hd["Etag"] = vals[0:1:1]
+	hd["Last-Modified"] = vals[1:2:2]
+	hd["Accept-Ranges"] = vals[2:3:3]
+	hd["Content-Type"] = vals[3:4:4]
 	for k, val := range v.Headers {
 		hd.Set(k, val)
 	}
@@ -202,15 +205,22 @@ func (h *Handler) writeObjectHeaders(q *request, v version, versioning string) {
 	}
 	setVersionHeader(q.w, versioning, v.VersionID)
 	setTagCount(q.w, v.Tags)
-	for param, header := range map[string]string{
-		"response-content-type": "Content-Type", "response-content-language": "Content-Language",
-		"response-expires": "Expires", "response-cache-control": "Cache-Control",
-		"response-content-disposition": "Content-Disposition", "response-content-encoding": "Content-Encoding",
-	} {
-		if val := q.query.Get(param); val != "" {
-			hd.Set(header, val)
+	if len(q.query) == 0 {
+		return
+	}
+	for _, o := range responseOverrides {
+		if val := q.query.Get(o.param); val != "" {
+			hd.Set(o.header, val)
 		}
 	}
+}
+
+// responseOverrides are the GET/HEAD query parameters that replace a
+// response header.
+var responseOverrides = [...]struct{ param, header string }{
+	{"response-content-type", "Content-Type"}, {"response-content-language", "Content-Language"},
+	{"response-expires", "Expires"}, {"response-cache-control", "Cache-Control"},
+	{"response-content-disposition", "Content-Disposition"}, {"response-content-encoding", "Content-Encoding"},
 }
 
 // deleteObject deletes the current version (writing a delete marker on a
@@ -220,7 +230,7 @@ func (h *Handler) deleteObject(q *request) error {
 	if err != nil {
 		return err
 	}
-	cond, cerr := parseDeleteCond(q.r, vid)
+	cond, cerr := parseDeleteCond(q.r, q.query, vid)
 	if cerr != nil {
 		return cerr
 	}
@@ -229,10 +239,10 @@ func (h *Handler) deleteObject(q *request) error {
 		return err
 	}
 	if res.Marker {
-		q.w.Header().Set("x-amz-delete-marker", "true")
+		q.w.Header().Set("X-Amz-Delete-Marker", "true")
 	}
 	if res.VersionID != "" {
-		q.w.Header().Set("x-amz-version-id", res.VersionID)
+		q.w.Header().Set("X-Amz-Version-Id", res.VersionID)
 	}
 	q.w.WriteHeader(http.StatusNoContent)
 	return nil
@@ -261,7 +271,7 @@ func (h *Handler) readRange(q *request, v version) (byteRange, bool, error) {
 	if n > count {
 		return byteRange{}, false, newErr(http.StatusRequestedRangeNotSatisfiable, "InvalidPartNumber", "The requested partnumber is not satisfiable")
 	}
-	q.w.Header().Set("x-amz-mp-parts-count", strconv.Itoa(count))
+	q.w.Header().Set("X-Amz-Mp-Parts-Count", strconv.Itoa(count))
 	if v.Parts == 0 {
 		return byteRange{0, v.Size - 1}, v.Size > 0, nil
 	}

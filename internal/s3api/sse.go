@@ -34,7 +34,7 @@ var sseCopySourceHeaders = []string{
 // customer key, which no object here is; any other is 501 NotImplemented
 // naming the header.
 func checkSSE(r *http.Request) error {
-	if v := r.Header.Get("x-amz-server-side-encryption"); v != "" {
+	if v := r.Header.Get("X-Amz-Server-Side-Encryption"); v != "" {
 		switch v {
 		case "AES256", "aws:kms", "aws:kms:dsse":
 		default:

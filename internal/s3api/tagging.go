@@ -87,7 +87,7 @@ func checkTags(tags map[string]string) error {
 // CreateMultipartUpload and CopyObject (REPLACE): URL query syntax,
 // without duplicate names. nil when absent or empty.
 func headerTags(r *http.Request) (map[string]string, error) {
-	raw := r.Header.Get("x-amz-tagging")
+	raw := r.Header.Get("X-Amz-Tagging")
 	if raw == "" {
 		return nil, nil
 	}
@@ -133,7 +133,7 @@ func bodyTags(q *request) (map[string]string, error) {
 // setTagCount sets x-amz-tagging-count on GET/HEAD of a tagged object.
 func setTagCount(w http.ResponseWriter, tags map[string]string) {
 	if len(tags) > 0 {
-		w.Header().Set("x-amz-tagging-count", strconv.Itoa(len(tags)))
+		w.Header().Set("X-Amz-Tagging-Count", strconv.Itoa(len(tags)))
 	}
 }
 

@@ -15,9 +15,9 @@ type BucketEntry struct {
 // Buckets returns every bucket, in name order.
 func (m *Model) Buckets() ([]BucketEntry, error) {
 	var out []BucketEntry
-	err := m.view(func(s records) error {
+	err := m.view(func(s *records) error {
 		out = nil
-		b := readTable(s.tx, tblBuckets)
+		b := s.read(tblBuckets)
 		if b == nil {
 			return nil
 		}
@@ -36,7 +36,7 @@ func (m *Model) Buckets() ([]BucketEntry, error) {
 // Bucket returns one bucket's record, or ErrNoSuchBucket.
 func (m *Model) Bucket(name string) (Bucket, error) {
 	var rec Bucket
-	err := m.view(func(s records) error {
+	err := m.view(func(s *records) error {
 		var err error
 		rec, err = s.mustBucket(name)
 		return err
@@ -48,13 +48,13 @@ func (m *Model) Bucket(name string) (Bucket, error) {
 // it exists.
 func (m *Model) CreateBucket(ctx context.Context, name string) error {
 	now := time.Now()
-	return m.update(ctx, func(s records) error {
+	return m.update(ctx, func(s *records) error {
 		if _, ok, err := s.bucket(name); err != nil {
 			return err
 		} else if ok {
 			return &Error{Err: ErrBucketExists, Bucket: name}
 		}
-		mustPut(writeTable(s.tx, tblBuckets), []byte(name), mustJSON(Bucket{Created: now.UnixNano()}))
+		mustPut(s.write(tblBuckets), []byte(name), mustJSON(Bucket{Created: now.UnixNano()}))
 		s.tx.Touch("\x00s3/" + name)
 		return nil
 	})
@@ -63,13 +63,13 @@ func (m *Model) CreateBucket(ctx context.Context, name string) error {
 // SetVersioning sets a bucket's versioning state (VersioningEnabled or
 // VersioningSuspended).
 func (m *Model) SetVersioning(ctx context.Context, name, state string) error {
-	return m.update(ctx, func(s records) error {
+	return m.update(ctx, func(s *records) error {
 		rec, err := s.mustBucket(name)
 		if err != nil {
 			return err
 		}
 		rec.Versioning = state
-		mustPut(writeTable(s.tx, tblBuckets), []byte(name), mustJSON(rec))
+		mustPut(s.write(tblBuckets), []byte(name), mustJSON(rec))
 		s.tx.Touch("\x00s3/" + name)
 		return nil
 	})
@@ -80,13 +80,13 @@ func (m *Model) SetVersioning(ctx context.Context, name, state string) error {
 // multipart uploads are aborted with it.
 func (m *Model) DeleteBucket(ctx context.Context, name string) error {
 	var dropped []string
-	err := m.update(ctx, func(s records) error {
+	err := m.update(ctx, func(s *records) error {
 		dropped = nil
 		if _, err := s.mustBucket(name); err != nil {
 			return err
 		}
 		bp := bucketPrefix(name)
-		if vb := readTable(s.tx, tblVersions); vb != nil {
+		if vb := s.read(tblVersions); vb != nil {
 			if k, _ := vb.Cursor().Seek(bp); k != nil && bytes.HasPrefix(k, bp) {
 				return &Error{Err: ErrBucketNotEmpty, Bucket: name}
 			}
@@ -95,8 +95,8 @@ func (m *Model) DeleteBucket(ctx context.Context, name string) error {
 		if dropped, err = s.dropUploads(name); err != nil {
 			return err
 		}
-		mustDelete(writeTable(s.tx, tblBuckets), []byte(name))
-		mb := writeTable(s.tx, tblMod)
+		mustDelete(s.write(tblBuckets), []byte(name))
+		mb := s.write(tblMod)
 		c := mb.Cursor()
 		for k, _ := c.Seek(bp); k != nil && bytes.HasPrefix(k, bp); k, _ = c.Seek(bp) {
 			mustDelete(mb, k)

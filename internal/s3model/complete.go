@@ -31,7 +31,7 @@ func (m *Model) CompleteUpload(ctx context.Context, bucket, key, id string, c Co
 		res     Put
 		dropped []string
 	)
-	err := m.update(ctx, func(s records) error {
+	err := m.update(ctx, func(s *records) error {
 		res, dropped = Put{}, nil
 		b, err := s.mustBucket(bucket)
 		if err != nil {
@@ -72,9 +72,10 @@ func (m *Model) CompleteUpload(ctx context.Context, bucket, key, id string, c Co
 		}
 		v.Modified = time.Now().UnixNano()
 		v.Upload = id
-		dropped = append(dropped, s.putVersion(bucket, key, b.Versioning, v, nil)...)
-		res.Version, _, err = s.current(bucket, key)
-		return err
+		var replaced []string
+		res.Version, replaced = s.putVersion(bucket, key, b.Versioning, v, nil)
+		dropped = append(dropped, replaced...)
+		return nil
 	})
 	if err == nil {
 		m.removeBlobs(dropped)
@@ -83,7 +84,7 @@ func (m *Model) CompleteUpload(ctx context.Context, bucket, key, id string, c Co
 }
 
 // assemble builds the version of a completion from the upload's parts.
-func (s records) assemble(id string, up Upload, c Completion) (Version, error) {
+func (s *records) assemble(id string, up Upload, c Completion) (Version, error) {
 	parts, err := s.parts(id)
 	if err != nil {
 		return Version{}, err
@@ -94,7 +95,7 @@ func (s records) assemble(id string, up Upload, c Completion) (Version, error) {
 // completedBy finds the version that upload id became, for a repeated
 // CompleteMultipartUpload: the same part list (its multipart ETag) and the
 // version still exists.
-func (s records) completedBy(bucket, key, id string, c Completion) (Version, bool, error) {
+func (s *records) completedBy(bucket, key, id string, c Completion) (Version, bool, error) {
 	if c.RepeatETag == "" {
 		return Version{}, false, nil
 	}
@@ -136,12 +137,12 @@ type UploadsPage struct {
 // ListUploads lists the uploads in progress of bucket.
 func (m *Model) ListUploads(bucket string, q UploadsQuery) (UploadsPage, error) {
 	var res UploadsPage
-	err := m.view(func(s records) error {
+	err := m.view(func(s *records) error {
 		res = UploadsPage{}
 		if _, err := s.mustBucket(bucket); err != nil {
 			return err
 		}
-		b := readTable(s.tx, tblUploads)
+		b := s.read(tblUploads)
 		if b == nil {
 			return nil
 		}

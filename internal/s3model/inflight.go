@@ -83,7 +83,7 @@ func (m *Model) BeginConditional(ctx context.Context, bucket, key string) (end f
 		if !m.inflight.leave(k) {
 			return
 		}
-		err := m.update(context.WithoutCancel(ctx), func(s records) error {
+		err := m.update(context.WithoutCancel(ctx), func(s *records) error {
 			s.tidyMod(bucket, key)
 			return nil
 		})

@@ -22,6 +22,25 @@ const (
 	tblParts    = "s3p"
 )
 
+// numTables is the number of tables; tableIndex numbers them.
+const numTables = 6
+
+func tableIndex(name string) int {
+	switch name {
+	case tblBuckets:
+		return 0
+	case tblVersions:
+		return 1
+	case tblData:
+		return 2
+	case tblMod:
+		return 3
+	case tblUploads:
+		return 4
+	}
+	return 5 // tblParts
+}
+
 // table and cursor are the engine's raw bucket and cursor types. They are
 // named here, and tables are opened only by readTable and writeTable, so
 // that a change of the engine's bucket type touches this file alone.

@@ -112,13 +112,13 @@ func listKeys(it keyIter, prefix, delim, marker string, max int, live func(strin
 // max entries.
 func (m *Model) ListCurrent(bucket, prefix, delim, marker string, max int) (Page, error) {
 	var out Page
-	err := m.view(func(s records) error {
+	err := m.view(func(s *records) error {
 		if _, err := s.mustBucket(bucket); err != nil {
 			return err
 		}
 		cur := map[string]Version{}
 		it := &keyCursor{bp: bucketPrefix(bucket)}
-		if b := readTable(s.tx, tblVersions); b != nil {
+		if b := s.read(tblVersions); b != nil {
 			it.c = b.Cursor()
 		}
 		out = listKeys(it, prefix, delim, marker, max, func(key string) bool {

@@ -30,15 +30,15 @@ func New(e *engine.Engine, log *slog.Logger) *Model {
 }
 
 // view runs fn over a read transaction.
-func (m *Model) view(fn func(s records) error) error {
-	return m.e.View(func(tx *engine.Tx) error { return fn(records{tx: tx}) })
+func (m *Model) view(fn func(s *records) error) error {
+	return m.e.View(func(tx *engine.Tx) error { return fn(&records{tx: tx}) })
 }
 
 // update runs fn in an engine Update. fn may run more than once (the
 // engine retries a batch); it must reset what it reports.
-func (m *Model) update(ctx context.Context, fn func(s records) error) error {
+func (m *Model) update(ctx context.Context, fn func(s *records) error) error {
 	_, err := m.e.Update(ctx, func(tx *engine.Tx) error {
-		return fn(records{tx: tx, keep: m.inflight.holds})
+		return fn(&records{tx: tx, keep: m.inflight.holds})
 	})
 	return err
 }
@@ -57,8 +57,8 @@ func (m *Model) removeBlobs(ids []string) {
 // it exists; a deleted key leaves none unless a conditional write was in
 // flight on it.
 func (m *Model) MutationRecord(bucket, key string) (index uint64, ok bool) {
-	_ = m.view(func(s records) error {
-		if b := readTable(s.tx, tblMod); b != nil {
+	_ = m.view(func(s *records) error {
+		if b := s.read(tblMod); b != nil {
 			ok = b.Get(modKey(bucket, key)) != nil
 		}
 		index = s.mod(bucket, key)

@@ -12,19 +12,20 @@ import (
 // conditional write compares at commit (the 409 rule). The decisive check
 // is the one PutVersion runs at commit.
 func (m *Model) Precheck(bucket, key string, check Check) (snapshot uint64, err error) {
-	err = m.view(func(s records) error {
+	err = m.view(func(s *records) error {
 		if _, err := s.mustBucket(bucket); err != nil {
 			return err
+		}
+		if check == nil {
+			snapshot = s.mod(bucket, key) // no need to read the version
+			return nil
 		}
 		st, err := s.state(bucket, key)
 		if err != nil {
 			return err
 		}
 		snapshot = st.Mod
-		if check != nil {
-			return check(st)
-		}
-		return nil
+		return check(st)
 	})
 	return snapshot, err
 }
@@ -47,37 +48,30 @@ func (m *Model) PutVersion(ctx context.Context, bucket, key string, check Check,
 		res     Put
 		dropped []string
 	)
-	err := m.update(ctx, func(s records) error {
+	err := m.update(ctx, func(s *records) error {
 		res, dropped = Put{}, nil
 		b, err := s.mustBucket(bucket)
 		if err != nil {
 			return err
 		}
-		if err := s.check(bucket, key, check); err != nil {
+		cur, ok, err := s.current(bucket, key)
+		if err != nil {
 			return err
 		}
+		if check != nil {
+			if err := check(s.stateOf(bucket, key, cur, ok)); err != nil {
+				return err
+			}
+		}
 		v.Modified = time.Now().UnixNano()
-		dropped = s.putVersion(bucket, key, b.Versioning, v, data)
-		res.Version, _, err = s.current(bucket, key)
+		res.Version, dropped = s.putVersionOver(bucket, key, b.Versioning, v, data, cur, ok)
 		res.Versioning = b.Versioning
-		return err
+		return nil
 	})
 	if err == nil {
 		m.removeBlobs(dropped)
 	}
 	return res, err
-}
-
-// check runs check (nil: none) against the key's state.
-func (s records) check(bucket, key string, check Check) error {
-	if check == nil {
-		return nil
-	}
-	st, err := s.state(bucket, key)
-	if err != nil {
-		return err
-	}
-	return check(st)
 }
 
 // Found is a version found by Lookup.
@@ -95,7 +89,7 @@ type Found struct {
 // ErrDeleteMarker).
 func (m *Model) Lookup(bucket, key, versionID string, byID bool) (Found, error) {
 	var f Found
-	err := m.view(func(s records) error {
+	err := m.view(func(s *records) error {
 		f = Found{}
 		b, err := s.mustBucket(bucket)
 		if err != nil {
@@ -118,7 +112,7 @@ func (m *Model) Lookup(bucket, key, versionID string, byID bool) (Found, error) 
 // versioning state.
 func (m *Model) SetTags(ctx context.Context, bucket, key, versionID string, byID bool, tags map[string]string) (Found, error) {
 	var f Found
-	err := m.update(ctx, func(s records) error {
+	err := m.update(ctx, func(s *records) error {
 		f = Found{}
 		b, err := s.mustBucket(bucket)
 		if err != nil {
@@ -168,7 +162,7 @@ func (m *Model) Delete(ctx context.Context, bucket string, d Deletion) (Deleted,
 // ErrNoSuchBucket), after which nothing was deleted.
 func (m *Model) DeleteMany(ctx context.Context, bucket string, ds []Deletion) (outs []Deleted, errs []error, err error) {
 	var dropped []string
-	err = m.update(ctx, func(s records) error {
+	err = m.update(ctx, func(s *records) error {
 		outs, errs, dropped = make([]Deleted, len(ds)), make([]error, len(ds)), nil
 		b, err := s.mustBucket(bucket)
 		if err != nil {
@@ -204,7 +198,7 @@ func (r refusal) Error() string { return r.err.Error() }
 
 // deleteOne deletes one key inside an Update and returns the blobs it
 // released. It writes only after every check passed.
-func (s records) deleteOne(bucket, versioning string, d Deletion) (Deleted, []string, error) {
+func (s *records) deleteOne(bucket, versioning string, d Deletion) (Deleted, []string, error) {
 	var out Deleted
 	if d.ByID {
 		v, ok, err := s.versionByID(bucket, d.Key, d.VersionID)
@@ -235,8 +229,7 @@ func (s records) deleteOne(bucket, versioning string, d Deletion) (Deleted, []st
 		return out, dropped, nil
 	}
 	mk := Version{Marker: true, Modified: time.Now().UnixNano()}
-	dropped := s.putVersion(bucket, d.Key, versioning, mk, nil)
-	cur, _, err := s.current(bucket, d.Key)
-	out.Marker, out.VersionID = true, cur.VersionID
-	return out, dropped, err
+	mk, dropped := s.putVersion(bucket, d.Key, versioning, mk, nil)
+	out.Marker, out.VersionID = true, mk.VersionID
+	return out, dropped, nil
 }

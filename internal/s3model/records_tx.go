@@ -14,10 +14,34 @@ type records struct {
 	// keep, when set, reports whether a conditional write is in flight on
 	// "bucket/key", whose mutation record tidyMod must then keep.
 	keep func(string) bool
+
+	// tables caches the tables opened in this transaction (index: tableIndex),
+	// written marks those opened for writing.
+	tables  [numTables]table
+	written [numTables]bool
 }
 
-func (s records) bucket(name string) (Bucket, bool, error) {
-	b := readTable(s.tx, tblBuckets)
+// read returns a table for reading (nil when it does not exist), opened
+// once per transaction.
+func (s *records) read(name string) table {
+	i := tableIndex(name)
+	if s.tables[i] == nil {
+		s.tables[i] = readTable(s.tx, name)
+	}
+	return s.tables[i]
+}
+
+// write returns a table for writing (Update only), creating it.
+func (s *records) write(name string) table {
+	i := tableIndex(name)
+	if !s.written[i] {
+		s.tables[i], s.written[i] = writeTable(s.tx, name), true
+	}
+	return s.tables[i]
+}
+
+func (s *records) bucket(name string) (Bucket, bool, error) {
+	b := s.read(tblBuckets)
 	if b == nil {
 		return Bucket{}, false, nil
 	}
@@ -30,7 +54,7 @@ func (s records) bucket(name string) (Bucket, bool, error) {
 }
 
 // mustBucket returns the bucket or ErrNoSuchBucket.
-func (s records) mustBucket(name string) (Bucket, error) {
+func (s *records) mustBucket(name string) (Bucket, error) {
 	rec, ok, err := s.bucket(name)
 	if err != nil {
 		return rec, err
@@ -42,8 +66,8 @@ func (s records) mustBucket(name string) (Bucket, error) {
 }
 
 // current returns the key's newest version (object or marker).
-func (s records) current(bucket, key string) (Version, bool, error) {
-	b := readTable(s.tx, tblVersions)
+func (s *records) current(bucket, key string) (Version, bool, error) {
+	b := s.read(tblVersions)
 	if b == nil {
 		return Version{}, false, nil
 	}
@@ -57,8 +81,8 @@ func (s records) current(bucket, key string) (Version, bool, error) {
 }
 
 // versions returns every version of key, newest first.
-func (s records) versions(bucket, key string) ([]Version, error) {
-	b := readTable(s.tx, tblVersions)
+func (s *records) versions(bucket, key string) ([]Version, error) {
+	b := s.read(tblVersions)
 	if b == nil {
 		return nil, nil
 	}
@@ -76,7 +100,7 @@ func (s records) versions(bucket, key string) ([]Version, error) {
 }
 
 // versionByID finds one version of key; NullVersion is searched for.
-func (s records) versionByID(bucket, key, id string) (Version, bool, error) {
+func (s *records) versionByID(bucket, key, id string) (Version, bool, error) {
 	if id == NullVersion {
 		vs, err := s.versions(bucket, key)
 		for _, v := range vs {
@@ -87,7 +111,7 @@ func (s records) versionByID(bucket, key, id string) (Version, bool, error) {
 		return Version{}, false, err
 	}
 	idx, ok := ParseVersionID(id)
-	b := readTable(s.tx, tblVersions)
+	b := s.read(tblVersions)
 	if !ok || b == nil {
 		return Version{}, false, nil
 	}
@@ -102,7 +126,7 @@ func (s records) versionByID(bucket, key, id string) (Version, bool, error) {
 // find returns the version a request addresses (the current one, or
 // versionID when byID), refusing a missing key, a missing version and a
 // delete marker.
-func (s records) find(bucket, key, versionID string, byID bool) (Version, error) {
+func (s *records) find(bucket, key, versionID string, byID bool) (Version, error) {
 	var (
 		v   Version
 		ok  bool
@@ -133,8 +157,8 @@ func (s records) find(bucket, key, versionID string, byID bool) (Version, error)
 }
 
 // inline returns the inline body of a version.
-func (s records) inline(bucket, key string, v Version) []byte {
-	b := readTable(s.tx, tblData)
+func (s *records) inline(bucket, key string, v Version) []byte {
+	b := s.read(tblData)
 	if b == nil {
 		return nil
 	}
@@ -142,8 +166,8 @@ func (s records) inline(bucket, key string, v Version) []byte {
 }
 
 // mod is the key's last-mutation index (0 when unknown).
-func (s records) mod(bucket, key string) uint64 {
-	b := readTable(s.tx, tblMod)
+func (s *records) mod(bucket, key string) uint64 {
+	b := s.read(tblMod)
 	if b == nil {
 		return 0
 	}
@@ -155,20 +179,22 @@ func (s records) mod(bucket, key string) uint64 {
 }
 
 // state is the key as write preconditions see it.
-func (s records) state(bucket, key string) (State, error) {
+func (s *records) state(bucket, key string) (State, error) {
 	cur, ok, err := s.current(bucket, key)
-	if err != nil {
-		return State{}, err
-	}
+	return s.stateOf(bucket, key, cur, ok), err
+}
+
+// stateOf is state for the key's current version cur (ok: it has one).
+func (s *records) stateOf(bucket, key string, cur Version, ok bool) State {
 	st := State{Mod: s.mod(bucket, key)}
 	if ok && !cur.Marker {
 		st.Exists, st.ETag = true, cur.ETag
 	}
-	return st, nil
+	return st
 }
 
-func (s records) hasUploads(bucket, key string) bool {
-	b := readTable(s.tx, tblUploads)
+func (s *records) hasUploads(bucket, key string) bool {
+	b := s.read(tblUploads)
 	if b == nil {
 		return false
 	}
@@ -180,9 +206,17 @@ func (s records) hasUploads(bucket, key string) bool {
 // --- writes (Update only) ---
 
 // putVersion publishes v as the key's newest version according to the
-// bucket's versioning state, and returns the blobs of versions it replaced
-// (to remove after commit). data is the inline body, or nil.
-func (s records) putVersion(bucket, key, versioning string, v Version, data []byte) []string {
+// bucket's versioning state, and returns it as stored and the blobs of
+// versions it replaced (to remove after commit). data is the inline body,
+// or nil.
+func (s *records) putVersion(bucket, key, versioning string, v Version, data []byte) (Version, []string) {
+	cur, ok, _ := s.current(bucket, key)
+	return s.putVersionOver(bucket, key, versioning, v, data, cur, ok)
+}
+
+// putVersionOver is putVersion when the key's current version cur (ok: it
+// has one) was already read.
+func (s *records) putVersionOver(bucket, key, versioning string, v Version, data []byte, cur Version, ok bool) (Version, []string) {
 	var dropped []string
 	idx := s.tx.Index()
 	v.Index = idx
@@ -190,25 +224,33 @@ func (s records) putVersion(bucket, key, versioning string, v Version, data []by
 		v.VersionID = VersionID(idx)
 	} else {
 		v.VersionID = NullVersion
-		if old, ok, _ := s.versionByID(bucket, key, NullVersion); ok {
+		var old Version
+		switch {
+		case versioning == VersioningOff && (!ok || cur.VersionID == NullVersion):
+			// Never versioned: the current version is the only one.
+			old = cur
+		default:
+			old, ok, _ = s.versionByID(bucket, key, NullVersion)
+		}
+		if ok {
 			dropped = append(dropped, s.removeVersion(bucket, key, old)...)
 		}
 	}
 	vk := versionKey(bucket, key, idx)
-	mustPut(writeTable(s.tx, tblVersions), vk, mustJSON(v))
+	mustPut(s.write(tblVersions), vk, mustJSON(v))
 	if v.Inline {
-		mustPut(writeTable(s.tx, tblData), vk, data)
+		mustPut(s.write(tblData), vk, data)
 	}
 	s.touch(bucket, key)
-	return dropped
+	return v, dropped
 }
 
 // removeVersion deletes one version record and returns its blobs.
-func (s records) removeVersion(bucket, key string, v Version) []string {
+func (s *records) removeVersion(bucket, key string, v Version) []string {
 	vk := versionKey(bucket, key, v.Index)
-	mustDelete(writeTable(s.tx, tblVersions), vk)
+	mustDelete(s.write(tblVersions), vk)
 	if v.Inline {
-		mustDelete(writeTable(s.tx, tblData), vk)
+		mustDelete(s.write(tblData), vk)
 	}
 	s.touch(bucket, key)
 	return v.Blobs()
@@ -217,8 +259,8 @@ func (s records) removeVersion(bucket, key string, v Version) []string {
 // rewriteVersion stores a changed record of an existing version (its
 // attributes, not its body). It wakes watchers of the key but is not a
 // mutation for the multipart 409 rule: the object's ETag is unchanged.
-func (s records) rewriteVersion(bucket, key string, v Version) error {
-	if err := writeTable(s.tx, tblVersions).Put(versionKey(bucket, key, v.Index), mustJSON(v)); err != nil {
+func (s *records) rewriteVersion(bucket, key string, v Version) error {
+	if err := s.write(tblVersions).Put(versionKey(bucket, key, v.Index), mustJSON(v)); err != nil {
 		return err
 	}
 	s.tx.Touch(keyWatch(bucket, key))
@@ -231,20 +273,20 @@ func keyWatch(bucket, key string) string { return "\x00s3/" + bucket + "/" + key
 // touch records a mutation of the key: it consumes the Update's index and
 // keeps the key's last-mutation index for the multipart 409 rule. The
 // record is dropped when nothing (no version, no upload) needs it.
-func (s records) touch(bucket, key string) {
+func (s *records) touch(bucket, key string) {
 	s.tx.Touch(keyWatch(bucket, key))
-	mustPut(writeTable(s.tx, tblMod), modKey(bucket, key), binary.BigEndian.AppendUint64(nil, s.tx.Index()))
+	mustPut(s.write(tblMod), modKey(bucket, key), binary.BigEndian.AppendUint64(nil, s.tx.Index()))
 }
 
 // tidyMod drops the key's mutation record when no version, no upload and
 // no in-flight conditional write needs it, so deleted keys leave nothing
 // behind.
-func (s records) tidyMod(bucket, key string) {
+func (s *records) tidyMod(bucket, key string) {
 	if _, ok, _ := s.current(bucket, key); ok || s.hasUploads(bucket, key) {
 		return
 	}
 	if s.keep != nil && s.keep(bucket+"/"+key) {
 		return
 	}
-	mustDelete(writeTable(s.tx, tblMod), modKey(bucket, key))
+	mustDelete(s.write(tblMod), modKey(bucket, key))
 }

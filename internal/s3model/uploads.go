@@ -18,8 +18,8 @@ import (
 // uploadWatch is the engine watch name of one upload.
 func uploadWatch(id string) string { return "\x00s3u/" + id }
 
-func (s records) upload(bucket, key, id string) (Upload, bool, error) {
-	b := readTable(s.tx, tblUploads)
+func (s *records) upload(bucket, key, id string) (Upload, bool, error) {
+	b := s.read(tblUploads)
 	if b == nil {
 		return Upload{}, false, nil
 	}
@@ -31,7 +31,7 @@ func (s records) upload(bucket, key, id string) (Upload, bool, error) {
 	return rec, err == nil, err
 }
 
-func (s records) mustUpload(bucket, key, id string) (Upload, error) {
+func (s *records) mustUpload(bucket, key, id string) (Upload, error) {
 	if _, err := s.mustBucket(bucket); err != nil {
 		return Upload{}, err
 	}
@@ -52,8 +52,8 @@ type PartEntry struct {
 }
 
 // parts returns the parts of an upload in part-number order.
-func (s records) parts(id string) ([]PartEntry, error) {
-	b := readTable(s.tx, tblParts)
+func (s *records) parts(id string) ([]PartEntry, error) {
+	b := s.read(tblParts)
 	if b == nil {
 		return nil, nil
 	}
@@ -73,27 +73,27 @@ func (s records) parts(id string) ([]PartEntry, error) {
 
 // dropUpload deletes an upload and its part records; it returns the
 // part blobs not in keep.
-func (s records) dropUpload(bucket, key, id string, keep map[string]bool) ([]string, error) {
+func (s *records) dropUpload(bucket, key, id string, keep map[string]bool) ([]string, error) {
 	parts, err := s.parts(id)
 	if err != nil {
 		return nil, err
 	}
 	var blobs []string
-	pb := writeTable(s.tx, tblParts)
+	pb := s.write(tblParts)
 	for _, p := range parts {
 		mustDelete(pb, partKey(id, p.Number))
 		if !keep[p.Blob] {
 			blobs = append(blobs, p.Blob)
 		}
 	}
-	mustDelete(writeTable(s.tx, tblUploads), uploadKey(bucket, key, id))
+	mustDelete(s.write(tblUploads), uploadKey(bucket, key, id))
 	s.tx.Touch(uploadWatch(id))
 	return blobs, nil
 }
 
 // dropUploads aborts every upload of a bucket.
-func (s records) dropUploads(bucket string) ([]string, error) {
-	b := readTable(s.tx, tblUploads)
+func (s *records) dropUploads(bucket string) ([]string, error) {
+	b := s.read(tblUploads)
 	if b == nil {
 		return nil, nil
 	}
@@ -121,7 +121,7 @@ func (s records) dropUploads(bucket string) ([]string, error) {
 // its ID. up.Initiated and up.Snapshot are set here.
 func (m *Model) CreateUpload(ctx context.Context, bucket, key string, up Upload) (string, error) {
 	var id string
-	err := m.update(ctx, func(s records) error {
+	err := m.update(ctx, func(s *records) error {
 		if _, err := s.mustBucket(bucket); err != nil {
 			return err
 		}
@@ -129,7 +129,7 @@ func (m *Model) CreateUpload(ctx context.Context, bucket, key string, up Upload)
 		_, _ = rand.Read(rnd[:])
 		id = fmt.Sprintf("%016x%s", s.tx.Index(), hex.EncodeToString(rnd[:]))
 		up.Initiated, up.Snapshot = time.Now().UnixNano(), s.mod(bucket, key)
-		mustPut(writeTable(s.tx, tblUploads), uploadKey(bucket, key, id), mustJSON(up))
+		mustPut(s.write(tblUploads), uploadKey(bucket, key, id), mustJSON(up))
 		s.tx.Touch(uploadWatch(id))
 		return nil
 	})
@@ -139,7 +139,7 @@ func (m *Model) CreateUpload(ctx context.Context, bucket, key string, up Upload)
 // Upload returns an upload in progress (ErrNoSuchBucket, ErrNoSuchUpload).
 func (m *Model) Upload(bucket, key, id string) (Upload, error) {
 	var up Upload
-	err := m.view(func(s records) error {
+	err := m.view(func(s *records) error {
 		var err error
 		up, err = s.mustUpload(bucket, key, id)
 		return err
@@ -153,7 +153,7 @@ func (m *Model) Parts(bucket, key, id string) (Upload, []PartEntry, error) {
 		up    Upload
 		parts []PartEntry
 	)
-	err := m.view(func(s records) error {
+	err := m.view(func(s *records) error {
 		var err error
 		if up, err = s.mustUpload(bucket, key, id); err != nil {
 			return err
@@ -169,12 +169,12 @@ func (m *Model) Parts(bucket, key, id string) (Upload, []PartEntry, error) {
 // here.
 func (m *Model) PutPart(ctx context.Context, bucket, key, id string, n int, p Part) error {
 	var dropped string
-	err := m.update(ctx, func(s records) error {
+	err := m.update(ctx, func(s *records) error {
 		dropped = ""
 		if _, err := s.mustUpload(bucket, key, id); err != nil {
 			return err
 		}
-		if pb := readTable(s.tx, tblParts); pb != nil {
+		if pb := s.read(tblParts); pb != nil {
 			if old := pb.Get(partKey(id, n)); old != nil {
 				if o, err := decode[Part](old); err == nil {
 					dropped = o.Blob
@@ -182,7 +182,7 @@ func (m *Model) PutPart(ctx context.Context, bucket, key, id string, n int, p Pa
 			}
 		}
 		p.Modified = time.Now().UnixNano()
-		mustPut(writeTable(s.tx, tblParts), partKey(id, n), mustJSON(p))
+		mustPut(s.write(tblParts), partKey(id, n), mustJSON(p))
 		s.tx.Touch(uploadWatch(id))
 		return nil
 	})
@@ -195,7 +195,7 @@ func (m *Model) PutPart(ctx context.Context, bucket, key, id string, n int, p Pa
 // AbortUpload deletes an upload and its parts.
 func (m *Model) AbortUpload(ctx context.Context, bucket, key, id string) error {
 	var dropped []string
-	err := m.update(ctx, func(s records) error {
+	err := m.update(ctx, func(s *records) error {
 		dropped = nil
 		if _, err := s.mustUpload(bucket, key, id); err != nil {
 			return err

@@ -37,12 +37,12 @@ type VersionsPage struct {
 // after (KeyMarker, VersionIDMarker).
 func (m *Model) ListVersions(bucket string, q VersionsQuery) (VersionsPage, error) {
 	var page VersionsPage
-	err := m.view(func(s records) error {
+	err := m.view(func(s *records) error {
 		page = VersionsPage{}
 		if _, err := s.mustBucket(bucket); err != nil {
 			return err
 		}
-		b := readTable(s.tx, tblVersions)
+		b := s.read(tblVersions)
 		if b == nil || q.Max == 0 {
 			return nil
 		}

@@ -104,6 +104,9 @@ func Signed(r *http.Request) bool {
 	if r.Header.Get("Authorization") != "" {
 		return true
 	}
+	if r.URL.RawQuery == "" {
+		return false // the common case: parse no query
+	}
 	q := r.URL.Query()
 	return q.Has("X-Amz-Algorithm") || q.Has("X-Amz-Signature") || q.Has("X-Amz-Credential") ||
 		q.Has("Signature") || q.Has("AWSAccessKeyId")
