@@ -34,8 +34,12 @@ func validBucketName(name string) bool {
 		strings.HasSuffix(name, "-s3alias") || strings.HasSuffix(name, "--ol-s3") {
 		return false
 	}
-	if _, err := netip.ParseAddr(name); err == nil {
-		return false
+	// Only digits and dots can spell an IP address here (":" is not
+	// allowed); parsing anything else would allocate its error.
+	if strings.Trim(name, "0123456789.") == "" {
+		if _, err := netip.ParseAddr(name); err == nil {
+			return false
+		}
 	}
 	return true
 }

@@ -30,13 +30,37 @@ type bodyChecksum struct {
 
 func (c *bodyChecksum) Write(p []byte) (int, error) { return c.h.Write(p) }
 
+// checksumHeaders are the x-amz-checksum-<alg> names of
+// sigv4.ChecksumAlgorithms, in order, and checksumHeaderKeys their
+// canonical keys, computed once.
+var (
+	checksumHeaders    = checksumHeaderNames()
+	checksumHeaderKeys = canonicalKeys(checksumHeaders)
+)
+
+func checksumHeaderNames() []string {
+	out := make([]string, len(sigv4.ChecksumAlgorithms))
+	for i, alg := range sigv4.ChecksumAlgorithms {
+		out[i] = "x-amz-checksum-" + alg
+	}
+	return out
+}
+
+// headerValue1 is h.Get for a canonical key, without canonicalizing it.
+func headerValue1(h http.Header, key string) string {
+	if vs := h[key]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
 // requestChecksum parses the request's x-amz-checksum-* header: nil when
 // there is none; InvalidRequest for two of them or a malformed value.
 func requestChecksum(r *http.Request) (*bodyChecksum, error) {
 	var c *bodyChecksum
-	for _, alg := range sigv4.ChecksumAlgorithms {
-		name := "x-amz-checksum-" + alg
-		v := r.Header.Get(name)
+	for i, alg := range sigv4.ChecksumAlgorithms {
+		name := checksumHeaders[i]
+		v := headerValue1(r.Header, checksumHeaderKeys[i])
 		if v == "" {
 			continue
 		}
@@ -84,8 +108,8 @@ func verifiedChecksum(q *request, sum *bodyChecksum, computed *bodyChecksum) *ob
 	}
 	if b, ok := q.body.(sigv4.Body); ok {
 		h := b.Checksums()
-		for _, alg := range sigv4.ChecksumAlgorithms {
-			if v := strings.TrimSpace(h.Get("X-Amz-Checksum-" + alg)); v != "" {
+		for i, alg := range sigv4.ChecksumAlgorithms {
+			if v := strings.TrimSpace(headerValue1(h, checksumHeaderKeys[i])); v != "" {
 				return &objectChecksum{Alg: alg, Value: v}
 			}
 		}

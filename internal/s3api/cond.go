@@ -108,9 +108,10 @@ func unquote(s string) string {
 // not, or a comma-separated list, or *) matches etag.
 func etagListMatches(header, etag string) bool {
 	want := unquote(etag)
-	for _, part := range strings.Split(header, ",") {
-		p := unquote(part)
-		if p == "*" || p == want {
+	for more := true; more; {
+		var part string
+		part, header, more = strings.Cut(header, ",")
+		if p := unquote(part); p == "*" || p == want {
 			return true
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"go.etcd.io/bbolt"
 
@@ -121,6 +123,37 @@ func decode[T any](b []byte) (T, error) {
 	var v T
 	err := json.Unmarshal(b, &v)
 	return v, err
+}
+
+// parseBucket decodes a Bucket record in the exact forms mustJSON writes
+// ({"c":N} and {"c":N,"v":"Enabled"|"Suspended"}) without the cost of
+// encoding/json, which every request pays once; ok is false for any other
+// form, which the caller decodes with encoding/json.
+func parseBucket(b []byte) (Bucket, bool) {
+	s, ok := strings.CutPrefix(string(b), `{"c":`)
+	if !ok {
+		return Bucket{}, false
+	}
+	num, rest, _ := strings.Cut(s, ",")
+	num, closed := strings.CutSuffix(num, "}")
+	if closed != (rest == "") {
+		return Bucket{}, false
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || strconv.FormatInt(n, 10) != num {
+		return Bucket{}, false
+	}
+	rec := Bucket{Created: n}
+	switch rest {
+	case "":
+	case `"v":"` + VersioningEnabled + `"}`:
+		rec.Versioning = VersioningEnabled
+	case `"v":"` + VersioningSuspended + `"}`:
+		rec.Versioning = VersioningSuspended
+	default:
+		return Bucket{}, false
+	}
+	return rec, true
 }
 
 func mustJSON(v any) []byte {

@@ -49,6 +49,9 @@ func (s *records) bucket(name string) (Bucket, bool, error) {
 	if v == nil {
 		return Bucket{}, false, nil
 	}
+	if rec, ok := parseBucket(v); ok {
+		return rec, true, nil
+	}
 	rec, err := decode[Bucket](v)
 	return rec, err == nil, err
 }
