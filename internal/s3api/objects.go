@@ -171,7 +171,11 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 			status = http.StatusPartialContent
 		}
 		q.w.WriteHeader(status)
-		if body != nil {
+		switch {
+		case body == nil:
+		case body.inline != nil:
+			_, _ = q.w.Write(body.inline)
+		default:
 			bp := copyBufs.Get().(*[]byte)
 			_, _ = io.CopyBuffer(q.w, body, *bp)
 			copyBufs.Put(bp)
