@@ -40,6 +40,7 @@ type Error struct {
 	Marker *Version
 }
 
+// Error names the bucket and key and the refusal.
 func (e *Error) Error() string {
 	return fmt.Sprintf("s3model: %s/%s: %v", e.Bucket, e.Key, e.Err)
 }

@@ -194,6 +194,7 @@ func (m *Model) DeleteMany(ctx context.Context, bucket string, ds []Deletion) (o
 // reports per key instead of failing the Update.
 type refusal struct{ err error }
 
+// Error is the refusal's own message.
 func (r refusal) Error() string { return r.err.Error() }
 
 // deleteOne deletes one key inside an Update and returns the blobs it
