@@ -21,7 +21,7 @@ func TestFailedFsyncKeepsTheBlobOfAPutObject(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(s3api.New(e, s3api.Options{Anonymous: true, Logger: quiet}))
+	srv := httptest.NewServer(s3api.MustNew(e, &s3api.Options{Anonymous: true, Logger: quiet}))
 	if st, b := send(t, "PUT", srv.URL+"/bkt", ""); st != 200 {
 		t.Fatalf("create bucket: %d %s", st, b)
 	}
@@ -39,7 +39,7 @@ func TestFailedFsyncKeepsTheBlobOfAPutObject(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	srv = httptest.NewServer(s3api.New(e, s3api.Options{Anonymous: true, Logger: quiet}))
+	srv = httptest.NewServer(s3api.MustNew(e, &s3api.Options{Anonymous: true, Logger: quiet}))
 	defer srv.Close()
 	st, got := send(t, "GET", srv.URL+"/bkt/obj", "")
 	if st != 200 || got != body {

@@ -40,9 +40,9 @@ func TestFailedCommitRefusalsOfTheAPIsOnFullDisk(t *testing.T) {
 // refusalsOfAFailedCommit runs the batch on h; its first member writes
 // big bytes, which must make the commit fail.
 func refusalsOfAFailedCommit(t *testing.T, h *engine.Held, big int) {
-	s3 := httptest.NewServer(s3api.New(h.Engine, s3api.Options{Anonymous: true, Logger: quiet}))
+	s3 := httptest.NewServer(s3api.MustNew(h.Engine, &s3api.Options{Anonymous: true, Logger: quiet}))
 	defer s3.Close()
-	s3eu := httptest.NewServer(s3api.New(h.Engine, s3api.Options{Anonymous: true, Region: "eu-west-1", Logger: quiet}))
+	s3eu := httptest.NewServer(s3api.MustNew(h.Engine, &s3api.Options{Anonymous: true, Region: "eu-west-1", Logger: quiet}))
 	defer s3eu.Close()
 	ch, err := consulapi.New(h.Engine, &consulapi.Options{Logger: quiet})
 	if err != nil {
@@ -136,7 +136,7 @@ func refusalsOfAFailedCommit(t *testing.T, h *engine.Held, big int) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	s3 = httptest.NewServer(s3api.New(e, s3api.Options{Anonymous: true, Logger: quiet}))
+	s3 = httptest.NewServer(s3api.MustNew(e, &s3api.Options{Anonymous: true, Logger: quiet}))
 	defer s3.Close()
 	ch, err = consulapi.New(e, &consulapi.Options{Logger: quiet})
 	if err != nil {

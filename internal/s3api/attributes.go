@@ -40,7 +40,7 @@ type getObjectAttributesResponse struct {
 // of ETag, Checksum, ObjectParts, StorageClass, ObjectSize (required).
 func objectAttributes(r *http.Request) (map[string]bool, error) {
 	want := map[string]bool{}
-	for _, v := range r.Header.Values("x-amz-object-attributes") {
+	for _, v := range r.Header.Values("X-Amz-Object-Attributes") {
 		for _, a := range strings.Split(v, ",") {
 			a = strings.TrimSpace(a)
 			switch a {
@@ -71,13 +71,13 @@ func (h *Handler) getObjectAttributes(q *request) error {
 		return err
 	}
 	maxParts, marker := 1000, 0
-	if v := q.r.Header.Get("x-amz-max-parts"); v != "" {
+	if v := q.r.Header.Get("X-Amz-Max-Parts"); v != "" {
 		if maxParts, err = strconv.Atoi(v); err != nil || maxParts < 0 {
 			return errInvalidArgument("Provided max-parts not an integer or within integer range", "x-amz-max-parts", v)
 		}
 		maxParts = min(maxParts, 1000)
 	}
-	if v := q.r.Header.Get("x-amz-part-number-marker"); v != "" {
+	if v := q.r.Header.Get("X-Amz-Part-Number-Marker"); v != "" {
 		if marker, err = strconv.Atoi(v); err != nil || marker < 0 {
 			return errInvalidArgument("Invalid part-number-marker", "x-amz-part-number-marker", v)
 		}
@@ -114,6 +114,6 @@ func (h *Handler) getObjectAttributes(q *request) error {
 		out.ObjectParts = op
 	}
 	setVersionHeader(q.w, versioning, v.VersionID)
-	q.w.Header().Set("Last-Modified", v.modTime().Format(http.TimeFormat))
+	q.w.Header().Set("Last-Modified", v.ModTime().Format(http.TimeFormat))
 	return writeXML(q.w, http.StatusOK, out)
 }

@@ -30,7 +30,7 @@ func signedServer(t *testing.T, anonymous bool) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := New(e, Options{Auth: sigv4.New(sigv4.Credentials{testAK: testSK}.Lookup, nil), Anonymous: anonymous, MinPartSize: 5})
+	h := MustNew(e, &Options{Auth: sigv4.New(sigv4.Credentials{testAK: testSK}.Lookup, nil), Anonymous: anonymous, MinPartSize: 5})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); e.Close() })
 	return &testServer{t: t, e: e, h: h, srv: srv}

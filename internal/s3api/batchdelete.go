@@ -1,10 +1,9 @@
 package s3api
 
 import (
-	"errors"
 	"net/http"
 
-	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/s3model"
 )
 
 // maxDeleteObjects is the most keys one DeleteObjects request may name.
@@ -14,106 +13,139 @@ const maxDeleteObjects = 1000
 // failures (a false <ETag> precondition, a missing key under <ETag>) are
 // reported inside the 200 <DeleteResult>, never as the request's status.
 func (h *Handler) deleteObjects(q *request) error {
-	// The checksum header of a POST describes its body; the verifier
-	// leaves it to us (it checks PUT bodies only).
-	sum, err := requestChecksum(q.r)
+	req, err := readDeleteRequest(q)
 	if err != nil {
 		return err
 	}
-	data, err := readAllLimited(q, maxXMLBody)
+	items := deleteItems(req.Objects)
+	outs, errs, err := h.deleteValid(q, items)
 	if err != nil {
 		return err
+	}
+	return writeXML(q.w, http.StatusOK, deleteResultOf(items, outs, errs, req.Quiet))
+}
+
+// readDeleteRequest reads and checks the <Delete> body: its checksum
+// header (the verifier leaves a POST body's to us; it checks PUT bodies
+// only), Content-MD5, the XML, and 1 to 1000 objects.
+func readDeleteRequest(q *request) (deleteRequest, error) {
+	var req deleteRequest
+	sum, err := requestChecksum(q.r)
+	if err != nil {
+		return req, err
+	}
+	data, err := readAllLimited(q, maxXMLBody)
+	if err != nil {
+		return req, err
 	}
 	if sum != nil {
 		sum.Write(data)
 		if err := sum.verify(); err != nil {
-			return err
+			return req, err
 		}
 	}
-	var req deleteRequest
 	if err := unmarshalXML(data, &req); err != nil {
-		return err
+		return req, err
 	}
 	if len(req.Objects) == 0 || len(req.Objects) > maxDeleteObjects {
-		return errMalformedXML()
+		return req, errMalformedXML()
 	}
-	type item struct {
-		obj  deleteObject
-		cond deleteCond
-		err  *Error
-	}
-	items := make([]item, len(req.Objects))
-	for i, o := range req.Objects {
-		it := item{obj: o}
-		switch {
-		case o.Key == "" || len(o.Key) > MaxKeyLength || !validKeyChars(o.Key):
-			it.err = errKeyTooLong()
-			if o.Key == "" {
-				it.err = errInvalidArgument("Invalid key", "Key", "")
-			}
-		case o.LastModifiedTime != nil || o.Size != nil:
-			it.err = errNotImplemented("A header you provided implies functionality that is not implemented")
-		case o.VersionID != "" && o.ETag != nil:
-			it.err = errNotImplemented("A header you provided implies functionality that is not implemented")
-		case o.VersionID != "" && o.VersionID != nullVersion:
-			if _, ok := parseVersionID(o.VersionID); !ok {
-				it.err = errInvalidArgument("Invalid version id specified", "versionId", o.VersionID)
-			}
-		}
+	return req, nil
+}
+
+// deleteItem is one <Object> of a DeleteObjects request: its deletion,
+// or the error that refuses it before any state is read.
+type deleteItem struct {
+	obj deleteObject
+	del s3model.Deletion
+	err *Error
+}
+
+// deleteItems validates each <Object> and builds its deletion.
+func deleteItems(objs []deleteObject) []deleteItem {
+	items := make([]deleteItem, len(objs))
+	for i, o := range objs {
+		it := deleteItem{obj: o, err: checkDeleteObject(o)}
+		var cond deleteCond
 		if o.ETag != nil {
-			it.cond = deleteCond{IfMatch: *o.ETag}
+			cond = deleteCond{IfMatch: *o.ETag}
 			if *o.ETag == "" {
-				it.cond.IfMatch = `""`
+				cond.IfMatch = `""`
 			}
 		}
+		it.del = s3model.Deletion{Key: o.Key, VersionID: o.VersionID, ByID: o.VersionID != "", Check: cond.decide(o.Key)}
 		items[i] = it
 	}
-	outs := make([]deleteOutcome, len(items))
-	errs := make([]*Error, len(items))
-	_, err = h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		s := h.store(tx)
-		if _, err := s.mustBucket(q.bucket); err != nil {
-			return err
+	return items
+}
+
+// checkDeleteObject is the per-key refusal of an <Object>, or nil.
+func checkDeleteObject(o deleteObject) *Error {
+	switch {
+	case o.Key == "":
+		return errInvalidArgument("Invalid key", "Key", "")
+	case len(o.Key) > MaxKeyLength || !validKeyChars(o.Key):
+		return errKeyTooLong()
+	case o.LastModifiedTime != nil || o.Size != nil:
+		return errNotImplemented("A header you provided implies functionality that is not implemented")
+	case o.VersionID != "" && o.ETag != nil:
+		return errNotImplemented("A header you provided implies functionality that is not implemented")
+	case o.VersionID != "" && o.VersionID != nullVersion:
+		if _, ok := parseVersionID(o.VersionID); !ok {
+			return errInvalidArgument("Invalid version id specified", "versionId", o.VersionID)
 		}
-		for i, it := range items {
-			outs[i], errs[i] = deleteOutcome{}, it.err
-			if it.err != nil {
-				continue
-			}
-			out, err := deleteOne(s, q.bucket, it.obj.Key, it.obj.VersionID, it.obj.VersionID != "", it.cond)
-			var e *Error
-			switch {
-			case errors.As(err, &e):
-				errs[i] = e // checked before any write of this key
-			case err != nil:
-				return err
-			default:
-				outs[i] = out
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
+	return nil
+}
+
+// deleteValid deletes the items that passed validation, in one engine
+// Update, and returns each item's outcome or per-key error by index.
+func (h *Handler) deleteValid(q *request, items []deleteItem) ([]s3model.Deleted, []*Error, error) {
+	outs := make([]s3model.Deleted, len(items))
+	errs := make([]*Error, len(items))
+	var (
+		ds  []s3model.Deletion
+		idx []int
+	)
+	for i, it := range items {
+		if it.err != nil {
+			errs[i] = it.err
+			continue
+		}
+		ds = append(ds, it.del)
+		idx = append(idx, i)
+	}
+	done, refused, err := h.m.DeleteMany(q.ctx, q.bucket, ds)
+	if err != nil {
+		return nil, nil, err
+	}
+	for j, i := range idx {
+		outs[i] = done[j]
+		if refused[j] != nil {
+			errs[i] = asError(refused[j])
+		}
+	}
+	return outs, errs, nil
+}
+
+// deleteResultOf renders the <DeleteResult>: every error, and unless quiet
+// every deleted key.
+func deleteResultOf(items []deleteItem, outs []s3model.Deleted, errs []*Error, quiet bool) deleteResult {
 	res := deleteResult{NS: s3NS}
-	var dropped []string
 	for i, it := range items {
 		if e := errs[i]; e != nil {
 			res.Errors = append(res.Errors, deleteError{Key: it.obj.Key, VersionID: it.obj.VersionID, Code: e.Code, Message: e.Message})
 			continue
 		}
-		dropped = append(dropped, outs[i].dropped...)
-		if req.Quiet {
+		if quiet {
 			continue
 		}
 		d := deletedEntry{Key: it.obj.Key, VersionID: it.obj.VersionID}
-		if outs[i].marker {
+		if outs[i].Marker {
 			d.DeleteMarker = true
-			d.DeleteMarkerVersionID = outs[i].versionID
+			d.DeleteMarkerVersionID = outs[i].VersionID
 		}
 		res.Deleted = append(res.Deleted, d)
 	}
-	h.removeBlobs(dropped)
-	return writeXML(q.w, http.StatusOK, res)
+	return res
 }

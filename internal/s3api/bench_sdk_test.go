@@ -43,7 +43,7 @@ func BenchmarkConditionalPut4KSDK(b *testing.B) {
 						b.Fatal(err)
 					}
 					tg.ak, tg.sk = "AKIDBENCH", "bench-secret"
-					srv := httptest.NewServer(New(e, Options{Auth: sigv4.New(sigv4.Credentials{tg.ak: tg.sk}.Lookup, nil)}))
+					srv := httptest.NewServer(MustNew(e, &Options{Auth: sigv4.New(sigv4.Credentials{tg.ak: tg.sk}.Lookup, nil)}))
 					b.Cleanup(func() { srv.Close(); e.Close() })
 					tg.endpoint = srv.URL
 				}

@@ -26,7 +26,7 @@ func benchServer(b *testing.B) *testServer {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(New(e, Options{Anonymous: true}))
+	srv := httptest.NewServer(MustNew(e, &Options{Anonymous: true}))
 	b.Cleanup(func() { srv.Close(); e.Close() })
 	s := &testServer{t: b, e: e, srv: srv}
 	s.bucket("bench")

@@ -131,9 +131,15 @@ func (h *Handler) ingestChecked(body io.Reader, size int64, allowInline bool, wa
 	return in, nil
 }
 
+// discard removes the blob of a body no record will name (a refused or
+// losing write). A failure leaves an orphan for the engine's sweep at the
+// next Open.
 func (h *Handler) discard(in ingested) {
-	if in.blob != "" {
-		h.removeBlobs([]string{in.blob})
+	if in.blob == "" {
+		return
+	}
+	if err := h.e.RemoveBlob(in.blob); err != nil {
+		h.log.Warn("s3api: remove blob", "blob", in.blob, "err", err)
 	}
 }
 
@@ -226,6 +232,9 @@ func stripAWSChunked(v string) string {
 type objectReader struct {
 	r     io.Reader
 	files []*os.File
+	// inline is the range of an inline body (nil otherwise), which a GET
+	// writes as it is, without a copy buffer.
+	inline []byte
 }
 
 func (o *objectReader) Read(p []byte) (int, error) { return o.r.Read(p) }
@@ -243,7 +252,8 @@ var errBlobGone = errors.New("s3api: blob removed concurrently")
 
 func (h *Handler) openRange(v version, data []byte, rng byteRange) (*objectReader, error) {
 	if v.Inline {
-		return &objectReader{r: bytes.NewReader(data[rng.Start : rng.End+1])}, nil
+		b := data[rng.Start : rng.End+1]
+		return &objectReader{r: bytes.NewReader(b), inline: b}, nil
 	}
 	o := &objectReader{}
 	var readers []io.Reader

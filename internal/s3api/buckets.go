@@ -5,11 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/s3model"
 )
 
 const iso8601 = "2006-01-02T15:04:05.000Z"
@@ -35,38 +34,27 @@ func validBucketName(name string) bool {
 		strings.HasSuffix(name, "-s3alias") || strings.HasSuffix(name, "--ol-s3") {
 		return false
 	}
-	if _, err := netip.ParseAddr(name); err == nil {
-		return false
+	// Only digits and dots can spell an IP address here (":" is not
+	// allowed); parsing anything else would allocate its error.
+	if strings.Trim(name, "0123456789.") == "" {
+		if _, err := netip.ParseAddr(name); err == nil {
+			return false
+		}
 	}
 	return true
 }
 
 func (h *Handler) listBuckets(q *request) error {
-	res := listAllMyBucketsResult{NS: s3NS, Owner: theOwner, Buckets: []bucketInfo{}}
-	err := h.e.View(func(tx *engine.Tx) error {
-		b := tx.ReadBucket(tblBuckets)
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(k, v []byte) error {
-			rec, err := decode[bucketRec](v)
-			if err != nil {
-				return err
-			}
-			res.Buckets = append(res.Buckets, bucketInfo{Name: string(k), CreationDate: isoTime(time.Unix(0, rec.Created))})
-			return nil
-		})
-	})
+	bs, err := h.m.Buckets()
 	if err != nil {
 		return err
 	}
-	sort.Slice(res.Buckets, func(i, j int) bool { return res.Buckets[i].Name < res.Buckets[j].Name })
+	res := listAllMyBucketsResult{NS: s3NS, Owner: theOwner, Buckets: make([]bucketInfo, 0, len(bs))}
+	for _, b := range bs {
+		res.Buckets = append(res.Buckets, bucketInfo{Name: b.Name, CreationDate: isoTime(time.Unix(0, b.Created))})
+	}
 	return writeXML(q.w, http.StatusOK, res)
 }
-
-// errBucketExistsOK aborts CreateBucket's Update when the bucket exists
-// and the answer is nonetheless 200 (us-east-1).
-var errBucketExistsOK = errors.New("s3api: bucket exists; answer 200")
 
 func (h *Handler) createBucket(q *request) error {
 	var cfg createBucketConfiguration
@@ -81,28 +69,11 @@ func (h *Handler) createBucket(q *request) error {
 			}
 		}
 	}
-	now := time.Now()
-	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		s := store{tx: tx}
-		if _, ok, err := s.bucket(q.bucket); err != nil {
-			return err
-		} else if ok {
-			// There is one principal, so an existing bucket is always
-			// ours. AWS answers 200 for that in us-east-1 (a legacy
-			// behaviour SDKs rely on) and 409 BucketAlreadyOwnedByYou in
-			// every other region.
-			if h.opts.Region == "us-east-1" {
-				return errBucketExistsOK
-			}
-			return errBucketOwned(q.bucket)
-		}
-		if err := tx.Bucket(tblBuckets).Put([]byte(q.bucket), mustJSON(bucketRec{Created: now.UnixNano()})); err != nil {
-			return err
-		}
-		tx.Touch("\x00s3/" + q.bucket)
-		return nil
-	})
-	if err != nil && err != errBucketExistsOK {
+	// There is one principal, so an existing bucket is always ours. AWS
+	// answers 200 for that in us-east-1 (a legacy behaviour SDKs rely on)
+	// and 409 BucketAlreadyOwnedByYou in every other region.
+	if err := h.m.CreateBucket(q.ctx, q.bucket); err != nil &&
+		!(errors.Is(err, s3model.ErrBucketExists) && h.opts.Region == "us-east-1") {
 		return err
 	}
 	q.w.Header().Set("Location", "/"+q.bucket)
@@ -111,24 +82,16 @@ func (h *Handler) createBucket(q *request) error {
 }
 
 func (h *Handler) headBucket(q *request) error {
-	err := h.e.View(func(tx *engine.Tx) error {
-		_, err := store{tx: tx}.mustBucket(q.bucket)
-		return err
-	})
-	if err != nil {
+	if _, err := h.m.Bucket(q.bucket); err != nil {
 		return err
 	}
-	q.w.Header().Set("x-amz-bucket-region", h.opts.Region)
+	q.w.Header().Set("X-Amz-Bucket-Region", h.opts.Region)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
 }
 
 func (h *Handler) getBucketLocation(q *request) error {
-	err := h.e.View(func(tx *engine.Tx) error {
-		_, err := store{tx: tx}.mustBucket(q.bucket)
-		return err
-	})
-	if err != nil {
+	if _, err := h.m.Bucket(q.bucket); err != nil {
 		return err
 	}
 	loc := h.opts.Region
@@ -141,41 +104,9 @@ func (h *Handler) getBucketLocation(q *request) error {
 // deleteBucket removes an empty bucket. Versions and delete markers make a
 // bucket non-empty; in-progress multipart uploads are aborted with it.
 func (h *Handler) deleteBucket(q *request) error {
-	var blobs []string
-	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		blobs = blobs[:0]
-		s := store{tx: tx}
-		if _, err := s.mustBucket(q.bucket); err != nil {
-			return err
-		}
-		bp := []byte(q.bucket + "/")
-		if vb := tx.ReadBucket(tblVersions); vb != nil {
-			if k, _ := vb.Cursor().Seek(bp); k != nil && bytes.HasPrefix(k, bp) {
-				return errBucketNotEmpty(q.bucket)
-			}
-		}
-		var err error
-		blobs, err = s.dropUploads(q.bucket)
-		if err != nil {
-			return err
-		}
-		if err := tx.Bucket(tblBuckets).Delete([]byte(q.bucket)); err != nil {
-			return err
-		}
-		mb := tx.Bucket(tblMod)
-		c := mb.Cursor()
-		for k, _ := c.Seek(bp); k != nil && bytes.HasPrefix(k, bp); k, _ = c.Seek(bp) {
-			if err := mb.Delete(k); err != nil {
-				return err
-			}
-		}
-		tx.Touch("\x00s3/" + q.bucket)
-		return nil
-	})
-	if err != nil {
+	if err := h.m.DeleteBucket(q.ctx, q.bucket); err != nil {
 		return err
 	}
-	h.removeBlobs(blobs)
 	q.w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -188,19 +119,7 @@ func (h *Handler) putBucketVersioning(q *request) error {
 	if cfg.Status != versioningEnabled && cfg.Status != versioningSuspended {
 		return errMalformedXML()
 	}
-	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		rec, err := store{tx: tx}.mustBucket(q.bucket)
-		if err != nil {
-			return err
-		}
-		rec.Versioning = cfg.Status
-		if err := tx.Bucket(tblBuckets).Put([]byte(q.bucket), mustJSON(rec)); err != nil {
-			return err
-		}
-		tx.Touch("\x00s3/" + q.bucket)
-		return nil
-	})
-	if err != nil {
+	if err := h.m.SetVersioning(q.ctx, q.bucket, cfg.Status); err != nil {
 		return err
 	}
 	q.w.WriteHeader(http.StatusOK)
@@ -208,24 +127,9 @@ func (h *Handler) putBucketVersioning(q *request) error {
 }
 
 func (h *Handler) getBucketVersioning(q *request) error {
-	var rec bucketRec
-	err := h.e.View(func(tx *engine.Tx) error {
-		var err error
-		rec, err = store{tx: tx}.mustBucket(q.bucket)
-		return err
-	})
+	rec, err := h.m.Bucket(q.bucket)
 	if err != nil {
 		return err
 	}
 	return writeXML(q.w, http.StatusOK, versioningConfiguration{NS: s3NS, Status: rec.Versioning})
-}
-
-// removeBlobs deletes blobs no committed record references any more. A
-// failure leaves an orphan for the engine's sweep at the next Open.
-func (h *Handler) removeBlobs(ids []string) {
-	for _, id := range ids {
-		if err := h.e.RemoveBlob(id); err != nil {
-			h.log.Warn("s3api: remove blob", "blob", id, "err", err)
-		}
-	}
 }

@@ -30,13 +30,37 @@ type bodyChecksum struct {
 
 func (c *bodyChecksum) Write(p []byte) (int, error) { return c.h.Write(p) }
 
+// checksumHeaders are the x-amz-checksum-<alg> names of
+// sigv4.ChecksumAlgorithms, in order, and checksumHeaderKeys their
+// canonical keys, computed once.
+var (
+	checksumHeaders    = checksumHeaderNames()
+	checksumHeaderKeys = canonicalKeys(checksumHeaders)
+)
+
+func checksumHeaderNames() []string {
+	out := make([]string, len(sigv4.ChecksumAlgorithms))
+	for i, alg := range sigv4.ChecksumAlgorithms {
+		out[i] = "x-amz-checksum-" + alg
+	}
+	return out
+}
+
+// headerValue1 is h.Get for a canonical key, without canonicalizing it.
+func headerValue1(h http.Header, key string) string {
+	if vs := h[key]; len(vs) > 0 {
+		return vs[0]
+	}
+	return ""
+}
+
 // requestChecksum parses the request's x-amz-checksum-* header: nil when
 // there is none; InvalidRequest for two of them or a malformed value.
 func requestChecksum(r *http.Request) (*bodyChecksum, error) {
 	var c *bodyChecksum
-	for _, alg := range sigv4.ChecksumAlgorithms {
-		name := "x-amz-checksum-" + alg
-		v := r.Header.Get(name)
+	for i, alg := range sigv4.ChecksumAlgorithms {
+		name := checksumHeaders[i]
+		v := headerValue1(r.Header, checksumHeaderKeys[i])
 		if v == "" {
 			continue
 		}
@@ -74,13 +98,6 @@ const (
 	checksumComposite  = "COMPOSITE"
 )
 
-// objectChecksum is a checksum kept with a version or a part.
-type objectChecksum struct {
-	Alg   string `json:"a"`           // "crc32", "crc32c", "crc64nvme", "sha1", "sha256"
-	Value string `json:"v"`           // base64; a composite one ends in "-N"
-	Type  string `json:"t,omitempty"` // FULL_OBJECT or COMPOSITE; "" on parts
-}
-
 // verifiedChecksum is the x-amz-checksum-* value the body was verified
 // against: the handler's own (unsigned plain bodies) or the one the SigV4
 // layer verified (header or trailer). computed, when set, is the server's
@@ -91,8 +108,8 @@ func verifiedChecksum(q *request, sum *bodyChecksum, computed *bodyChecksum) *ob
 	}
 	if b, ok := q.body.(sigv4.Body); ok {
 		h := b.Checksums()
-		for _, alg := range sigv4.ChecksumAlgorithms {
-			if v := strings.TrimSpace(h.Get("x-amz-checksum-" + alg)); v != "" {
+		for i, alg := range sigv4.ChecksumAlgorithms {
+			if v := strings.TrimSpace(headerValue1(h, checksumHeaderKeys[i])); v != "" {
 				return &objectChecksum{Alg: alg, Value: v}
 			}
 		}
@@ -122,9 +139,9 @@ func setChecksumHeaders(w http.ResponseWriter, c *objectChecksum) {
 	if c == nil {
 		return
 	}
-	w.Header().Set("x-amz-checksum-"+c.Alg, c.Value)
+	w.Header().Set("X-Amz-Checksum-"+c.Alg, c.Value)
 	if c.Type != "" {
-		w.Header().Set("x-amz-checksum-type", c.Type)
+		w.Header().Set("X-Amz-Checksum-Type", c.Type)
 	}
 }
 
@@ -133,8 +150,8 @@ func setChecksumHeaders(w http.ResponseWriter, c *objectChecksum) {
 // type, defaulting as S3 does (FULL_OBJECT for CRC64NVME, COMPOSITE for the
 // others).
 func uploadChecksum(r *http.Request) (alg, typ string, err error) {
-	a := strings.ToLower(r.Header.Get("x-amz-checksum-algorithm"))
-	typ = strings.ToUpper(r.Header.Get("x-amz-checksum-type"))
+	a := strings.ToLower(r.Header.Get("X-Amz-Checksum-Algorithm"))
+	typ = strings.ToUpper(r.Header.Get("X-Amz-Checksum-Type"))
 	if a == "" {
 		if typ != "" {
 			return "", "", errInvalidRequest("The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.")
@@ -205,7 +222,7 @@ func checkCompleteChecksum(r *http.Request, c *objectChecksum) error {
 	if c == nil {
 		return nil
 	}
-	v, want := strings.TrimSpace(r.Header.Get("x-amz-checksum-"+c.Alg)), c.Value
+	v, want := strings.TrimSpace(r.Header.Get("X-Amz-Checksum-"+c.Alg)), c.Value
 	if c.Type == checksumComposite && !strings.Contains(v, "-") {
 		// Clients state a composite checksum with or without its "-N"
 		// part count (minio-go sends it without).

@@ -2,6 +2,7 @@ package s3api
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -10,16 +11,6 @@ import (
 // docs/wire-s3.md, "Conditional requests") as pure functions: header parsing and validation happen before any
 // state is read; evaluation happens inside the engine transaction that
 // publishes the write, against the key's state at commit.
-
-// current describes a key's current version as the write preconditions see
-// it. A key whose current version is a delete marker does not exist.
-type current struct {
-	Exists bool
-	ETag   string // quoted
-	// Mod is the engine index of the last mutation of the key (put, delete,
-	// marker), 0 if none is known. Used for the multipart 409 rule.
-	Mod uint64
-}
 
 // writeCond is a validated PutObject / CompleteMultipartUpload / CopyObject
 // destination precondition. The zero value is "unconditional".
@@ -31,13 +22,13 @@ type writeCond struct {
 func (c writeCond) conditional() bool { return c.IfMatch != "" || c.IfNoneMatch }
 
 // condValue reads a conditional header, falling back to the query parameter
-// of the same name (the signed query parameters of a presigned URL).
-func condValue(r *http.Request, name string) (string, bool) {
+// of the same name (the signed query parameters of a presigned URL); query
+// is the request's, parsed once.
+func condValue(r *http.Request, query url.Values, name string) (string, bool) {
 	if vs, ok := r.Header[http.CanonicalHeaderKey(name)]; ok && len(vs) > 0 {
 		return vs[0], true
 	}
-	q := r.URL.Query()
-	for k, vs := range q {
+	for k, vs := range query {
 		if strings.EqualFold(k, name) && len(vs) > 0 {
 			return vs[0], true
 		}
@@ -47,9 +38,9 @@ func condValue(r *http.Request, name string) (string, bool) {
 
 // parseWriteCond validates the write precondition headers: the 501 forms
 // come first in AWS's evaluation order.
-func parseWriteCond(r *http.Request) (writeCond, *Error) {
-	im, hasIM := condValue(r, "If-Match")
-	inm, hasINM := condValue(r, "If-None-Match")
+func parseWriteCond(r *http.Request, query url.Values) (writeCond, *Error) {
+	im, hasIM := condValue(r, query, "If-Match")
+	inm, hasINM := condValue(r, query, "If-None-Match")
 	return decideWriteHeaders(im, hasIM, inm, hasINM)
 }
 
@@ -117,9 +108,10 @@ func unquote(s string) string {
 // not, or a comma-separated list, or *) matches etag.
 func etagListMatches(header, etag string) bool {
 	want := unquote(etag)
-	for _, part := range strings.Split(header, ",") {
-		p := unquote(part)
-		if p == "*" || p == want {
+	for more := true; more; {
+		var part string
+		part, header, more = strings.Cut(header, ",")
+		if p := unquote(part); p == "*" || p == want {
 			return true
 		}
 	}
@@ -132,10 +124,10 @@ type deleteCond struct {
 }
 
 // parseDeleteCond applies the DeleteObject 501 rules (docs/wire-s3.md, "Deletes").
-func parseDeleteCond(r *http.Request, versionID string) (deleteCond, *Error) {
+func parseDeleteCond(r *http.Request, query url.Values, versionID string) (deleteCond, *Error) {
 	_, hasSize := r.Header["X-Amz-If-Match-Size"]
 	_, hasTime := r.Header["X-Amz-If-Match-Last-Modified-Time"]
-	im, hasIM := condValue(r, "If-Match")
+	im, hasIM := condValue(r, query, "If-Match")
 	return decideDeleteHeaders(hasSize, hasTime, im, hasIM, versionID)
 }
 

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/latchkey/latchkey/internal/engine"
 )
 
 // copySource is a parsed x-amz-copy-source header.
@@ -20,7 +18,7 @@ type copySource struct {
 }
 
 func parseCopySource(q *request) (copySource, error) {
-	raw := q.r.Header.Get("x-amz-copy-source")
+	raw := q.r.Header.Get("X-Amz-Copy-Source")
 	path, query, _ := strings.Cut(raw, "?")
 	p, err := url.PathUnescape(strings.TrimPrefix(path, "/"))
 	if err != nil {
@@ -65,7 +63,7 @@ func (h *Handler) openSource(q *request, cs copySource, rng func(size int64) (by
 		if err != nil {
 			return version{}, nil, byteRange{}, err
 		}
-		if e := rc.checkCopySource(v.ETag, v.modTime(), time.Now()); e != nil {
+		if e := rc.checkCopySource(v.ETag, v.ModTime(), time.Now()); e != nil {
 			return version{}, nil, byteRange{}, e
 		}
 		r := byteRange{0, v.Size - 1}
@@ -89,7 +87,7 @@ func (h *Handler) openSource(q *request, cs copySource, rng func(size int64) (by
 }
 
 func (h *Handler) copyObject(q *request) error {
-	cond, cerr := parseWriteCond(q.r)
+	cond, cerr := parseWriteCond(q.r, q.query)
 	if cerr != nil {
 		return cerr
 	}
@@ -97,7 +95,7 @@ func (h *Handler) copyObject(q *request) error {
 	if err != nil {
 		return err
 	}
-	directive := q.r.Header.Get("x-amz-metadata-directive")
+	directive := q.r.Header.Get("X-Amz-Metadata-Directive")
 	if directive != "" && directive != "COPY" && directive != "REPLACE" {
 		return errInvalidArgument("Unknown metadata directive.", "x-amz-metadata-directive", directive)
 	}
@@ -105,7 +103,7 @@ func (h *Handler) copyObject(q *request) error {
 	if err != nil {
 		return err
 	}
-	tagDirective := q.r.Header.Get("x-amz-tagging-directive")
+	tagDirective := q.r.Header.Get("X-Amz-Tagging-Directive")
 	if tagDirective != "" && tagDirective != "COPY" && tagDirective != "REPLACE" {
 		return errInvalidArgument("Unknown tagging directive.", "x-amz-tagging-directive", tagDirective)
 	}
@@ -147,13 +145,12 @@ func (h *Handler) copyObject(q *request) error {
 		h.discard(in)
 		return err
 	}
-	h.removeBlobs(res.dropped)
-	setVersionHeader(q.w, res.versioning, res.v.VersionID)
+	setVersionHeader(q.w, res.Versioning, res.Version.VersionID)
 	if src.VersionID != nullVersion {
-		q.w.Header().Set("x-amz-copy-source-version-id", src.VersionID)
+		q.w.Header().Set("X-Amz-Copy-Source-Version-Id", src.VersionID)
 	}
-	return writeXML(q.w, http.StatusOK, copyObjectResult{NS: s3NS, ETag: res.v.ETag, LastModified: isoTime(res.v.modTime()),
-		checksumFields: checksumXML(res.v.Checksum)})
+	return writeXML(q.w, http.StatusOK, copyObjectResult{NS: s3NS, ETag: res.Version.ETag, LastModified: isoTime(res.Version.ModTime()),
+		checksumFields: checksumXML(res.Version.Checksum)})
 }
 
 // uploadPartCopy fills a part from (a range of) an existing object.
@@ -167,16 +164,12 @@ func (h *Handler) uploadPartCopy(q *request) error {
 	if err != nil {
 		return err
 	}
-	var up uploadRec
-	if err := h.e.View(func(tx *engine.Tx) error {
-		var err error
-		up, err = store{tx: tx}.mustUpload(q.bucket, q.key, id)
-		return err
-	}); err != nil {
+	up, err := h.m.Upload(q.bucket, q.key, id)
+	if err != nil {
 		return err
 	}
 	var rngFn func(int64) (byteRange, error)
-	if hv := q.r.Header.Get("x-amz-copy-source-range"); hv != "" {
+	if hv := q.r.Header.Get("X-Amz-Copy-Source-Range"); hv != "" {
 		rngFn = func(size int64) (byteRange, error) {
 			bad := errInvalidArgument("The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy", "x-amz-copy-source-range", hv)
 			spec, ok := strings.CutPrefix(hv, "bytes=")

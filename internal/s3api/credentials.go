@@ -1,7 +1,6 @@
 package s3api
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -9,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/latchkey/latchkey/internal/engine"
 )
 
 // CredentialsFile is the name, inside the data directory, of the S3 key
@@ -74,42 +71,4 @@ func randomString(n int, alphabet string) string {
 		s.WriteByte(alphabet[int(c)%len(alphabet)])
 	}
 	return s.String()
-}
-
-// LiveBlobs names every blob an S3 record references (object versions and
-// uploaded parts), for the engine's orphan sweep at Open
-// (engine.Options.LiveBlobs).
-func LiveBlobs(tx *engine.Tx, live func(id string)) error {
-	if b := tx.ReadBucket(tblVersions); b != nil {
-		err := b.ForEach(func(_, v []byte) error {
-			if !bytes.Contains(v, []byte(`"seg"`)) {
-				return nil
-			}
-			rec, err := decode[version](v)
-			if err != nil {
-				return err
-			}
-			for _, s := range rec.Segments {
-				live(s.Blob)
-			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("s3api: live blobs: %w", err)
-		}
-	}
-	if b := tx.ReadBucket(tblParts); b != nil {
-		err := b.ForEach(func(_, v []byte) error {
-			rec, err := decode[partRec](v)
-			if err != nil {
-				return err
-			}
-			live(rec.Blob)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("s3api: live blobs: %w", err)
-		}
-	}
-	return nil
 }

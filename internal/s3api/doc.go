@@ -2,6 +2,16 @@
 // objects, listing, multipart uploads, copy, batch delete and versioning,
 // stored in the durable engine (internal/engine).
 //
+// The handler is the HTTP layer only: it authenticates, parses the request
+// (the URL query once), validates it, and calls one method of the object
+// model (internal/s3model), which runs the engine transaction and alone
+// knows the records and their layout on disk; the handler renders the
+// result, or the model's refusal as S3's error (modelError). Request
+// bodies are its own: it streams them to engine blobs before the model
+// names them. Preconditions are decided by the pure functions of cond.go,
+// handed to the model as s3model.Check values that run inside the
+// transaction that publishes the write.
+//
 // It promises the conditional-request tables of docs/wire-s3.md
 // ("Conditional requests"), AWS's recorded answers: If-None-Match: * and If-Match on PutObject,
 // CompleteMultipartUpload and CopyObject (destination); If-Match on

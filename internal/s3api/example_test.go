@@ -22,7 +22,11 @@ func Example() {
 		panic(err)
 	}
 	defer e.Close()
-	srv := httptest.NewServer(s3api.New(e, s3api.Options{Anonymous: true}))
+	h, err := s3api.New(e, &s3api.Options{Anonymous: true})
+	if err != nil {
+		panic(err)
+	}
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 
 	do := func(method, path, body string, hdr ...string) int {

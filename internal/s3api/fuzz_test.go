@@ -26,7 +26,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { e.Close() })
-	s := &fuzzServer{e: e, h: New(e, Options{Anonymous: true, MinPartSize: 1})}
+	s := &fuzzServer{e: e, h: MustNew(e, &Options{Anonymous: true, MinPartSize: 1})}
 	s.must(f, "PUT", "/fzb", "")
 	s.reset(f)
 	return s

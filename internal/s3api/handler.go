@@ -19,6 +19,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/s3api/sigv4"
+	"github.com/latchkey/latchkey/internal/s3model"
 )
 
 // Limits. They follow AWS where AWS has one.
@@ -33,8 +34,6 @@ const (
 	MaxHeaderBytes = 8 << 10
 	// MaxUserMetadata bounds the x-amz-meta-* names and values, in bytes.
 	MaxUserMetadata = 2 << 10
-	// DefaultMinPartSize is AWS's minimum size of every part but the last.
-	DefaultMinPartSize = 5 << 20
 	// MaxParts is the highest part number.
 	MaxParts = 10000
 	// maxXMLBody bounds request bodies of XML operations.
@@ -53,61 +52,60 @@ type Authenticator interface {
 	Verify(r *http.Request) (principal string, body io.ReadCloser, err error)
 }
 
-// Options configure the handler. The zero value requires authentication
-// (and so, without Auth, refuses every request).
-type Options struct {
-	// Auth verifies every request when set.
-	Auth Authenticator
-	// Anonymous serves unsigned requests without authentication (signed
-	// requests are still verified when Auth is set). Without Auth and
-	// without Anonymous every request gets 403 AccessDenied.
-	Anonymous bool
-	// Region is reported by GetBucketLocation; "" means "us-east-1".
-	Region string
-	// Domain, when set, enables virtual-hosted-style requests
-	// (BUCKET.Domain[:port]/KEY) next to path style (see BucketFromHost).
-	Domain string
-	// MinPartSize is the minimum size of every part but the last in
-	// CompleteMultipartUpload; 0 means DefaultMinPartSize (AWS's 5 MiB).
-	// Lower it only for tests.
-	MinPartSize int64
-	// Logger receives internal errors; nil means slog.Default().
-	Logger *slog.Logger
-}
-
 // Handler serves the S3 API. Create it with New.
 type Handler struct {
-	e      *engine.Engine
+	e      *engine.Engine // blobs; the records are m's
+	m      *s3model.Model
 	opts   Options
 	log    *slog.Logger
 	reqSeq atomic.Uint64
 	reqPfx string
-
-	// inflight tracks conditional PUT/Copy writes between their start and
-	// their commit (the 409 rule).
-	inflight inflightKeys
 
 	// afterPrecheck, when set (tests only), runs after a write's
 	// request-start snapshot and before its body is read.
 	afterPrecheck atomic.Pointer[func()]
 }
 
-// New returns the S3 API handler over e.
-func New(e *engine.Engine, opts Options) *Handler {
-	if opts.MinPartSize <= 0 {
-		opts.MinPartSize = DefaultMinPartSize
+// New returns the S3 API handler over e. A nil opts means the defaults;
+// a negative Options field is an error.
+func New(e *engine.Engine, opts *Options) (*Handler, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if opts.Region == "" {
-		opts.Region = "us-east-1"
-	}
-	h := &Handler{e: e, opts: opts, log: opts.Logger}
-	if h.log == nil {
-		h.log = slog.Default()
-	}
+	h := &Handler{e: e, opts: o, log: o.Logger}
+	h.m = s3model.New(e, h.log)
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	h.reqPfx = strings.ToUpper(hex.EncodeToString(b[:]))
+	return h, nil
+}
+
+// MustNew is New for options known to be valid (tests, examples): it
+// panics on an error.
+func MustNew(e *engine.Engine, opts *Options) *Handler {
+	h, err := New(e, opts)
+	if err != nil {
+		panic(err)
+	}
 	return h
+}
+
+// requestID is the next x-amz-request-id: the handler's random prefix and
+// a sequence number in 12 or more upper-case hex digits.
+func (h *Handler) requestID() string {
+	n := h.reqSeq.Add(1)
+	if n >= 1<<48 {
+		return fmt.Sprintf("%s%012X", h.reqPfx, n)
+	}
+	const digits = "0123456789ABCDEF"
+	var b [8 + 12]byte
+	copy(b[:8], h.reqPfx)
+	for i := len(b) - 1; i >= 8; i-- {
+		b[i] = digits[n&15]
+		n >>= 4
+	}
+	return string(b[:])
 }
 
 // request is one parsed S3 request.
@@ -128,11 +126,15 @@ type request struct {
 
 // ServeHTTP routes one request and renders its error, if any.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := fmt.Sprintf("%s%012X", h.reqPfx, h.reqSeq.Add(1))
-	w.Header().Set("x-amz-request-id", id)
-	w.Header().Set("x-amz-id-2", id)
-	w.Header().Set("Server", "latchkey")
+	id := h.requestID()
+	// One allocation for the three values (the names are canonical).
+	vals := []string{id, "latchkey"}
+	hd := w.Header()
+	hd["X-Amz-Request-Id"] = vals[0:1:1]
+	hd["X-Amz-Id-2"] = vals[0:1:1]
+	hd["Server"] = vals[1:2:2]
 	if err := h.serve(w, r, id); err != nil {
+		err = modelError(err, r.Method)
 		e := asError(err)
 		if e.Status >= 500 && e.Status != http.StatusNotImplemented {
 			h.log.Error("s3api: request failed", "method", r.Method, "path", r.URL.EscapedPath(), "err", err)
@@ -145,7 +147,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error
 	if headerBytes(r.Header) > MaxHeaderBytes {
 		return errRequestHeaderTooLarge()
 	}
-	req := &request{r: r, w: w, ctx: r.Context(), id: id, query: r.URL.Query(), body: r.Body}
+	// The query is parsed here, once; everything after reads req.query.
+	req := &request{r: r, w: w, ctx: r.Context(), id: id, body: r.Body}
+	if r.URL.RawQuery != "" {
+		req.query = r.URL.Query()
+	}
 	switch {
 	case h.opts.Auth != nil && !(h.opts.Anonymous && !sigv4.Signed(r)):
 		_, body, err := h.opts.Auth.Verify(r)
@@ -295,7 +301,7 @@ func (h *Handler) routeObject(q *request, m string) error {
 			return errNotImplemented("A header or query you provided implies functionality that is not implemented")
 		}
 	}
-	copySrc := q.r.Header.Get("x-amz-copy-source")
+	copySrc := q.r.Header.Get("X-Amz-Copy-Source")
 	switch m {
 	case http.MethodPut:
 		switch {

@@ -32,7 +32,7 @@ func newTestServer(t testing.TB, opts *Options) *testServer {
 	if opts != nil {
 		o = *opts
 	}
-	h := New(e, o)
+	h := MustNew(e, &o)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		srv.Close()

@@ -2,8 +2,6 @@ package s3api
 
 import (
 	"testing"
-
-	"github.com/latchkey/latchkey/internal/engine"
 )
 
 // inflight runs between while a conditional PUT to path is between its
@@ -71,15 +69,7 @@ func TestConflictDuringUpload(t *testing.T) {
 // modRecord reports whether the key's last-mutation record exists.
 func modRecord(t *testing.T, s *testServer, bucket, key string) bool {
 	t.Helper()
-	found := false
-	if err := s.e.View(func(tx *engine.Tx) error {
-		if b := tx.ReadBucket(tblMod); b != nil {
-			found = b.Get(modKey(bucket, key)) != nil
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	_, found := s.h.m.MutationRecord(bucket, key)
 	return found
 }
 

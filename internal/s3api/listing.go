@@ -1,14 +1,12 @@
 package s3api
 
 import (
-	"bytes"
+	"encoding/base64"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"go.etcd.io/bbolt"
-
-	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/s3model"
 )
 
 // maxListKeys is the page size cap of every listing, as S3.
@@ -36,75 +34,6 @@ func encodingParam(q *request) (string, error) {
 	}
 }
 
-// listed is one page of current objects.
-type listed struct {
-	page listPage
-	recs map[string]version
-}
-
-// listCurrent lists the live keys (current version not a delete marker).
-func (h *Handler) listCurrent(bucket, prefix, delim, marker string, max int) (listed, error) {
-	out := listed{recs: map[string]version{}}
-	err := h.e.View(func(tx *engine.Tx) error {
-		s := store{tx: tx}
-		if _, err := s.mustBucket(bucket); err != nil {
-			return err
-		}
-		b := tx.ReadBucket(tblVersions)
-		it := &keyCursor{bp: []byte(bucket + "/")}
-		if b != nil {
-			it.c = b.Cursor()
-		}
-		out.page = listKeys(it, prefix, delim, marker, max, func(key string) bool {
-			if it.err != nil || it.cur.Marker {
-				return false
-			}
-			out.recs[key] = it.cur
-			return true
-		})
-		return it.err
-	})
-	return out, err
-}
-
-// keyCursor is versionKeys with a working next.
-type keyCursor struct {
-	c   *bbolt.Cursor
-	bp  []byte
-	key string
-	cur version
-	err error
-}
-
-func (it *keyCursor) at(k, v []byte) (string, bool) {
-	if k == nil || !bytes.HasPrefix(k, it.bp) {
-		return "", false
-	}
-	key, _, ok := splitVersionKey(k, len(it.bp))
-	if !ok {
-		return "", false
-	}
-	it.key = key
-	it.cur, it.err = decode[version](v)
-	return key, it.err == nil
-}
-
-func (it *keyCursor) seek(k string) (string, bool) {
-	if it.c == nil {
-		return "", false
-	}
-	return it.at(it.c.Seek(append(bytes.Clone(it.bp), k...)))
-}
-
-func (it *keyCursor) next() (string, bool) {
-	if it.c == nil {
-		return "", false
-	}
-	// Older versions of it.key sort right after it.key "\x00"; the first
-	// entry at or after it.key "\x01" is the next key.
-	return it.at(it.c.Seek(append(append(bytes.Clone(it.bp), it.key...), 1)))
-}
-
 func (h *Handler) listObjectsV2(q *request) error {
 	max, err := maxKeysParam(q, "max-keys")
 	if err != nil {
@@ -124,7 +53,7 @@ func (h *Handler) listObjectsV2(q *request) error {
 		}
 		marker = m
 	}
-	l, err := h.listCurrent(q.bucket, prefix, delim, marker, max)
+	l, err := h.m.ListCurrent(q.bucket, prefix, delim, marker, max)
 	if err != nil {
 		return err
 	}
@@ -132,13 +61,13 @@ func (h *Handler) listObjectsV2(q *request) error {
 	res := listBucketV2Result{
 		NS: s3NS, Name: q.bucket, Prefix: encodeIf(enc, prefix), Delimiter: encodeIf(enc, delim),
 		StartAfter: encodeIf(enc, q.query.Get("start-after")), MaxKeys: max, EncodingType: enc,
-		IsTruncated: l.page.Truncated, KeyCount: len(l.page.Keys) + len(l.page.Prefixes),
+		IsTruncated: l.Truncated, KeyCount: len(l.Keys) + len(l.Prefixes),
 	}
 	if hasToken {
 		res.ContinuationToken = token[0]
 	}
-	if l.page.Truncated {
-		res.NextContinuationToken = encodeToken(l.page.Next)
+	if l.Truncated {
+		res.NextContinuationToken = encodeToken(l.Next)
 	}
 	res.Contents, res.CommonPrefixes = listEntries(l, enc, fetchOwner)
 	return writeXML(q.w, http.StatusOK, res)
@@ -154,26 +83,26 @@ func (h *Handler) listObjectsV1(q *request) error {
 		return err
 	}
 	prefix, delim, marker := q.query.Get("prefix"), q.query.Get("delimiter"), q.query.Get("marker")
-	l, err := h.listCurrent(q.bucket, prefix, delim, marker, max)
+	l, err := h.m.ListCurrent(q.bucket, prefix, delim, marker, max)
 	if err != nil {
 		return err
 	}
 	res := listBucketV1Result{
 		NS: s3NS, Name: q.bucket, Prefix: encodeIf(enc, prefix), Delimiter: encodeIf(enc, delim),
-		Marker: encodeIf(enc, marker), MaxKeys: max, EncodingType: enc, IsTruncated: l.page.Truncated,
+		Marker: encodeIf(enc, marker), MaxKeys: max, EncodingType: enc, IsTruncated: l.Truncated,
 	}
-	if l.page.Truncated && delim != "" {
-		res.NextMarker = encodeIf(enc, l.page.Next)
+	if l.Truncated && delim != "" {
+		res.NextMarker = encodeIf(enc, l.Next)
 	}
 	res.Contents, res.CommonPrefixes = listEntries(l, enc, true)
 	return writeXML(q.w, http.StatusOK, res)
 }
 
-func listEntries(l listed, enc string, withOwner bool) ([]listObject, []commonPrefix) {
-	objs := make([]listObject, 0, len(l.page.Keys))
-	for _, k := range l.page.Keys {
-		v := l.recs[k]
-		o := listObject{Key: encodeIf(enc, k), LastModified: isoTime(v.modTime()), ETag: v.ETag, Size: v.Size, StorageClass: "STANDARD"}
+func listEntries(l s3model.Page, enc string, withOwner bool) ([]listObject, []commonPrefix) {
+	objs := make([]listObject, 0, len(l.Keys))
+	for _, k := range l.Keys {
+		v := l.Current[k]
+		o := listObject{Key: encodeIf(enc, k), LastModified: isoTime(v.ModTime()), ETag: v.ETag, Size: v.Size, StorageClass: "STANDARD"}
 		if withOwner {
 			ow := theOwner
 			o.Owner = &ow
@@ -181,7 +110,7 @@ func listEntries(l listed, enc string, withOwner bool) ([]listObject, []commonPr
 		objs = append(objs, o)
 	}
 	var cps []commonPrefix
-	for _, p := range l.page.Prefixes {
+	for _, p := range l.Prefixes {
 		cps = append(cps, commonPrefix{Prefix: encodeIf(enc, p)})
 	}
 	return objs, cps
@@ -214,92 +143,25 @@ func (h *Handler) listObjectVersions(q *request) error {
 		NS: s3NS, Name: q.bucket, Prefix: encodeIf(enc, prefix), Delimiter: encodeIf(enc, delim),
 		KeyMarker: encodeIf(enc, keyMarker), VersionIDMarker: vidMarker, MaxKeys: max, EncodingType: enc,
 	}
-	err = h.e.View(func(tx *engine.Tx) error {
-		s := store{tx: tx}
-		if _, err := s.mustBucket(q.bucket); err != nil {
-			return err
-		}
-		b := tx.ReadBucket(tblVersions)
-		if b == nil || max == 0 {
-			return nil
-		}
-		bp := []byte(q.bucket + "/")
-		c := b.Cursor()
-		var k, v []byte
-		switch {
-		case keyMarker == "":
-			k, v = c.Seek(append(bytes.Clone(bp), prefix...))
-		case vidMarker == "":
-			k, v = c.Seek(append(bytes.Clone(bp), startAfter(prefix, delim, keyMarker)...))
-		default:
-			// Resume after the given version of keyMarker: find it, then
-			// step past it.
-			k, v = c.Seek(append(bytes.Clone(bp), keyMarker...))
-			for k != nil && bytes.HasPrefix(k, keyPrefix(q.bucket, keyMarker)) {
-				rec, err := decode[version](v)
-				if err != nil {
-					return err
-				}
-				k, v = c.Next()
-				if rec.VersionID == vidMarker {
-					break
-				}
-			}
-		}
-		count, lastKey, latestOf := 0, "", ""
-		for k != nil && bytes.HasPrefix(k, bp) {
-			key, _, ok := splitVersionKey(k, len(bp))
-			if !ok || !strings.HasPrefix(key, prefix) {
-				break
-			}
-			if cp := rollup(key, prefix, delim); cp != "" {
-				if count == max {
-					res.IsTruncated = true
-					break
-				}
-				res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeIf(enc, cp)})
-				count++
-				res.NextKeyMarker, res.NextVersionIDMarker = encodeIf(enc, cp), ""
-				end := prefixEnd(cp)
-				if end == "" {
-					break
-				}
-				k, v = c.Seek(append(bytes.Clone(bp), end...))
-				continue
-			}
-			rec, err := decode[version](v)
-			if err != nil {
-				return err
-			}
-			if count == max {
-				res.IsTruncated = true
-				break
-			}
-			isLatest := key != latestOf
-			latestOf = key
-			if keyMarker != "" && vidMarker != "" && key == keyMarker && lastKey == "" {
-				isLatest = false // resumed inside this key's versions
-			}
-			lastKey = key
-			res.Entries = append(res.Entries, versionXML(rec, key, enc, isLatest))
-			count++
-			res.NextKeyMarker, res.NextVersionIDMarker = encodeIf(enc, key), rec.VersionID
-			k, v = c.Next()
-		}
-		if !res.IsTruncated {
-			res.NextKeyMarker, res.NextVersionIDMarker = "", ""
-		}
-		return nil
-	})
+	page, err := h.m.ListVersions(q.bucket, s3model.VersionsQuery{Prefix: prefix, Delimiter: delim,
+		KeyMarker: keyMarker, VersionIDMarker: vidMarker, Max: max})
 	if err != nil {
 		return err
+	}
+	res.IsTruncated = page.Truncated
+	res.NextKeyMarker, res.NextVersionIDMarker = encodeIf(enc, page.NextKey), page.NextVersionID
+	for _, e := range page.Entries {
+		res.Entries = append(res.Entries, versionXML(e.Version, e.Key, enc, e.Latest))
+	}
+	for _, p := range page.Prefixes {
+		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeIf(enc, p)})
 	}
 	return writeXML(q.w, http.StatusOK, res)
 }
 
 func versionXML(v version, key, enc string, latest bool) versionEntry {
 	e := versionEntry{Key: encodeIf(enc, key), VersionID: v.VersionID, IsLatest: latest,
-		LastModified: isoTime(v.modTime()), Owner: theOwner}
+		LastModified: isoTime(v.ModTime()), Owner: theOwner}
 	if v.Marker {
 		e.XMLName.Local = "DeleteMarker"
 		return e
@@ -310,4 +172,35 @@ func versionXML(v version, key, enc string, latest bool) versionEntry {
 	e.Size = &size
 	e.StorageClass = "STANDARD"
 	return e
+}
+
+// Continuation tokens are the opaque base64 of the page's last entry.
+func encodeToken(marker string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(marker))
+}
+
+func decodeToken(tok string) (string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	return string(b), err == nil
+}
+
+// s3URLEncode encodes a key for encoding-type=url the way S3 does: like a
+// URL path segment with "/" kept: a space is %20 and "+" is %2B (as
+// ceph/s3-tests' encoding tests, which run against AWS, expect).
+func s3URLEncode(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '-', c == '_', c == '.', c == '~', c == '/':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
 }

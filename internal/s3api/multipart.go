@@ -1,123 +1,18 @@
 package s3api
 
 import (
-	"bytes"
-	"cmp"
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/s3model"
 )
 
 // Multipart uploads: the upload record snapshots the key's last-mutation
 // index at create (the 409 rule: docs/wire-s3.md, "Concurrent writes"); parts are blobs; Complete
 // publishes a version whose segments are the chosen parts' blobs, so no
 // byte is copied.
-
-func (s store) upload(bucket, key, id string) (uploadRec, bool, error) {
-	b := s.rb(tblUploads)
-	if b == nil {
-		return uploadRec{}, false, nil
-	}
-	v := b.Get(uploadKey(bucket, key, id))
-	if v == nil {
-		return uploadRec{}, false, nil
-	}
-	rec, err := decode[uploadRec](v)
-	return rec, err == nil, err
-}
-
-func (s store) mustUpload(bucket, key, id string) (uploadRec, error) {
-	if _, err := s.mustBucket(bucket); err != nil {
-		return uploadRec{}, err
-	}
-	rec, ok, err := s.upload(bucket, key, id)
-	if err != nil {
-		return rec, err
-	}
-	if !ok {
-		return rec, errNoSuchUpload(id)
-	}
-	return rec, nil
-}
-
-// parts returns the parts of an upload in part-number order.
-func (s store) parts(id string) ([]int, []partRec, error) {
-	b := s.rb(tblParts)
-	if b == nil {
-		return nil, nil, nil
-	}
-	p := []byte(id + "/")
-	var nums []int
-	var recs []partRec
-	c := b.Cursor()
-	for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-		rec, err := decode[partRec](v)
-		if err != nil {
-			return nil, nil, err
-		}
-		n := int(k[len(p)])<<24 | int(k[len(p)+1])<<16 | int(k[len(p)+2])<<8 | int(k[len(p)+3])
-		nums = append(nums, n)
-		recs = append(recs, rec)
-	}
-	return nums, recs, nil
-}
-
-// dropUpload deletes an upload and its part records; it returns the
-// part blobs not in keep.
-func (s store) dropUpload(bucket, key, id string, keep map[string]bool) ([]string, error) {
-	nums, recs, err := s.parts(id)
-	if err != nil {
-		return nil, err
-	}
-	var blobs []string
-	pb := s.tx.Bucket(tblParts)
-	for i, n := range nums {
-		if err := pb.Delete(partKey(id, n)); err != nil {
-			return nil, err
-		}
-		if !keep[recs[i].Blob] {
-			blobs = append(blobs, recs[i].Blob)
-		}
-	}
-	if err := s.tx.Bucket(tblUploads).Delete(uploadKey(bucket, key, id)); err != nil {
-		return nil, err
-	}
-	s.tx.Touch("\x00s3u/" + id)
-	return blobs, nil
-}
-
-// dropUploads aborts every upload of a bucket.
-func (s store) dropUploads(bucket string) ([]string, error) {
-	b := s.rb(tblUploads)
-	if b == nil {
-		return nil, nil
-	}
-	type up struct{ key, id string }
-	var ups []up
-	bp := []byte(bucket + "/")
-	c := b.Cursor()
-	for k, _ := c.Seek(bp); k != nil && bytes.HasPrefix(k, bp); k, _ = c.Next() {
-		key, id, ok := strings.Cut(string(k[len(bp):]), "\x00")
-		if ok {
-			ups = append(ups, up{key, id})
-		}
-	}
-	var blobs []string
-	for _, u := range ups {
-		bl, err := s.dropUpload(bucket, u.key, u.id, nil)
-		if err != nil {
-			return nil, err
-		}
-		blobs = append(blobs, bl...)
-	}
-	return blobs, nil
-}
 
 func (h *Handler) createMultipartUpload(q *request) error {
 	ct, hdrs, meta, err := objectAttrs(q.r)
@@ -132,30 +27,14 @@ func (h *Handler) createMultipartUpload(q *request) error {
 	if err != nil {
 		return err
 	}
-	var id string
-	_, err = h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		s := store{tx: tx}
-		if _, err := s.mustBucket(q.bucket); err != nil {
-			return err
-		}
-		var rnd [8]byte
-		_, _ = rand.Read(rnd[:])
-		id = fmt.Sprintf("%016x%s", tx.Index(), hex.EncodeToString(rnd[:]))
-		rec := uploadRec{Initiated: time.Now().UnixNano(), ContentType: ct, Meta: meta, Headers: hdrs,
-			Snapshot: s.mod(q.bucket, q.key), Tags: tags,
-			ChecksumAlg: alg, ChecksumTyp: typ}
-		if err := tx.Bucket(tblUploads).Put(uploadKey(q.bucket, q.key, id), mustJSON(rec)); err != nil {
-			return err
-		}
-		tx.Touch("\x00s3u/" + id)
-		return nil
-	})
+	id, err := h.m.CreateUpload(q.ctx, q.bucket, q.key, uploadRec{ContentType: ct, Meta: meta, Headers: hdrs,
+		Tags: tags, ChecksumAlg: alg, ChecksumTyp: typ})
 	if err != nil {
 		return err
 	}
 	if alg != "" {
-		q.w.Header().Set("x-amz-checksum-algorithm", strings.ToUpper(alg))
-		q.w.Header().Set("x-amz-checksum-type", typ)
+		q.w.Header().Set("X-Amz-Checksum-Algorithm", strings.ToUpper(alg))
+		q.w.Header().Set("X-Amz-Checksum-Type", typ)
 	}
 	return writeXML(q.w, http.StatusOK, initiateMultipartUploadResult{NS: s3NS, Bucket: q.bucket, Key: q.key, UploadID: id})
 }
@@ -186,12 +65,8 @@ func (h *Handler) uploadPart(q *request) error {
 	if size > MaxObjectSize {
 		return errEntityTooLarge()
 	}
-	var up uploadRec
-	if err := h.e.View(func(tx *engine.Tx) error {
-		var err error
-		up, err = store{tx: tx}.mustUpload(q.bucket, q.key, id)
-		return err
-	}); err != nil {
+	up, err := h.m.Upload(q.bucket, q.key, id)
+	if err != nil {
 		return err
 	}
 	body, sum, err := checkedBody(q)
@@ -216,42 +91,18 @@ func (h *Handler) uploadPart(q *request) error {
 		return err
 	}
 	setChecksumHeaders(q.w, ck)
-	q.w.Header().Set("ETag", etag)
+	q.w.Header().Set("Etag", etag)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
 }
 
 // putPart records a part (replacing an earlier upload of the same number).
 func (h *Handler) putPart(q *request, id string, n int, rec partRec) error {
-	var dropped string
-	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		dropped = ""
-		s := store{tx: tx}
-		if _, err := s.mustUpload(q.bucket, q.key, id); err != nil {
-			return err
-		}
-		if pb := tx.ReadBucket(tblParts); pb != nil {
-			if old := pb.Get(partKey(id, n)); old != nil {
-				if o, err := decode[partRec](old); err == nil {
-					dropped = o.Blob
-				}
-			}
-		}
-		rec.Modified = time.Now().UnixNano()
-		if err := tx.Bucket(tblParts).Put(partKey(id, n), mustJSON(rec)); err != nil {
-			return err
-		}
-		tx.Touch("\x00s3u/" + id)
-		return nil
-	})
-	if err == nil && dropped != "" {
-		h.removeBlobs([]string{dropped})
-	}
-	return err
+	return h.m.PutPart(q.ctx, q.bucket, q.key, id, n, rec)
 }
 
 func (h *Handler) completeMultipartUpload(q *request) error {
-	cond, cerr := parseWriteCond(q.r)
+	cond, cerr := parseWriteCond(q.r, q.query)
 	if cerr != nil {
 		return cerr
 	}
@@ -271,101 +122,53 @@ func (h *Handler) completeMultipartUpload(q *request) error {
 			return errInvalidPartOrder()
 		}
 	}
-	var res published
-	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		res = published{}
-		s := store{tx: tx}
-		b, err := s.mustBucket(q.bucket)
-		if err != nil {
-			return err
-		}
-		up, ok, err := s.upload(q.bucket, q.key, id)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			done, found, err := s.completedBy(q.bucket, q.key, id, req.Parts)
-			if err != nil || !found {
-				return cmp.Or(err, error(errNoSuchUpload(id)))
+	res, err := h.m.CompleteUpload(q.ctx, q.bucket, q.key, id, s3model.Completion{
+		Assemble: func(up uploadRec, parts []s3model.PartEntry) (version, error) {
+			v, err := h.assemble(up, parts, req.Parts)
+			if err != nil {
+				return v, err
 			}
-			res.v, res.versioning = done, b.Versioning
+			return v, checkCompleteChecksum(q.r, v.Checksum)
+		},
+		Check: func(st s3model.State, snapshot uint64) error {
+			if e := cond.check(q.key, st, &snapshot); e != nil {
+				return e
+			}
 			return nil
-		}
-		v, err := h.assemble(s, id, up, req.Parts)
-		if err != nil {
-			return err
-		}
-		if err := checkCompleteChecksum(q.r, v.Checksum); err != nil {
-			return err
-		}
-		st, err := s.state(q.bucket, q.key)
-		if err != nil {
-			return err
-		}
-		if e := cond.check(q.key, st, &up.Snapshot); e != nil {
-			return e
-		}
-		keep := map[string]bool{}
-		for _, sg := range v.Segments {
-			keep[sg.Blob] = true
-		}
-		dropped, err := s.dropUpload(q.bucket, q.key, id, keep)
-		if err != nil {
-			return err
-		}
-		v.Modified = time.Now().UnixNano()
-		v.Upload = id
-		dropped = append(dropped, s.putVersion(q.bucket, q.key, b.Versioning, v, nil)...)
-		res.dropped, res.versioning = dropped, b.Versioning
-		res.v, _, err = s.current(q.bucket, q.key)
-		return err
+		},
+		RepeatETag: repeatETag(req.Parts), RepeatParts: len(req.Parts),
 	})
 	if err != nil {
 		return err
 	}
-	h.removeBlobs(res.dropped)
-	setVersionHeader(q.w, res.versioning, res.v.VersionID)
+	setVersionHeader(q.w, res.Versioning, res.Version.VersionID)
 	return writeXML(q.w, http.StatusOK, completeMultipartUploadResult{
-		NS: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: res.v.ETag,
-		checksumFields: checksumXML(res.v.Checksum),
+		NS: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: res.Version.ETag,
+		checksumFields: checksumXML(res.Version.Checksum),
 	})
 }
 
-// completedBy finds the version that upload id became, for a repeated
-// CompleteMultipartUpload: it answers as the first one did when the part
-// list is the same (its multipart ETag matches) and the version still
-// exists.
-func (s store) completedBy(bucket, key, id string, list []completePart) (version, bool, error) {
+// repeatETag is the multipart ETag of a part list, which identifies the
+// version a repeated CompleteMultipartUpload made before ("" when the
+// list's ETags are malformed: no repeat is recognised).
+func repeatETag(list []completePart) string {
 	etags := make([]string, 0, len(list))
 	for _, p := range list {
 		etags = append(etags, p.ETag)
 	}
 	want, err := multipartETag(etags)
 	if err != nil {
-		return version{}, false, nil
+		return ""
 	}
-	vs, err := s.versions(bucket, key)
-	if err != nil {
-		return version{}, false, err
-	}
-	for _, v := range vs {
-		if v.Upload == id && v.Parts == len(list) && v.ETag == want {
-			return v, true, nil
-		}
-	}
-	return version{}, false, nil
+	return want
 }
 
 // assemble checks the listed parts against the uploaded ones (InvalidPart,
 // EntityTooSmall) and builds the object version.
-func (h *Handler) assemble(s store, id string, up uploadRec, list []completePart) (version, error) {
-	nums, recs, err := s.parts(id)
-	if err != nil {
-		return version{}, err
-	}
-	byNum := make(map[int]partRec, len(nums))
-	for i, n := range nums {
-		byNum[n] = recs[i]
+func (h *Handler) assemble(up uploadRec, parts []s3model.PartEntry, list []completePart) (version, error) {
+	byNum := make(map[int]partRec, len(parts))
+	for _, p := range parts {
+		byNum[p.Number] = p.Part
 	}
 	v := version{ContentType: up.ContentType, Meta: up.Meta, Headers: up.Headers, Parts: len(list), Tags: up.Tags}
 	etags := make([]string, 0, len(list))
@@ -394,30 +197,16 @@ func (h *Handler) assemble(s store, id string, up uploadRec, list []completePart
 			v.PartSums = append(v.PartSums, rec.Checksum.Value)
 		}
 	}
+	var err error
 	v.ETag, err = multipartETag(etags)
 	return v, err
 }
 
 func (h *Handler) abortMultipartUpload(q *request) error {
 	id := q.query.Get("uploadId")
-	var dropped []string
-	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		s := h.store(tx)
-		if _, err := s.mustUpload(q.bucket, q.key, id); err != nil {
-			return err
-		}
-		var err error
-		dropped, err = s.dropUpload(q.bucket, q.key, id, nil)
-		if err != nil {
-			return err
-		}
-		s.tidyMod(q.bucket, q.key)
-		return nil
-	})
-	if err != nil {
+	if err := h.m.AbortUpload(q.ctx, q.bucket, q.key, id); err != nil {
 		return err
 	}
-	h.removeBlobs(dropped)
 	q.w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -437,36 +226,24 @@ func (h *Handler) listParts(q *request) error {
 	}
 	res := listPartsResult{NS: s3NS, Bucket: q.bucket, Key: q.key, UploadID: id, Initiator: theOwner,
 		Owner: theOwner, StorageClass: "STANDARD", PartNumberMarker: marker, MaxParts: maxParts}
-	err = h.e.View(func(tx *engine.Tx) error {
-		s := store{tx: tx}
-		up, err := s.mustUpload(q.bucket, q.key, id)
-		if err != nil {
-			return err
-		}
-		if up.ChecksumAlg != "" {
-			res.ChecksumAlgorithm, res.ChecksumType = strings.ToUpper(up.ChecksumAlg), up.ChecksumTyp
-		}
-		nums, recs, err := s.parts(id)
-		if err != nil {
-			return err
-		}
-		for i, n := range nums {
-			if n <= marker {
-				continue
-			}
-			if len(res.Parts) == maxParts {
-				res.IsTruncated = true
-				break
-			}
-			r := recs[i]
-			res.Parts = append(res.Parts, partInfo{PartNumber: n, LastModified: isoTime(time.Unix(0, r.Modified)), ETag: r.ETag, Size: r.Size,
-				checksumFields: checksumXML(r.Checksum)})
-			res.NextPartNumberMarker = n
-		}
-		return nil
-	})
+	up, parts, err := h.m.Parts(q.bucket, q.key, id)
 	if err != nil {
 		return err
+	}
+	if up.ChecksumAlg != "" {
+		res.ChecksumAlgorithm, res.ChecksumType = strings.ToUpper(up.ChecksumAlg), up.ChecksumTyp
+	}
+	for _, p := range parts {
+		if p.Number <= marker {
+			continue
+		}
+		if len(res.Parts) == maxParts {
+			res.IsTruncated = true
+			break
+		}
+		res.Parts = append(res.Parts, partInfo{PartNumber: p.Number, LastModified: isoTime(time.Unix(0, p.Modified)), ETag: p.ETag, Size: p.Size,
+			checksumFields: checksumXML(p.Checksum)})
+		res.NextPartNumberMarker = p.Number
 	}
 	return writeXML(q.w, http.StatusOK, res)
 }
@@ -484,56 +261,19 @@ func (h *Handler) listMultipartUploads(q *request) error {
 	keyMarker, idMarker := q.query.Get("key-marker"), q.query.Get("upload-id-marker")
 	res := listMultipartUploadsResult{NS: s3NS, Bucket: q.bucket, KeyMarker: encodeIf(enc, keyMarker), UploadIDMarker: idMarker,
 		Prefix: encodeIf(enc, prefix), Delimiter: encodeIf(enc, delim), MaxUploads: max, EncodingType: enc}
-	err = h.e.View(func(tx *engine.Tx) error {
-		s := store{tx: tx}
-		if _, err := s.mustBucket(q.bucket); err != nil {
-			return err
-		}
-		b := tx.ReadBucket(tblUploads)
-		if b == nil {
-			return nil
-		}
-		bp := []byte(q.bucket + "/")
-		c := b.Cursor()
-		lastCP := ""
-		for k, v := c.Seek(append(bytes.Clone(bp), prefix...)); k != nil && bytes.HasPrefix(k, bp); k, v = c.Next() {
-			key, id, ok := strings.Cut(string(k[len(bp):]), "\x00")
-			if !ok || !strings.HasPrefix(key, prefix) {
-				break
-			}
-			if keyMarker != "" && (key < keyMarker || key == keyMarker && (idMarker == "" || id <= idMarker)) {
-				continue
-			}
-			cp := rollup(key, prefix, delim)
-			if cp != "" && cp == lastCP {
-				continue
-			}
-			if len(res.Uploads)+len(res.CommonPrefixes) == max {
-				res.IsTruncated = true
-				break
-			}
-			if cp != "" {
-				lastCP = cp
-				res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeIf(enc, cp)})
-				res.NextKeyMarker, res.NextUploadIDMarker = cp, ""
-				continue
-			}
-			rec, err := decode[uploadRec](v)
-			if err != nil {
-				return err
-			}
-			res.Uploads = append(res.Uploads, uploadInfo{Key: encodeIf(enc, key), UploadID: id, Initiator: theOwner,
-				Owner: theOwner, StorageClass: "STANDARD", Initiated: isoTime(time.Unix(0, rec.Initiated))})
-			res.NextKeyMarker, res.NextUploadIDMarker = key, id
-		}
-		if !res.IsTruncated {
-			res.NextKeyMarker, res.NextUploadIDMarker = "", ""
-		}
-		res.NextKeyMarker = encodeIf(enc, res.NextKeyMarker)
-		return nil
-	})
+	page, err := h.m.ListUploads(q.bucket, s3model.UploadsQuery{Prefix: prefix, Delimiter: delim,
+		KeyMarker: keyMarker, UploadIDMarker: idMarker, Max: max})
 	if err != nil {
 		return err
+	}
+	res.IsTruncated = page.Truncated
+	res.NextKeyMarker, res.NextUploadIDMarker = encodeIf(enc, page.NextKey), page.NextUploadID
+	for _, u := range page.Uploads {
+		res.Uploads = append(res.Uploads, uploadInfo{Key: encodeIf(enc, u.Key), UploadID: u.UploadID, Initiator: theOwner,
+			Owner: theOwner, StorageClass: "STANDARD", Initiated: isoTime(time.Unix(0, u.Initiated))})
+	}
+	for _, p := range page.Prefixes {
+		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeIf(enc, p)})
 	}
 	return writeXML(q.w, http.StatusOK, res)
 }

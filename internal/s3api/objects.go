@@ -9,14 +9,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/s3model"
 )
 
 // putObject streams the body to a blob first, then checks the precondition
 // and publishes the version in one engine Update. A loser's blob is
 // removed.
 func (h *Handler) putObject(q *request) error {
-	cond, cerr := parseWriteCond(q.r)
+	cond, cerr := parseWriteCond(q.r, q.query)
 	if cerr != nil {
 		return cerr
 	}
@@ -64,10 +64,9 @@ func (h *Handler) putObject(q *request) error {
 		h.discard(in)
 		return err
 	}
-	h.removeBlobs(res.dropped)
-	setVersionHeader(q.w, res.versioning, res.v.VersionID)
-	setChecksumHeaders(q.w, res.v.Checksum)
-	q.w.Header().Set("ETag", res.v.ETag)
+	setVersionHeader(q.w, res.Versioning, res.Version.VersionID)
+	setChecksumHeaders(q.w, res.Version.Checksum)
+	q.w.Header().Set("Etag", res.Version.ETag)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
 }
@@ -80,66 +79,23 @@ func (h *Handler) putObject(q *request) error {
 // conflicting operation (docs/wire-s3.md, "Concurrent writes"). The
 // decisive check is the one at commit.
 func (h *Handler) precheck(q *request, cond writeCond) (uint64, error) {
-	var snap uint64
-	err := h.e.View(func(tx *engine.Tx) error {
-		s := store{tx: tx}
-		if _, err := s.mustBucket(q.bucket); err != nil {
-			return err
-		}
-		st, err := s.state(q.bucket, q.key)
-		if err != nil {
-			return err
-		}
-		snap = st.Mod
-		if e := cond.check(q.key, st, nil); e != nil {
-			return e
-		}
-		return nil
-	})
+	snap, err := h.m.Precheck(q.bucket, q.key, cond.decide(q.key, nil))
 	if hook := h.afterPrecheck.Load(); err == nil && hook != nil {
 		(*hook)()
 	}
 	return snap, err
 }
 
-// published is the outcome of publish.
-type published struct {
-	v          version
-	versioning string
-	dropped    []string
-}
-
 // publish checks cond against the key at commit and, if it holds, makes v
 // the key's current version, in one engine Update. snapshot is the key's
 // last-mutation index when the request began (the 409 rule).
-func (h *Handler) publish(q *request, cond writeCond, snapshot *uint64, v version, data []byte) (published, error) {
-	var res published
-	_, err := h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		res = published{}
-		s := store{tx: tx}
-		b, err := s.mustBucket(q.bucket)
-		if err != nil {
-			return err
-		}
-		st, err := s.state(q.bucket, q.key)
-		if err != nil {
-			return err
-		}
-		if e := cond.check(q.key, st, snapshot); e != nil {
-			return e
-		}
-		v.Modified = time.Now().UnixNano()
-		res.dropped = append(res.dropped, s.putVersion(q.bucket, q.key, b.Versioning, v, data)...)
-		res.v, _, err = s.current(q.bucket, q.key)
-		res.versioning = b.Versioning
-		return err
-	})
-	return res, err
+func (h *Handler) publish(q *request, cond writeCond, snapshot *uint64, v version, data []byte) (s3model.Put, error) {
+	return h.m.PutVersion(q.ctx, q.bucket, q.key, cond.decide(q.key, snapshot), v, data)
 }
 
 func setVersionHeader(w http.ResponseWriter, versioning, id string) {
 	if versioning != versioningOff || id != nullVersion {
-		w.Header().Set("x-amz-version-id", id)
+		w.Header().Set("X-Amz-Version-Id", id)
 	}
 }
 
@@ -162,64 +118,8 @@ func validVersionParam(q *request) (string, bool, error) {
 // lookup finds the version a GET/HEAD/copy addresses, with the errors AWS
 // gives for a missing key, a missing version and a delete marker.
 func (h *Handler) lookup(bucket, key, versionID string, byID bool, method string) (version, []byte, string, error) {
-	var (
-		v          version
-		data       []byte
-		versioning string
-	)
-	err := h.e.View(func(tx *engine.Tx) error {
-		s := store{tx: tx}
-		b, err := s.mustBucket(bucket)
-		if err != nil {
-			return err
-		}
-		versioning = b.Versioning
-		if v, err = s.find(bucket, key, versionID, byID, method); err != nil {
-			return err
-		}
-		if v.Inline {
-			data = s.inline(bucket, key, v)
-		}
-		return nil
-	})
-	return v, data, versioning, err
-}
-
-// find returns the version a request addresses (the current one, or
-// versionID when byID), with the errors AWS gives for a missing key, a
-// missing version and a delete marker.
-func (s store) find(bucket, key, versionID string, byID bool, method string) (version, error) {
-	var (
-		v   version
-		ok  bool
-		err error
-	)
-	if byID {
-		v, ok, err = s.versionByID(bucket, key, versionID)
-	} else {
-		v, ok, err = s.current(bucket, key)
-	}
-	if err != nil {
-		return v, err
-	}
-	switch {
-	case !ok && byID:
-		return v, errNoSuchVersion(key, versionID)
-	case !ok:
-		return v, errNoSuchKey(key)
-	case v.Marker && byID:
-		e := errMethodNotAllowed(method, "DeleteMarker")
-		e.withHeader("x-amz-delete-marker", "true")
-		e.withHeader("Last-Modified", v.modTime().Format(http.TimeFormat))
-		e.withHeader("x-amz-version-id", v.VersionID)
-		return v, e
-	case v.Marker:
-		e := errNoSuchKey(key)
-		e.withHeader("x-amz-delete-marker", "true")
-		e.withHeader("x-amz-version-id", v.VersionID)
-		return v, e
-	}
-	return v, nil
+	f, err := h.m.Lookup(bucket, key, versionID, byID)
+	return f.Version, f.Data, f.Versioning, modelError(err, method)
 }
 
 // getObject serves GET (withBody) and HEAD.
@@ -234,7 +134,7 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 		if err != nil {
 			return err
 		}
-		if e := rc.checkRead(v.ETag, v.modTime(), time.Now()); e != nil {
+		if e := rc.checkRead(v.ETag, v.ModTime(), time.Now()); e != nil {
 			return e
 		}
 		rng, partial, rerr := h.readRange(q, v)
@@ -256,7 +156,7 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 			defer body.Close()
 		}
 		h.writeObjectHeaders(q, v, versioning)
-		if !partial && strings.EqualFold(q.r.Header.Get("x-amz-checksum-mode"), "ENABLED") {
+		if !partial && strings.EqualFold(q.r.Header.Get("X-Amz-Checksum-Mode"), "ENABLED") {
 			// The whole object's checksum describes only a whole body.
 			setChecksumHeaders(q.w, v.Checksum)
 		}
@@ -271,7 +171,11 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 			status = http.StatusPartialContent
 		}
 		q.w.WriteHeader(status)
-		if body != nil {
+		switch {
+		case body == nil:
+		case body.inline != nil:
+			_, _ = q.w.Write(body.inline)
+		default:
 			bp := copyBufs.Get().(*[]byte)
 			_, _ = io.CopyBuffer(q.w, body, *bp)
 			copyBufs.Put(bp)
@@ -284,14 +188,17 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 // response-* query overrides.
 func (h *Handler) writeObjectHeaders(q *request, v version, versioning string) {
 	hd := q.w.Header()
-	hd.Set("ETag", v.ETag)
-	hd.Set("Last-Modified", v.modTime().Format(http.TimeFormat))
-	hd.Set("Accept-Ranges", "bytes")
 	ct := v.ContentType
 	if ct == "" {
 		ct = "binary/octet-stream"
 	}
-	hd.Set("Content-Type", ct)
+	// One allocation for the fixed headers' values (the names are
+	// canonical).
+	vals := []string{v.ETag, v.ModTime().Format(http.TimeFormat), "bytes", ct}
+	hd["Etag"] = vals[0:1:1]
+	hd["Last-Modified"] = vals[1:2:2]
+	hd["Accept-Ranges"] = vals[2:3:3]
+	hd["Content-Type"] = vals[3:4:4]
 	for k, val := range v.Headers {
 		hd.Set(k, val)
 	}
@@ -302,15 +209,22 @@ func (h *Handler) writeObjectHeaders(q *request, v version, versioning string) {
 	}
 	setVersionHeader(q.w, versioning, v.VersionID)
 	setTagCount(q.w, v.Tags)
-	for param, header := range map[string]string{
-		"response-content-type": "Content-Type", "response-content-language": "Content-Language",
-		"response-expires": "Expires", "response-cache-control": "Cache-Control",
-		"response-content-disposition": "Content-Disposition", "response-content-encoding": "Content-Encoding",
-	} {
-		if val := q.query.Get(param); val != "" {
-			hd.Set(header, val)
+	if len(q.query) == 0 {
+		return
+	}
+	for _, o := range responseOverrides {
+		if val := q.query.Get(o.param); val != "" {
+			hd.Set(o.header, val)
 		}
 	}
+}
+
+// responseOverrides are the GET/HEAD query parameters that replace a
+// response header.
+var responseOverrides = [...]struct{ param, header string }{
+	{"response-content-type", "Content-Type"}, {"response-content-language", "Content-Language"},
+	{"response-expires", "Expires"}, {"response-cache-control", "Cache-Control"},
+	{"response-content-disposition", "Content-Disposition"}, {"response-content-encoding", "Content-Encoding"},
 }
 
 // deleteObject deletes the current version (writing a delete marker on a
@@ -320,74 +234,22 @@ func (h *Handler) deleteObject(q *request) error {
 	if err != nil {
 		return err
 	}
-	cond, cerr := parseDeleteCond(q.r, vid)
+	cond, cerr := parseDeleteCond(q.r, q.query, vid)
 	if cerr != nil {
 		return cerr
 	}
-	var res deleteOutcome
-	_, err = h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		var err error
-		res, err = deleteOne(h.store(tx), q.bucket, q.key, vid, byID, cond)
-		return err
-	})
+	res, err := h.m.Delete(q.ctx, q.bucket, s3model.Deletion{Key: q.key, VersionID: vid, ByID: byID, Check: cond.decide(q.key)})
 	if err != nil {
 		return err
 	}
-	h.removeBlobs(res.dropped)
-	if res.marker {
-		q.w.Header().Set("x-amz-delete-marker", "true")
+	if res.Marker {
+		q.w.Header().Set("X-Amz-Delete-Marker", "true")
 	}
-	if res.versionID != "" {
-		q.w.Header().Set("x-amz-version-id", res.versionID)
+	if res.VersionID != "" {
+		q.w.Header().Set("X-Amz-Version-Id", res.VersionID)
 	}
 	q.w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-type deleteOutcome struct {
-	marker    bool   // a marker was created or removed
-	versionID string // the version removed or the marker created
-	dropped   []string
-}
-
-// deleteOne is DeleteObject inside a transaction; DeleteObjects reuses it
-// per key. It writes only after every check passed.
-func deleteOne(s store, bucket, key, vid string, byID bool, cond deleteCond) (deleteOutcome, error) {
-	var out deleteOutcome
-	b, err := s.mustBucket(bucket)
-	if err != nil {
-		return out, err
-	}
-	if byID {
-		v, ok, err := s.versionByID(bucket, key, vid)
-		if err != nil || !ok {
-			out.versionID = vid
-			return out, err // deleting a missing version is a no-op 204
-		}
-		out.dropped = s.removeVersion(bucket, key, v)
-		out.marker, out.versionID = v.Marker, v.VersionID
-		s.tidyMod(bucket, key)
-		return out, nil
-	}
-	st, err := s.state(bucket, key)
-	if err != nil {
-		return out, err
-	}
-	if e := cond.check(key, st); e != nil {
-		return out, e
-	}
-	if b.Versioning == versioningOff {
-		if v, ok, _ := s.current(bucket, key); ok {
-			out.dropped = s.removeVersion(bucket, key, v)
-			s.tidyMod(bucket, key)
-		}
-		return out, nil
-	}
-	m := version{Marker: true, Modified: time.Now().UnixNano()}
-	out.dropped = s.putVersion(bucket, key, b.Versioning, m, nil)
-	cur, _, err := s.current(bucket, key)
-	out.marker, out.versionID = true, cur.VersionID
-	return out, err
 }
 
 // readRange is the byte range a GET/HEAD asks for: a Range header, or a
@@ -413,7 +275,7 @@ func (h *Handler) readRange(q *request, v version) (byteRange, bool, error) {
 	if n > count {
 		return byteRange{}, false, newErr(http.StatusRequestedRangeNotSatisfiable, "InvalidPartNumber", "The requested partnumber is not satisfiable")
 	}
-	q.w.Header().Set("x-amz-mp-parts-count", strconv.Itoa(count))
+	q.w.Header().Set("X-Amz-Mp-Parts-Count", strconv.Itoa(count))
 	if v.Parts == 0 {
 		return byteRange{0, v.Size - 1}, v.Size > 0, nil
 	}

@@ -31,7 +31,7 @@ func TestSDKSmoke(t *testing.T) {
 	}
 	// TLS: the SDK sends unseekable bodies as aws-chunked with a trailing
 	// checksum only over TLS.
-	srv := httptest.NewTLSServer(New(e, Options{Auth: sigv4.New(sigv4.Credentials{ak: sk}.Lookup, nil), MinPartSize: 5 << 20}))
+	srv := httptest.NewTLSServer(MustNew(e, &Options{Auth: sigv4.New(sigv4.Credentials{ak: sk}.Lookup, nil), MinPartSize: 5 << 20}))
 	t.Cleanup(func() { srv.Close(); e.Close() })
 	s := &testServer{t: t, e: e, srv: srv}
 	c := s3.New(s3.Options{

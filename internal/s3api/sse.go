@@ -27,6 +27,22 @@ var sseCopySourceHeaders = []string{
 	"x-amz-copy-source-server-side-encryption-customer-key-md5",
 }
 
+// The canonical forms of the names above, computed once (a lookup with
+// them allocates nothing).
+var (
+	sseHeaderKeys     = canonicalKeys(sseHeaders)
+	sseCopySourceKeys = canonicalKeys(sseCopySourceHeaders)
+)
+
+// canonicalKeys returns the canonical header keys of names.
+func canonicalKeys(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = http.CanonicalHeaderKey(n)
+	}
+	return out
+}
+
 // checkSSE refuses object requests that carry encryption headers: an
 // unknown x-amz-server-side-encryption value is 400 InvalidArgument as on
 // S3; SSE-C parameters on a read (or for a copy source) are 400
@@ -34,7 +50,7 @@ var sseCopySourceHeaders = []string{
 // customer key, which no object here is; any other is 501 NotImplemented
 // naming the header.
 func checkSSE(r *http.Request) error {
-	if v := r.Header.Get("x-amz-server-side-encryption"); v != "" {
+	if v := r.Header.Get("X-Amz-Server-Side-Encryption"); v != "" {
 		switch v {
 		case "AES256", "aws:kms", "aws:kms:dsse":
 		default:
@@ -42,8 +58,8 @@ func checkSSE(r *http.Request) error {
 		}
 	}
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
-	for _, name := range sseHeaders {
-		if _, ok := r.Header[http.CanonicalHeaderKey(name)]; !ok {
+	for i, name := range sseHeaders {
+		if _, ok := r.Header[sseHeaderKeys[i]]; !ok {
 			continue
 		}
 		if read {
@@ -51,8 +67,8 @@ func checkSSE(r *http.Request) error {
 		}
 		return errNotImplementedHeader(name, "")
 	}
-	for _, name := range sseCopySourceHeaders {
-		if _, ok := r.Header[http.CanonicalHeaderKey(name)]; ok {
+	for _, key := range sseCopySourceKeys {
+		if _, ok := r.Header[key]; ok {
 			return errInvalidRequest("The encryption parameters are not applicable to this object.")
 		}
 	}

@@ -19,7 +19,7 @@ func TestLiveBlobsSweep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(New(e, Options{Anonymous: true, MinPartSize: 1}))
+		srv := httptest.NewServer(MustNew(e, &Options{Anonymous: true, MinPartSize: 1}))
 		return e, &testServer{t: t, e: e, srv: srv}
 	}
 	e, s := open()

@@ -10,8 +10,6 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/latchkey/latchkey/internal/engine"
 )
 
 // Object tags, as S3 limits them: at most MaxTags per object, keys of 1 to
@@ -89,7 +87,7 @@ func checkTags(tags map[string]string) error {
 // CreateMultipartUpload and CopyObject (REPLACE): URL query syntax,
 // without duplicate names. nil when absent or empty.
 func headerTags(r *http.Request) (map[string]string, error) {
-	raw := r.Header.Get("x-amz-tagging")
+	raw := r.Header.Get("X-Amz-Tagging")
 	if raw == "" {
 		return nil, nil
 	}
@@ -135,7 +133,7 @@ func bodyTags(q *request) (map[string]string, error) {
 // setTagCount sets x-amz-tagging-count on GET/HEAD of a tagged object.
 func setTagCount(w http.ResponseWriter, tags map[string]string) {
 	if len(tags) > 0 {
-		w.Header().Set("x-amz-tagging-count", strconv.Itoa(len(tags)))
+		w.Header().Set("X-Amz-Tagging-Count", strconv.Itoa(len(tags)))
 	}
 }
 
@@ -170,42 +168,15 @@ func (h *Handler) putObjectTagging(q *request, del bool) error {
 			return err
 		}
 	}
-	var (
-		v          version
-		versioning string
-	)
-	_, err = h.e.Update(q.ctx, func(tx *engine.Tx) error {
-		s := store{tx: tx}
-		b, err := s.mustBucket(q.bucket)
-		if err != nil {
-			return err
-		}
-		versioning = b.Versioning
-		if v, err = s.find(q.bucket, q.key, vid, byID, q.r.Method); err != nil {
-			return err
-		}
-		v.Tags = tags
-		return s.rewriteVersion(q.bucket, q.key, v)
-	})
+	f, err := h.m.SetTags(q.ctx, q.bucket, q.key, vid, byID, tags)
 	if err != nil {
-		return err
+		return modelError(err, q.r.Method)
 	}
-	setVersionHeader(q.w, versioning, v.VersionID)
+	setVersionHeader(q.w, f.Versioning, f.Version.VersionID)
 	if del {
 		q.w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
 	q.w.WriteHeader(http.StatusOK)
-	return nil
-}
-
-// rewriteVersion stores a changed record of an existing version (its
-// attributes, not its body). It wakes watchers of the key but is not a
-// mutation for the multipart 409 rule: the object's ETag is unchanged.
-func (s store) rewriteVersion(bucket, key string, v version) error {
-	if err := s.tx.Bucket(tblVersions).Put(versionKey(bucket, key, v.Index), mustJSON(v)); err != nil {
-		return err
-	}
-	s.tx.Touch("\x00s3/" + bucket + "/" + key)
 	return nil
 }

@@ -61,12 +61,15 @@ func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 	if credPath != "" {
 		cfg.Logger.Info("s3: credentials", "file", credPath, "access_key_id", ak, "generated", generated)
 	}
-	a.s3 = s3api.New(e, s3api.Options{
+	a.s3, err = s3api.New(e, &s3api.Options{
 		Auth:      sigv4.New(sigv4.Credentials{ak: sk}.Lookup, nil),
 		Anonymous: cfg.Anonymous,
 		Domain:    cfg.S3Domain,
 		Logger:    cfg.Logger,
 	})
+	if err != nil {
+		return nil, err
+	}
 
 	return a, nil
 }

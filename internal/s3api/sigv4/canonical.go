@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -172,6 +173,41 @@ func signingKey(secret string, s scope) []byte {
 	k = hmacSHA256(k, s.region)
 	k = hmacSHA256(k, s.service)
 	return hmacSHA256(k, "aws4_request")
+}
+
+// keyCache remembers derived signing keys (four HMACs each) per secret and
+// scope, as the SDKs do: a scope names one day, so a client's key changes
+// daily. It holds at most maxCachedKeys entries (it starts over when
+// full); a cached key is never modified.
+type keyCache struct {
+	mu sync.Mutex
+	m  map[cachedKeyID][]byte
+}
+
+type cachedKeyID struct {
+	secret string
+	scope  scope
+}
+
+const maxCachedKeys = 64
+
+// get returns signingKey(secret, s), derived once.
+func (c *keyCache) get(secret string, s scope) []byte {
+	id := cachedKeyID{secret, s}
+	c.mu.Lock()
+	key, ok := c.m[id]
+	c.mu.Unlock()
+	if ok {
+		return key
+	}
+	key = signingKey(secret, s)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedKeys {
+		c.m = make(map[cachedKeyID][]byte)
+	}
+	c.m[id] = key
+	c.mu.Unlock()
+	return key
 }
 
 func stringToSign(t time.Time, s scope, canonical string) string {

@@ -72,6 +72,7 @@ type Verifier struct {
 	skew     time.Duration
 	now      func() time.Time
 	maxChunk int64
+	keys     keyCache
 }
 
 // New returns a Verifier that finds secrets with lookup.
@@ -103,6 +104,9 @@ func New(lookup SecretLookup, opts *Options) *Verifier {
 func Signed(r *http.Request) bool {
 	if r.Header.Get("Authorization") != "" {
 		return true
+	}
+	if r.URL.RawQuery == "" {
+		return false // the common case: parse no query
 	}
 	q := r.URL.Query()
 	return q.Has("X-Amz-Algorithm") || q.Has("X-Amz-Signature") || q.Has("X-Amz-Credential") ||
@@ -173,7 +177,7 @@ func (v *Verifier) Verify(r *http.Request) (accessKey string, body io.ReadCloser
 	if err != nil {
 		return "", nil, err
 	}
-	key := signingKey(secret, ai.scope)
+	key := v.keys.get(secret, ai.scope)
 	canonical := canonicalRequest(r, query, ai.signed, payload)
 	want := signHex(key, stringToSign(ai.time, ai.scope, canonical))
 	if !hmac.Equal([]byte(want), []byte(strings.ToLower(ai.signature))) {

@@ -1,7 +1,7 @@
-package s3api
+package s3model
 
 import (
-	"encoding/base64"
+	"bytes"
 	"strings"
 )
 
@@ -13,15 +13,17 @@ type keyIter interface {
 	next() (key string, ok bool)
 }
 
-// listPage is one page of a delimiter listing: Keys and Prefixes are each
-// in order, and together hold at most max entries.
-type listPage struct {
+// Page is one page of a delimiter listing of current objects: Keys and
+// Prefixes are each in order, and together hold at most max entries.
+type Page struct {
 	Keys      []string
 	Prefixes  []string
 	Truncated bool
 	// Next is the last key or common prefix of the page; resume with it as
 	// the marker.
 	Next string
+	// Current holds the current version of every key of Keys.
+	Current map[string]Version
 }
 
 // prefixEnd is the smallest string greater than every string that starts
@@ -73,8 +75,8 @@ func startAfter(prefix, delim, marker string) string {
 // listKeys computes one page. live reports whether a key counts (a key
 // whose current version is a delete marker does not, and it does not make
 // a common prefix appear either).
-func listKeys(it keyIter, prefix, delim, marker string, max int, live func(string) bool) listPage {
-	var p listPage
+func listKeys(it keyIter, prefix, delim, marker string, max int, live func(string) bool) Page {
+	var p Page
 	if max <= 0 {
 		return p
 	}
@@ -105,33 +107,68 @@ func listKeys(it keyIter, prefix, delim, marker string, max int, live func(strin
 	return p
 }
 
-// Continuation tokens are the opaque base64 of the page's last entry.
-func encodeToken(marker string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(marker))
-}
-
-func decodeToken(tok string) (string, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	return string(b), err == nil
-}
-
-// s3URLEncode encodes a key for encoding-type=url the way S3 does: like a
-// URL path segment with "/" kept: a space is %20 and "+" is %2B (as
-// ceph/s3-tests' encoding tests, which run against AWS, expect).
-func s3URLEncode(s string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
-			c == '-', c == '_', c == '.', c == '~', c == '/':
-			b.WriteByte(c)
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
+// ListCurrent lists the live keys of bucket (current version not a
+// delete marker) under prefix after marker, rolled up at delim, at most
+// max entries.
+func (m *Model) ListCurrent(bucket, prefix, delim, marker string, max int) (Page, error) {
+	var out Page
+	err := m.view(func(s *records) error {
+		if _, err := s.mustBucket(bucket); err != nil {
+			return err
 		}
+		cur := map[string]Version{}
+		it := &keyCursor{bp: bucketPrefix(bucket)}
+		if b := s.read(tblVersions); b != nil {
+			it.c = b.Cursor()
+		}
+		out = listKeys(it, prefix, delim, marker, max, func(key string) bool {
+			if it.err != nil || it.cur.Marker {
+				return false
+			}
+			cur[key] = it.cur
+			return true
+		})
+		out.Current = cur
+		return it.err
+	})
+	return out, err
+}
+
+// keyCursor is the keyIter of the version table: it stands on the first
+// (current) version of each key.
+type keyCursor struct {
+	c   cursor
+	bp  []byte
+	key string
+	cur Version
+	err error
+}
+
+func (it *keyCursor) at(k, v []byte) (string, bool) {
+	if k == nil || !bytes.HasPrefix(k, it.bp) {
+		return "", false
 	}
-	return b.String()
+	key, _, ok := splitVersionKey(k, len(it.bp))
+	if !ok {
+		return "", false
+	}
+	it.key = key
+	it.cur, it.err = decode[Version](v)
+	return key, it.err == nil
+}
+
+func (it *keyCursor) seek(k string) (string, bool) {
+	if it.c == nil {
+		return "", false
+	}
+	return it.at(it.c.Seek(seekKey(it.bp, k)))
+}
+
+func (it *keyCursor) next() (string, bool) {
+	if it.c == nil {
+		return "", false
+	}
+	// Older versions of it.key sort right after it.key "\x00"; the first
+	// entry at or after it.key "\x01" is the next key.
+	return it.at(it.c.Seek(append(seekKey(it.bp, it.key), 1)))
 }

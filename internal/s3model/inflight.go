@@ -1,10 +1,8 @@
-package s3api
+package s3model
 
 import (
 	"context"
 	"sync"
-
-	"github.com/latchkey/latchkey/internal/engine"
 )
 
 // The 409 rule (docs/wire-s3.md, "Concurrent writes") compares a key's last-mutation record (s3m) at a
@@ -74,25 +72,23 @@ func (f *inflightKeys) holds(k string) bool {
 	return true
 }
 
-// beginConditional registers a conditional write on the request's key; the
-// returned func ends it, tidying a record kept for it. Unconditional writes
-// never answer 409 and need no registration.
-func (h *Handler) beginConditional(q *request, cond writeCond) func() {
-	if !cond.conditional() {
-		return func() {}
-	}
-	k := q.bucket + "/" + q.key
-	h.inflight.enter(k)
+// BeginConditional registers a conditional write (PUT, Copy) on
+// bucket/key from its start (before Precheck) to its commit; the returned
+// func ends it, tidying a mutation record a delete kept for it.
+// Unconditional writes never answer 409 and need no registration.
+func (m *Model) BeginConditional(ctx context.Context, bucket, key string) (end func()) {
+	k := bucket + "/" + key
+	m.inflight.enter(k)
 	return func() {
-		if !h.inflight.leave(k) {
+		if !m.inflight.leave(k) {
 			return
 		}
-		_, err := h.e.Update(context.WithoutCancel(q.ctx), func(tx *engine.Tx) error {
-			h.store(tx).tidyMod(q.bucket, q.key)
+		err := m.update(context.WithoutCancel(ctx), func(s *records) error {
+			s.tidyMod(bucket, key)
 			return nil
 		})
 		if err != nil {
-			h.log.Warn("s3api: tidy mutation record", "bucket", q.bucket, "key", q.key, "err", err)
+			m.log.Warn("s3model: tidy mutation record", "bucket", bucket, "key", key, "err", err)
 		}
 	}
 }

@@ -1,0 +1,111 @@
+package s3model
+
+import (
+	"bytes"
+	"context"
+	"time"
+)
+
+// BucketEntry is one bucket of Buckets.
+type BucketEntry struct {
+	Name string
+	Bucket
+}
+
+// Buckets returns every bucket, in name order.
+func (m *Model) Buckets() ([]BucketEntry, error) {
+	var out []BucketEntry
+	err := m.view(func(s *records) error {
+		out = nil
+		b := s.read(tblBuckets)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			rec, err := decode[Bucket](v)
+			if err != nil {
+				return err
+			}
+			out = append(out, BucketEntry{Name: string(k), Bucket: rec})
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Bucket returns one bucket's record, or ErrNoSuchBucket.
+func (m *Model) Bucket(name string) (Bucket, error) {
+	var rec Bucket
+	err := m.view(func(s *records) error {
+		var err error
+		rec, err = s.mustBucket(name)
+		return err
+	})
+	return rec, err
+}
+
+// CreateBucket creates an empty, unversioned bucket; ErrBucketExists when
+// it exists.
+func (m *Model) CreateBucket(ctx context.Context, name string) error {
+	now := time.Now()
+	return m.update(ctx, func(s *records) error {
+		if _, ok, err := s.bucket(name); err != nil {
+			return err
+		} else if ok {
+			return &Error{Err: ErrBucketExists, Bucket: name}
+		}
+		mustPut(s.write(tblBuckets), []byte(name), mustJSON(Bucket{Created: now.UnixNano()}))
+		s.tx.Touch("\x00s3/" + name)
+		return nil
+	})
+}
+
+// SetVersioning sets a bucket's versioning state (VersioningEnabled or
+// VersioningSuspended).
+func (m *Model) SetVersioning(ctx context.Context, name, state string) error {
+	return m.update(ctx, func(s *records) error {
+		rec, err := s.mustBucket(name)
+		if err != nil {
+			return err
+		}
+		rec.Versioning = state
+		mustPut(s.write(tblBuckets), []byte(name), mustJSON(rec))
+		s.tx.Touch("\x00s3/" + name)
+		return nil
+	})
+}
+
+// DeleteBucket removes an empty bucket (ErrBucketNotEmpty otherwise).
+// Versions and delete markers make a bucket non-empty; in-progress
+// multipart uploads are aborted with it.
+func (m *Model) DeleteBucket(ctx context.Context, name string) error {
+	var dropped []string
+	err := m.update(ctx, func(s *records) error {
+		dropped = nil
+		if _, err := s.mustBucket(name); err != nil {
+			return err
+		}
+		bp := bucketPrefix(name)
+		if vb := s.read(tblVersions); vb != nil {
+			if k, _ := vb.Cursor().Seek(bp); k != nil && bytes.HasPrefix(k, bp) {
+				return &Error{Err: ErrBucketNotEmpty, Bucket: name}
+			}
+		}
+		var err error
+		if dropped, err = s.dropUploads(name); err != nil {
+			return err
+		}
+		mustDelete(s.write(tblBuckets), []byte(name))
+		mb := s.write(tblMod)
+		c := mb.Cursor()
+		for k, _ := c.Seek(bp); k != nil && bytes.HasPrefix(k, bp); k, _ = c.Seek(bp) {
+			mustDelete(mb, k)
+		}
+		s.tx.Touch("\x00s3/" + name)
+		return nil
+	})
+	if err == nil {
+		m.removeBlobs(dropped)
+	}
+	return err
+}
