@@ -27,45 +27,6 @@ var (
 	ErrFailed = errors.New("engine: a commit failed; reopen the data directory")
 )
 
-// Options tune an Engine. A nil *Options means all defaults.
-type Options struct {
-	// OnCommit, when set, is called after every durable commit with the
-	// number of Updates the commit carried and how long the commit
-	// (including fsync) took. It must be fast; the server feeds metrics
-	// from it.
-	OnCommit func(updates int, d time.Duration)
-
-	// LiveBlobs, when set, enables the orphan-blob sweep at Open: it is
-	// called once in a read transaction and must call live(id) for every
-	// blob id that a committed record references. Every file in dir/blobs
-	// not named that way is removed. When nil, committed blobs are never
-	// swept (only dir/blobs/tmp, which never holds a referenced blob).
-	LiveBlobs func(tx *Tx, live func(id string)) error
-
-	// TombstoneTTL is how long the tombstone of a deleted key is kept.
-	// Tombstones let KeysIndex of a prefix move forward when a key under it
-	// is deleted; a reaped one leaves its index behind as a floor under
-	// every prefix, so indexes never go backwards (a blocking list may
-	// return once, early, after a reap). Zero means 15 minutes, as
-	// Consul's default; reaping runs every TTL/4, at most
-	// 10000 tombstones per pass.
-	TombstoneTTL time.Duration
-
-	// NoSync disables fsync. Tests only: it voids the durability promise.
-	NoSync bool
-
-	// maxSize caps the database file (bbolt's MaxSize); tests use it to
-	// make a commit fail for real.
-	maxSize int
-}
-
-func (o *Options) tombstoneTTL() time.Duration {
-	if o == nil || o.TombstoneTTL <= 0 {
-		return 15 * time.Minute
-	}
-	return o.TombstoneTTL
-}
-
 // maxBatch caps how many Updates share one commit.
 const maxBatch = 1024
 
@@ -118,6 +79,10 @@ const rawPrefix = "x/"
 // Open opens (creating if needed) the data directory dir. It fails with an
 // error matching ErrLocked when another engine holds dir.
 func Open(dir string, opts *Options) (*Engine, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("engine: create data directory: %w", err)
 	}
@@ -127,9 +92,7 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	}
 	e := &Engine{dir: dir, lock: lock, reqs: make(chan *request, 4096), done: make(chan struct{}),
 		now: time.Now, stop: make(chan struct{})}
-	if opts != nil {
-		e.opts = *opts
-	}
+	e.opts = o
 	e.watch.init()
 	if err := e.open(); err != nil {
 		if e.db != nil {
@@ -152,6 +115,9 @@ func (e *Engine) open() error {
 		// every commit, so a commit writes (and fsyncs) fewer pages.
 		NoFreelistSync: true,
 		MaxSize:        e.opts.maxSize,
+		// bbolt's transaction statistics are never read; collecting them
+		// takes a lock per transaction.
+		NoStatistics: true,
 	})
 	if err != nil {
 		return fmt.Errorf("engine: open %s: %w", e.dir, err)

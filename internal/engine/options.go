@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults used where Options leaves a field zero.
+const (
+	// DefaultTombstoneTTL is Options.TombstoneTTL when zero: Consul's
+	// default.
+	DefaultTombstoneTTL = 15 * time.Minute
+)
+
+// Options tune an Engine. A nil *Options and every zero field mean the
+// defaults; negative values are an error.
+type Options struct {
+	// OnCommit, when set, is called after every durable commit with the
+	// number of Updates the commit carried and how long the commit
+	// (including fsync) took. It must be fast; the server feeds metrics
+	// from it.
+	OnCommit func(updates int, d time.Duration)
+
+	// LiveBlobs, when set, enables the orphan-blob sweep at Open: it is
+	// called once in a read transaction and must call live(id) for every
+	// blob id that a committed record references. Every file in dir/blobs
+	// not named that way is removed. When nil, committed blobs are never
+	// swept (only dir/blobs/tmp, which never holds a referenced blob).
+	LiveBlobs func(tx *Tx, live func(id string)) error
+
+	// TombstoneTTL is how long the tombstone of a deleted key is kept.
+	// Tombstones let KeysIndex of a prefix move forward when a key under it
+	// is deleted; a reaped one leaves its index behind as a floor under
+	// every prefix, so indexes never go backwards (a blocking list may
+	// return once, early, after a reap). Zero means DefaultTombstoneTTL;
+	// reaping runs every TTL/4, at most 10000 tombstones per pass.
+	TombstoneTTL time.Duration
+
+	// NoSync disables fsync. Tests only: it voids the durability promise.
+	NoSync bool
+
+	// maxSize caps the database file (bbolt's MaxSize); tests use it to
+	// make a commit fail for real.
+	maxSize int
+}
+
+// withDefaults returns a copy of o (nil allowed) with zero fields set to
+// the defaults, or an error naming the first negative field.
+func (o *Options) withDefaults() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	for _, f := range []struct {
+		name  string
+		value int64
+	}{
+		{"TombstoneTTL", int64(r.TombstoneTTL)},
+	} {
+		if f.value < 0 {
+			return r, fmt.Errorf("engine: negative Options.%s (zero means the default)", f.name)
+		}
+	}
+	if r.TombstoneTTL == 0 {
+		r.TombstoneTTL = DefaultTombstoneTTL
+	}
+	return r, nil
+}
