@@ -62,6 +62,10 @@ type Engine struct {
 	synced     chan struct{} // closed (and replaced) after each commit attempt
 	afterWrite func()        // tests: runs after a commit, before it is published as durable
 	syncFault  func() error  // tests: a non-nil result fails a commit whose writes reached the file (an fsync EIO)
+
+	log         *logState         // the write-ahead log; nil without (NoSync)
+	crashHook   func(name string) // tests: called at the crash points of logstate.go
+	appendFault func() error      // tests: a non-nil result fails the log append before it writes (ENOSPC)
 }
 
 // Internal bucket names. Raw buckets of other layers get rawPrefix.
@@ -95,6 +99,9 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	e.opts = o
 	e.watch.init()
 	if err := e.open(); err != nil {
+		if e.log != nil {
+			e.log.abandon()
+		}
 		if e.db != nil {
 			e.db.Close()
 		}
@@ -107,9 +114,16 @@ func Open(dir string, opts *Options) (*Engine, error) {
 }
 
 func (e *Engine) open() error {
-	db, err := bbolt.Open(filepath.Join(e.dir, "latchkey.db"), 0o600, &bbolt.Options{
+	dbPath := filepath.Join(e.dir, "latchkey.db")
+	useLog := !e.opts.NoSync && !e.opts.noLog
+	// Whatever was in use before, a log left in dir is recovered first.
+	slot, err := restoreCheckpoint(e.dir, dbPath)
+	if err != nil {
+		return err
+	}
+	bopts := &bbolt.Options{
 		Timeout:      time.Second,
-		NoSync:       e.opts.NoSync,
+		NoSync:       e.opts.NoSync || useLog,
 		FreelistType: bbolt.FreelistMapType,
 		// As etcd: the freelist is rebuilt at open instead of written by
 		// every commit, so a commit writes (and fsyncs) fewer pages.
@@ -118,11 +132,26 @@ func (e *Engine) open() error {
 		// bbolt's transaction statistics are never read; collecting them
 		// takes a lock per transaction.
 		NoStatistics: true,
-	})
+	}
+	if useLog {
+		bopts.InitialMmapSize = walMmapSize
+	}
+	db, err := bbolt.Open(dbPath, 0o600, bopts)
 	if err != nil {
 		return fmt.Errorf("engine: open %s: %w", e.dir, err)
 	}
 	e.db = db
+	// Until the next checkpoint is saved, the restored one's tree must
+	// stay intact: no commit below may reuse its pages.
+	pin, err := db.Begin(false)
+	if err != nil {
+		return fmt.Errorf("engine: open %s: %w", e.dir, err)
+	}
+	defer func() {
+		if pin != nil {
+			pin.Rollback()
+		}
+	}()
 	err = db.Update(func(btx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketKV, bucketTomb} {
 			if _, err := btx.CreateBucketIfNotExists(b); err != nil {
@@ -135,10 +164,37 @@ func (e *Engine) open() error {
 				return err
 			}
 		}
-		e.index.Store(getU64(meta.Get(keyIndex)))
 		return nil
 	})
 	if err != nil {
+		return fmt.Errorf("engine: initialise %s: %w", e.dir, err)
+	}
+	seq, err := e.replay()
+	if err != nil {
+		return err
+	}
+	if useLog {
+		p := pin
+		pin = nil // openLog releases it once its checkpoint is saved
+		if err := e.openLog(seq, slot, p); err != nil {
+			return err
+		}
+	} else if _, err := os.Stat(walDir(e.dir)); err == nil {
+		// Without the log from now on: bbolt's file holds everything.
+		if err := db.Sync(); err != nil {
+			return fmt.Errorf("engine: sync: %w", err)
+		}
+		if err := os.RemoveAll(walDir(e.dir)); err != nil {
+			return fmt.Errorf("engine: remove log: %w", err)
+		}
+		if err := syncDir(e.dir); err != nil {
+			return err
+		}
+	}
+	if err := db.View(func(btx *bbolt.Tx) error {
+		e.index.Store(getU64(btx.Bucket(bucketMeta).Get(keyIndex)))
+		return nil
+	}); err != nil {
 		return fmt.Errorf("engine: initialise %s: %w", e.dir, err)
 	}
 	e.watch.base = e.index.Load()
@@ -202,7 +258,13 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	<-e.done
 	e.watch.close()
-	err := e.db.Close()
+	var err error
+	if e.log != nil {
+		err = e.closeLog()
+	}
+	if cerr := e.db.Close(); err == nil {
+		err = cerr
+	}
 	if lerr := e.lock.Close(); err == nil {
 		err = lerr
 	}

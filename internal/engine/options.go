@@ -10,6 +10,10 @@ const (
 	// DefaultTombstoneTTL is Options.TombstoneTTL when zero: Consul's
 	// default.
 	DefaultTombstoneTTL = 15 * time.Minute
+	// DefaultLogBytes is Options.LogBytes when zero.
+	DefaultLogBytes = 16 << 20
+	// DefaultCheckpointInterval is Options.CheckpointInterval when zero.
+	DefaultCheckpointInterval = time.Second
 )
 
 // Options tune an Engine. A nil *Options and every zero field mean the
@@ -36,8 +40,31 @@ type Options struct {
 	// reaping runs every TTL/4, at most 10000 tombstones per pass.
 	TombstoneTTL time.Duration
 
-	// NoSync disables fsync. Tests only: it voids the durability promise.
+	// LogBytes is the size each of the two write-ahead log files is
+	// zero-filled to, so that appends overwrite allocated blocks (see
+	// wal.go). A checkpoint starts once the active file holds LogBytes/2
+	// of records; records never wait for one: a file that fills up before
+	// its checkpoint is done grows. So the log holds at most about two
+	// checkpoints' worth of records, LogBytes each. Zero means
+	// DefaultLogBytes (16 MiB: 32 MiB of disk for both files).
+	LogBytes int64
+
+	// CheckpointInterval bounds the time between checkpoints while
+	// commits arrive: after a commit, a checkpoint starts if the last one
+	// started this long ago. A checkpoint costs two fdatasyncs in the
+	// background (bbolt's file, the checkpoint slot); between checkpoints
+	// bbolt cannot reuse pages freed since the last one, so a longer
+	// interval grows the file more under write load. Zero means
+	// DefaultCheckpointInterval.
+	CheckpointInterval time.Duration
+
+	// NoSync disables fsync, and with it the write-ahead log. Tests only:
+	// it voids the durability promise.
 	NoSync bool
+
+	// noLog commits with bbolt's own fsyncs instead of the log (tests and
+	// benchmarks compare the two).
+	noLog bool
 
 	// maxSize caps the database file (bbolt's MaxSize); tests use it to
 	// make a commit fail for real.
@@ -56,6 +83,8 @@ func (o *Options) withDefaults() (Options, error) {
 		value int64
 	}{
 		{"TombstoneTTL", int64(r.TombstoneTTL)},
+		{"LogBytes", r.LogBytes},
+		{"CheckpointInterval", int64(r.CheckpointInterval)},
 	} {
 		if f.value < 0 {
 			return r, fmt.Errorf("engine: negative Options.%s (zero means the default)", f.name)
@@ -63,6 +92,12 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if r.TombstoneTTL == 0 {
 		r.TombstoneTTL = DefaultTombstoneTTL
+	}
+	if r.LogBytes == 0 {
+		r.LogBytes = DefaultLogBytes
+	}
+	if r.CheckpointInterval == 0 {
+		r.CheckpointInterval = DefaultCheckpointInterval
 	}
 	return r, nil
 }

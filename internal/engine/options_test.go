@@ -10,7 +10,9 @@ import (
 // documented default.
 func TestOptionsNegativeIsAnError(t *testing.T) {
 	for name, o := range map[string]Options{
-		"TombstoneTTL": {NoSync: true, TombstoneTTL: -1},
+		"TombstoneTTL":       {NoSync: true, TombstoneTTL: -1},
+		"LogBytes":           {NoSync: true, LogBytes: -1},
+		"CheckpointInterval": {NoSync: true, CheckpointInterval: -1},
 	} {
 		e, err := Open(t.TempDir(), &o)
 		if err == nil {
@@ -27,7 +29,7 @@ func TestOptionsNegativeIsAnError(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.TombstoneTTL != DefaultTombstoneTTL {
+		if r.TombstoneTTL != DefaultTombstoneTTL || r.LogBytes != DefaultLogBytes || r.CheckpointInterval != DefaultCheckpointInterval {
 			t.Errorf("defaults %+v", r)
 		}
 	}

@@ -65,9 +65,9 @@ func (e *Engine) reap(from []byte) ([]byte, error) {
 		}
 		tx.dirty = true
 		for _, k := range dead {
-			must(b.Delete(k))
+			tx.del(bucketTomb, k)
 		}
-		must(meta.Put(keyTombFloor, u64(floor)))
+		tx.put(bucketMeta, keyTombFloor, u64(floor))
 		return nil
 	})
 	return next, err

@@ -1,0 +1,338 @@
+package engine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// The write-ahead log: one fdatasync per group commit.
+//
+// bbolt's own commit costs two fdatasyncs (its pages, then its meta page).
+// With the log, a commit is applied to bbolt without a sync (its writes
+// reach the page cache), then the batch's resulting records are appended
+// to the log and the log alone is fdatasynced; only then is the commit
+// published. A checkpoint (checkpoint.go) later makes bbolt durable with one
+// fdatasync in the background and lets the log be reused.
+//
+// Format. The log is two files, dir/wal/log.0 and log.1, used in turn: the
+// writer appends to the active one; a checkpoint switches it to the other,
+// which holds only records the previous (durable) checkpoint covers. Each
+// file is zero-filled to Options.LogBytes when created, so that appending
+// overwrites blocks the file system has already allocated and the
+// fdatasync writes data only, not the file's size (measured on this
+// machine: 0.2–0.6 ms against 1–1.8 ms for an append that grows the file).
+// A record bigger than the space left grows the file.
+//
+// A record (frame) is
+//
+//	length  uint32  of seq+payload
+//	crc     uint32  CRC-32C (Castagnoli) of length, seq and payload
+//	seq     uint64  the batch's sequence number: one per commit, +1 each
+//	payload         the batch's writes (walBatch)
+//
+// little endian. Reading a file stops at the first frame that is zero,
+// short, fails its CRC or does not carry the next sequence number: that is
+// the torn tail of a crash, or stale records of an earlier round of the
+// file (whose sequence numbers are all lower). A frame is one whole batch,
+// so a torn tail never applies part of one.
+//
+// Why our own and not a library: etcd's wal package carries raft types and
+// snapshots we have no use for, and neither it nor tidwall/wal (which
+// fsyncs per entry into files of its own naming and truncates with file
+// rewrites) lets the engine reuse preallocated files, which is where the
+// fsync saving comes from. What is needed is small: framed records with a
+// CRC and a sequence number, a torn-tail stop, two files in turn; it is
+// tested in wal_test.go, including torn and corrupt tails at every byte.
+
+const (
+	walDirName   = "wal"
+	frameHeader  = 8 // length, crc
+	maxFrameSize = 1 << 31
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+func walDir(dir string) string { return filepath.Join(dir, walDirName) }
+
+func logPath(dir string, n int) string {
+	return filepath.Join(walDir(dir), fmt.Sprintf("log.%d", n))
+}
+
+// walOp is one resulting write of a batch: key in bucket holds value, or
+// is absent (del). Replaying it sets that state whatever the state before,
+// so a record applied twice changes nothing.
+type walOp struct {
+	kind   byte // opPut, opDel, opCreate (the bucket exists; key and value unused)
+	bucket string
+	key    []byte
+	value  []byte
+}
+
+const (
+	opPut byte = iota
+	opDel
+	opCreate
+)
+
+// walBatch is the payload of one record: the writes of one bbolt commit in
+// order (a later op on the same key wins).
+type walBatch struct {
+	ops []walOp
+}
+
+func (b *walBatch) put(bucket string, key, value []byte) {
+	b.ops = append(b.ops, walOp{bucket: bucket, key: append([]byte(nil), key...), value: append([]byte(nil), value...)})
+}
+
+func (b *walBatch) del(bucket string, key []byte) {
+	b.ops = append(b.ops, walOp{bucket: bucket, key: append([]byte(nil), key...), kind: opDel})
+}
+
+// create records that bucket was created (it may stay empty).
+func (b *walBatch) create(bucket string) {
+	b.ops = append(b.ops, walOp{bucket: bucket, kind: opCreate})
+}
+
+// frame encodes the record of batch seq.
+func (b *walBatch) frame(seq uint64) []byte {
+	n := frameHeader + 8 + binary.MaxVarintLen64
+	for _, op := range b.ops {
+		n += 1 + 3*binary.MaxVarintLen64 + len(op.bucket) + len(op.key) + len(op.value)
+	}
+	out := make([]byte, frameHeader, n)
+	out = binary.LittleEndian.AppendUint64(out, seq)
+	out = binary.AppendUvarint(out, uint64(len(b.ops)))
+	for _, op := range b.ops {
+		out = append(out, op.kind)
+		out = binary.AppendUvarint(out, uint64(len(op.bucket)))
+		out = append(out, op.bucket...)
+		if op.kind == opCreate {
+			continue
+		}
+		out = binary.AppendUvarint(out, uint64(len(op.key)))
+		out = append(out, op.key...)
+		if op.kind == opPut {
+			out = binary.AppendUvarint(out, uint64(len(op.value)))
+			out = append(out, op.value...)
+		}
+	}
+	binary.LittleEndian.PutUint32(out[0:], uint32(len(out)-frameHeader))
+	binary.LittleEndian.PutUint32(out[4:], frameCRC(out))
+	return out
+}
+
+func frameCRC(frame []byte) uint32 {
+	c := crc32.Update(0, castagnoli, frame[0:4])
+	return crc32.Update(c, castagnoli, frame[frameHeader:])
+}
+
+var errBadPayload = errors.New("engine: log record payload does not decode")
+
+// decodeBatch decodes a payload (after seq) whose CRC already matched.
+func decodeBatch(p []byte) (walBatch, error) {
+	var b walBatch
+	next := func() ([]byte, bool) {
+		n, w := binary.Uvarint(p)
+		if w <= 0 || uint64(len(p)-w) < n {
+			return nil, false
+		}
+		v := p[w : w+int(n)]
+		p = p[w+int(n):]
+		return v, true
+	}
+	count, w := binary.Uvarint(p)
+	if w <= 0 || count > uint64(len(p)) {
+		return b, errBadPayload
+	}
+	p = p[w:]
+	b.ops = make([]walOp, 0, count)
+	for range count {
+		if len(p) == 0 || p[0] > opCreate {
+			return b, errBadPayload
+		}
+		op := walOp{kind: p[0]}
+		p = p[1:]
+		bucket, ok := next()
+		if !ok || len(bucket) == 0 {
+			return b, errBadPayload
+		}
+		op.bucket = string(bucket)
+		if op.kind == opCreate {
+			b.ops = append(b.ops, op)
+			continue
+		}
+		key, ok := next()
+		if !ok {
+			return b, errBadPayload
+		}
+		op.key = key
+		if op.kind == opPut {
+			v, ok := next()
+			if !ok {
+				return b, errBadPayload
+			}
+			op.value = v
+		}
+		b.ops = append(b.ops, op)
+	}
+	if len(p) != 0 {
+		return b, errBadPayload
+	}
+	return b, nil
+}
+
+// walRecord is one record read back.
+type walRecord struct {
+	seq   uint64
+	batch walBatch
+}
+
+// readLog returns the records of one log file from its start up to the
+// first frame that is zero, torn, corrupt, or whose seq is not the one
+// after its predecessor's, and the offset where that frame starts (where
+// the next append goes).
+func readLog(data []byte) (recs []walRecord, end int) {
+	off := 0
+	for len(data)-off >= frameHeader+8 {
+		n := int(binary.LittleEndian.Uint32(data[off:]))
+		if n < 8 || n > maxFrameSize || n > len(data)-off-frameHeader {
+			break
+		}
+		frame := data[off : off+frameHeader+n]
+		if binary.LittleEndian.Uint32(frame[4:]) != frameCRC(frame) {
+			break
+		}
+		seq := binary.LittleEndian.Uint64(frame[frameHeader:])
+		if len(recs) > 0 && seq != recs[len(recs)-1].seq+1 {
+			break // stale: a record of an earlier round of this file
+		}
+		b, err := decodeBatch(frame[frameHeader+8:])
+		if err != nil {
+			break
+		}
+		recs = append(recs, walRecord{seq: seq, batch: b})
+		off += len(frame)
+	}
+	return recs, off
+}
+
+// replayable merges the records of both log files into the ones to apply
+// after a checkpoint at seq applied: every record with a greater seq, in
+// order, as long as they follow each other without a gap. A record after a
+// gap cannot be applied (what is missing is lost); stopping there keeps
+// every record before it, which is all a torn tail allows.
+func replayable(files [][]walRecord, applied uint64) []walRecord {
+	bySeq := map[uint64]walRecord{}
+	for _, recs := range files {
+		for _, r := range recs {
+			if r.seq > applied {
+				bySeq[r.seq] = r
+			}
+		}
+	}
+	var out []walRecord
+	for s := applied + 1; ; s++ {
+		r, ok := bySeq[s]
+		if !ok {
+			return out
+		}
+		out = append(out, r)
+	}
+}
+
+// logFile is one of the two log files, open for writing.
+type logFile struct {
+	f    *os.File
+	n    int   // 0 or 1
+	off  int64 // where the next record goes
+	size int64 // current file size
+}
+
+// openLogFile opens (creating and zero-filling to prealloc if new or
+// shorter) log file n. Zero-filling is best effort: on a full disk the file
+// stays as long as it could be made, and appends grow it.
+func openLogFile(dir string, n int, prealloc int64) (*logFile, error) {
+	f, err := os.OpenFile(logPath(dir, n), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("engine: open log: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("engine: open log: %w", err)
+	}
+	lf := &logFile{f: f, n: n, size: st.Size()}
+	if lf.size < prealloc {
+		lf.zeroFill(prealloc)
+	}
+	return lf, nil
+}
+
+// zeroFill writes zeros from the file's end up to size and syncs; on an
+// error (a full disk) it gives the space back: the file keeps its size
+// and appends grow it.
+func (lf *logFile) zeroFill(size int64) {
+	zeros := make([]byte, 1<<20)
+	start := lf.size
+	var err error
+	for off := start; off < size && err == nil; {
+		n := min(int64(len(zeros)), size-off)
+		_, err = lf.f.WriteAt(zeros[:n], off)
+		off += n
+	}
+	if err == nil {
+		err = lf.f.Sync()
+	}
+	if err != nil {
+		_ = lf.f.Truncate(start)
+		return
+	}
+	lf.size = size
+}
+
+// append writes frame at the end of the file's records and fdatasyncs it;
+// wrote (tests: a crash point) runs between the two.
+func (lf *logFile) append(frame []byte, wrote func()) error {
+	if _, err := lf.f.WriteAt(frame, lf.off); err != nil {
+		return fmt.Errorf("engine: write log: %w", err)
+	}
+	lf.off += int64(len(frame))
+	if lf.off > lf.size {
+		lf.size = lf.off
+	}
+	wrote()
+	if err := fdatasync(lf.f); err != nil {
+		return fmt.Errorf("engine: sync log: %w", err)
+	}
+	return nil
+}
+
+// reset makes the file start over: the next record goes at offset 0. What
+// it held stays until overwritten; its records' seqs are all lower than
+// any new one, so a reader stops at them.
+func (lf *logFile) reset() { lf.off = 0 }
+
+func (lf *logFile) close() error { return lf.f.Close() }
+
+// readLogFile reads log file n of dir (missing: no records).
+func readLogFile(dir string, n int) ([]walRecord, int, error) {
+	f, err := os.Open(logPath(dir, n))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("engine: read log: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, 0, fmt.Errorf("engine: read log: %w", err)
+	}
+	recs, end := readLog(data)
+	return recs, end, nil
+}
