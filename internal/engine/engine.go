@@ -63,9 +63,8 @@ type Engine struct {
 	afterWrite func()        // tests: runs after a commit, before it is published as durable
 	syncFault  func() error  // tests: a non-nil result fails a commit whose writes reached the file (an fsync EIO)
 
-	log         *logState         // the write-ahead log; nil without (NoSync)
-	crashHook   func(name string) // tests: called at the crash points of logstate.go
-	appendFault func() error      // tests: a non-nil result fails the log append before it writes (ENOSPC)
+	log         *logState    // the write-ahead log; nil without (NoSync)
+	appendFault func() error // tests: a non-nil result fails the log append before it writes (ENOSPC)
 }
 
 // Internal bucket names. Raw buckets of other layers get rawPrefix.

@@ -49,8 +49,8 @@ const (
 )
 
 func (e *Engine) crashPoint(name string) {
-	if e.crashHook != nil {
-		e.crashHook(name)
+	if e.opts.crashHook != nil {
+		e.opts.crashHook(name)
 	}
 }
 

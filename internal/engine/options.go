@@ -66,6 +66,9 @@ type Options struct {
 	// benchmarks compare the two).
 	noLog bool
 
+	// crashHook, when set, is called at the log's crash points (tests).
+	crashHook func(point string)
+
 	// maxSize caps the database file (bbolt's MaxSize); tests use it to
 	// make a commit fail for real.
 	maxSize int
