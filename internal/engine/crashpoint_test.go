@@ -225,3 +225,43 @@ func le64(b []byte) uint64 {
 	}
 	return v
 }
+
+// When bbolt's file nears its memory map, the engine leaves the log and
+// commits with bbolt's own fsyncs (the checkpoint's read transaction would
+// block the remap forever). Writes go on, nothing is lost across the
+// switch, and the next Open uses the log again.
+func TestLeavingTheLogNearTheMapLimit(t *testing.T) {
+	dir := t.TempDir()
+	e := openT(t, dir)
+	if e.log == nil {
+		t.Fatal("the engine runs without its log")
+	}
+	put(t, e, "before", "v")
+	e.log.leaveAt.Store(1) // the writer leaves the log after the next commit
+	put(t, e, "switch", "v")
+	for i := range 200 { // a remap with a reader open would hang here
+		e.Update(t.Context(), func(tx *Tx) error {
+			tx.PutKV(KV{Key: fmt.Sprintf("big/%d", i), Value: make([]byte, 64<<10)})
+			return nil
+		})
+	}
+	if _, err := os.Stat(walDir(dir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("log directory after leaving the log: %v", err)
+	}
+	e.Close()
+	if e.log != nil {
+		t.Fatal("still on the log")
+	}
+	e = openT(t, dir)
+	if e.log == nil {
+		t.Fatal("reopened without the log")
+	}
+	e.View(func(tx *Tx) error {
+		for _, k := range []string{"before", "switch", "big/199"} {
+			if _, ok := tx.GetKV(k); !ok {
+				t.Errorf("%s lost across leaving the log", k)
+			}
+		}
+		return nil
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -21,6 +22,8 @@ type logState struct {
 	lastCkpt time.Time
 	dbFile   *os.File // latchkey.db, read-only: bbolt's meta pages
 	pageSize int
+	dbSize   int64        // bbolt's size at the last commit
+	leaveAt  atomic.Int64 // leave the log once bbolt's size passes this (walMmapSize/2)
 
 	mu   sync.Mutex
 	busy bool      // a checkpoint is in flight: the inactive file is still needed
@@ -137,6 +140,7 @@ func (e *Engine) openLog(seq uint64, slot int, pin *bbolt.Tx) error {
 	l := &logState{seq: seq, slot: slot, pin: pin, pageSize: e.db.Info().PageSize,
 		jobs: make(chan ckptJob), stopped: make(chan struct{}), lastCkpt: time.Now()}
 	l.idle = sync.NewCond(&l.mu)
+	l.leaveAt.Store(walMmapSize / 2)
 	e.log = l
 	if err := os.MkdirAll(walDir(e.dir), 0o700); err != nil {
 		return fmt.Errorf("engine: log dir: %w", err)
@@ -213,6 +217,7 @@ func (e *Engine) commitLogged(batch []*request) (done []applied, failed *request
 		return nil, nil, 0, err
 	}
 	txid = uint64(btx.ID())
+	l.dbSize = btx.Size()
 	rec := &walBatch{}
 	seq := l.seq + 1
 	done, failed, err = e.apply(btx, batch, rec)
@@ -246,6 +251,46 @@ func (e *Engine) commitLogged(batch []*request) (done []applied, failed *request
 	return done, nil, txid, nil
 }
 
+// leaveLog ends the log for the rest of the engine's life, when bbolt's
+// file nears its memory map (the checkpoint's open read transaction would
+// make the remap that growing past it needs wait forever). bbolt is synced,
+// the checkpoint slots then the log files removed (a crash after that opens
+// bbolt's own, synced, state), the read transaction released, and every
+// later commit syncs itself. The next Open maps more and uses the log
+// again while the file is below half of walMmapSize.
+func (e *Engine) leaveLog() error {
+	l := e.log
+	l.mu.Lock()
+	for l.busy {
+		l.idle.Wait()
+	}
+	l.mu.Unlock()
+	close(l.jobs)
+	<-l.stopped
+	if err := e.db.Sync(); err != nil {
+		return fmt.Errorf("engine: leave log: %w", err)
+	}
+	for _, p := range []string{ckptPath(e.dir, 0), ckptPath(e.dir, 1)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("engine: leave log: %w", err)
+		}
+	}
+	if err := syncDir(walDir(e.dir)); err != nil {
+		return err
+	}
+	l.pin.Rollback()
+	for _, lf := range l.files {
+		lf.close()
+	}
+	l.dbFile.Close()
+	if err := os.RemoveAll(walDir(e.dir)); err != nil {
+		return fmt.Errorf("engine: leave log: %w", err)
+	}
+	e.log = nil
+	e.db.NoSync = false
+	return nil
+}
+
 // maybeCheckpoint starts a checkpoint after a commit when the active log
 // file holds LogBytes/2 or the last one started CheckpointInterval ago,
 // unless one is in flight. It switches the writer to the other log file,
@@ -253,6 +298,12 @@ func (e *Engine) commitLogged(batch []*request) (done []applied, failed *request
 func (e *Engine) maybeCheckpoint() {
 	l := e.log
 	if e.Err() != nil {
+		return
+	}
+	if l.dbSize > l.leaveAt.Load() {
+		if err := e.leaveLog(); err != nil {
+			e.fail(err)
+		}
 		return
 	}
 	if l.files[l.active].off < e.opts.LogBytes/2 && time.Since(l.lastCkpt) < e.opts.CheckpointInterval {
