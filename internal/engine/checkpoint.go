@@ -112,8 +112,7 @@ func validMetaPage(page []byte, txid uint64) bool {
 		binary.LittleEndian.Uint64(page[metaTxidOff:]) == txid
 }
 
-// loadCheckpoint returns the newest valid checkpoint slot of dir and its
-// number.
+// loadCheckpoint returns the newest valid checkpoint of dir and its slot.
 func loadCheckpoint(dir string) (checkpoint, int, error) {
 	best, slot := checkpoint{}, -1
 	for n := range 2 {
@@ -124,7 +123,10 @@ func loadCheckpoint(dir string) (checkpoint, int, error) {
 		if err != nil {
 			return checkpoint{}, 0, fmt.Errorf("engine: read checkpoint: %w", err)
 		}
-		if c, ok := decodeCheckpoint(b); ok && (slot < 0 || c.seq > best.seq) {
+		// The newest is the one with the greater transaction id: two
+		// slots may carry the same seq (Open's own commits add no
+		// record), and only the newest one's tree is still protected.
+		if c, ok := decodeCheckpoint(b); ok && (slot < 0 || c.txid > best.txid) {
 			best, slot = c, n
 		}
 	}

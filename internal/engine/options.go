@@ -11,7 +11,7 @@ const (
 	// default.
 	DefaultTombstoneTTL = 15 * time.Minute
 	// DefaultLogBytes is Options.LogBytes when zero.
-	DefaultLogBytes = 16 << 20
+	DefaultLogBytes = 4 << 20
 	// DefaultCheckpointInterval is Options.CheckpointInterval when zero.
 	DefaultCheckpointInterval = time.Second
 )
@@ -46,7 +46,7 @@ type Options struct {
 	// of records; records never wait for one: a file that fills up before
 	// its checkpoint is done grows. So the log holds at most about two
 	// checkpoints' worth of records, LogBytes each. Zero means
-	// DefaultLogBytes (16 MiB: 32 MiB of disk for both files).
+	// DefaultLogBytes (4 MiB: 8 MiB of disk for both files).
 	LogBytes int64
 
 	// CheckpointInterval bounds the time between checkpoints while

@@ -298,6 +298,9 @@ func (lf *logFile) zeroFill(size int64) {
 // append writes frame at the end of the file's records and fdatasyncs it;
 // wrote (tests: a crash point) runs between the two.
 func (lf *logFile) append(frame []byte, wrote func()) error {
+	if len(frame)-frameHeader > maxFrameSize {
+		return fmt.Errorf("engine: write log: a batch of %d bytes is larger than a record may be", len(frame))
+	}
 	if _, err := lf.f.WriteAt(frame, lf.off); err != nil {
 		return fmt.Errorf("engine: write log: %w", err)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"reflect"
 	"testing"
 )
@@ -168,3 +169,27 @@ func putLE32(b []byte, v uint32) {
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 }
 func putLE64(b []byte, v uint64) { putLE32(b, uint32(v)); putLE32(b[4:], uint32(v>>32)) }
+
+// Of two valid checkpoint slots the newer bbolt transaction wins, also
+// when both carry the same seq (Open commits without adding a record, and
+// only the newest checkpoint's pages are still protected).
+func TestNewestCheckpointSlotWins(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(walDir(dir), 0o700)
+	page := func(txid uint64) []byte {
+		p := make([]byte, 4096)
+		putLE32(p[metaMagicOff:], boltMagic)
+		putLE64(p[metaTxidOff:], txid)
+		return p
+	}
+	if err := saveCheckpoint(dir, 0, checkpoint{seq: 5, txid: 10, page: page(10)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveCheckpoint(dir, 1, checkpoint{seq: 5, txid: 11, page: page(11)}); err != nil {
+		t.Fatal(err)
+	}
+	c, slot, err := loadCheckpoint(dir)
+	if err != nil || slot != 1 || c.txid != 11 {
+		t.Fatalf("loaded slot %d txid %d (%v), want slot 1 at txid 11", slot, c.txid, err)
+	}
+}
