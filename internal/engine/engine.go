@@ -132,6 +132,9 @@ func (e *Engine) open() error {
 		// takes a lock per transaction.
 		NoStatistics: true,
 	}
+	if st, err := os.Stat(dbPath); err == nil && st.Size() > walMmapSize/2 {
+		useLog = false // see Engine.leaveLog
+	}
 	if useLog {
 		bopts.InitialMmapSize = walMmapSize
 	}
@@ -140,17 +143,11 @@ func (e *Engine) open() error {
 		return fmt.Errorf("engine: open %s: %w", e.dir, err)
 	}
 	e.db = db
-	// Until the next checkpoint is saved, the restored one's tree must
-	// stay intact: no commit below may reuse its pages.
-	pin, err := db.Begin(false)
-	if err != nil {
-		return fmt.Errorf("engine: open %s: %w", e.dir, err)
-	}
-	defer func() {
-		if pin != nil {
-			pin.Rollback()
-		}
-	}()
+	// One transaction initialises and replays: it cannot reuse a page of
+	// the tree it starts from, so until the checkpoint below is saved the
+	// restored checkpoint stays intact for the next Open.
+	var seq uint64
+	replayed := 0
 	err = db.Update(func(btx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketKV, bucketTomb} {
 			if _, err := btx.CreateBucketIfNotExists(b); err != nil {
@@ -163,19 +160,18 @@ func (e *Engine) open() error {
 				return err
 			}
 		}
-		return nil
+		var err error
+		seq, replayed, err = e.replay(btx)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("engine: initialise %s: %w", e.dir, err)
 	}
-	seq, err := e.replay()
-	if err != nil {
-		return err
+	if replayed > 0 {
+		e.crashPoint(crashReplayed)
 	}
 	if useLog {
-		p := pin
-		pin = nil // openLog releases it once its checkpoint is saved
-		if err := e.openLog(seq, slot, p); err != nil {
+		if err := e.openLog(seq, slot); err != nil {
 			return err
 		}
 	} else if _, err := os.Stat(walDir(e.dir)); err == nil {

@@ -79,65 +79,52 @@ func restoreCheckpoint(dir, dbPath string) (int, error) {
 	return slot, nil
 }
 
-// replay applies every log record after the one bbolt includes, in one
-// bbolt transaction (so a crash during it changes nothing), and returns
-// the seq of the last record bbolt now includes.
-func (e *Engine) replay() (uint64, error) {
-	var applied uint64
-	if err := e.db.View(func(btx *bbolt.Tx) error {
-		applied = getU64(btx.Bucket(bucketMeta).Get(keyLogSeq))
-		return nil
-	}); err != nil {
-		return 0, err
-	}
+// replay applies, in btx, every log record after the one bbolt includes,
+// and returns the seq of the last record bbolt then includes and how many
+// it applied. Open runs it in the transaction that follows the checkpoint
+// restore, so a crash before that transaction is checkpointed changes
+// nothing.
+func (e *Engine) replay(btx *bbolt.Tx) (uint64, int, error) {
+	meta := btx.Bucket(bucketMeta)
+	applied := getU64(meta.Get(keyLogSeq))
 	var files [][]walRecord
 	for n := range 2 {
 		recs, _, err := readLogFile(e.dir, n)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		files = append(files, recs)
 	}
 	recs := replayable(files, applied)
-	if len(recs) == 0 {
-		return applied, nil
-	}
-	err := e.db.Update(func(btx *bbolt.Tx) error {
-		for _, r := range recs {
-			for _, op := range r.batch.ops {
-				b, err := btx.CreateBucketIfNotExists([]byte(op.bucket))
-				if err != nil {
-					return err
-				}
-				switch op.kind {
-				case opPut:
-					err = b.Put(op.key, op.value)
-				case opDel:
-					err = b.Delete(op.key)
-				}
-				if err != nil {
-					return err
-				}
+	for _, r := range recs {
+		for _, op := range r.batch.ops {
+			b, err := btx.CreateBucketIfNotExists([]byte(op.bucket))
+			if err != nil {
+				return 0, 0, fmt.Errorf("engine: replay log: %w", err)
 			}
-			if err := btx.Bucket(bucketMeta).Put(keyLogSeq, u64(r.seq)); err != nil {
-				return err
+			switch op.kind {
+			case opPut:
+				err = b.Put(op.key, op.value)
+			case opDel:
+				err = b.Delete(op.key)
+			}
+			if err != nil {
+				return 0, 0, fmt.Errorf("engine: replay log: %w", err)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("engine: replay log: %w", err)
+		applied = r.seq
 	}
-	e.crashPoint(crashReplayed)
-	return recs[len(recs)-1].seq, nil
+	if err := meta.Put(keyLogSeq, u64(applied)); err != nil {
+		return 0, 0, fmt.Errorf("engine: replay log: %w", err)
+	}
+	return applied, len(recs), nil
 }
 
 // openLog starts the log after Open's replay: it saves a checkpoint of
 // everything bbolt holds (seq is its last record), so both log files are
-// free, and keeps pin (the read transaction at the restored checkpoint)
-// open until then.
-func (e *Engine) openLog(seq uint64, slot int, pin *bbolt.Tx) error {
-	l := &logState{seq: seq, slot: slot, pin: pin, pageSize: e.db.Info().PageSize,
+// free. slot is the restored checkpoint's (-1: none).
+func (e *Engine) openLog(seq uint64, slot int) error {
+	l := &logState{seq: seq, slot: slot, pageSize: e.db.Info().PageSize,
 		jobs: make(chan ckptJob), stopped: make(chan struct{}), lastCkpt: time.Now()}
 	l.idle = sync.NewCond(&l.mu)
 	l.leaveAt.Store(walMmapSize / 2)
@@ -179,9 +166,6 @@ func (e *Engine) openLog(seq uint64, slot int, pin *bbolt.Tx) error {
 		return err
 	}
 	l.pin, l.slot = job.rtx, job.slot
-	if pin != nil {
-		pin.Rollback()
-	}
 	go e.checkpointer(l)
 	return nil
 }
@@ -256,8 +240,8 @@ func (e *Engine) commitLogged(batch []*request) (done []applied, failed *request
 // make the remap that growing past it needs wait forever). bbolt is synced,
 // the checkpoint slots then the log files removed (a crash after that opens
 // bbolt's own, synced, state), the read transaction released, and every
-// later commit syncs itself. The next Open maps more and uses the log
-// again while the file is below half of walMmapSize.
+// later commit syncs itself. Open uses the log only while the file is
+// below half of walMmapSize.
 func (e *Engine) leaveLog() error {
 	l := e.log
 	l.mu.Lock()
