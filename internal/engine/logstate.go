@@ -24,6 +24,7 @@ type logState struct {
 	pageSize int
 	dbSize   int64        // bbolt's size at the last commit
 	leaveAt  atomic.Int64 // leave the log once bbolt's size passes this (walMmapSize/2)
+	rec      walBatch     // the record being built, its buffer reused
 
 	mu   sync.Mutex
 	busy bool      // a checkpoint is in flight: the inactive file is still needed
@@ -97,7 +98,7 @@ func (e *Engine) replay(btx *bbolt.Tx) (uint64, int, error) {
 	}
 	recs := replayable(files, applied)
 	for _, r := range recs {
-		for _, op := range r.batch.ops {
+		for _, op := range r.ops {
 			b, err := btx.CreateBucketIfNotExists([]byte(op.bucket))
 			if err != nil {
 				return 0, 0, fmt.Errorf("engine: replay log: %w", err)
@@ -202,7 +203,8 @@ func (e *Engine) commitLogged(batch []*request) (done []applied, failed *request
 	}
 	txid = uint64(btx.ID())
 	l.dbSize = btx.Size()
-	rec := &walBatch{}
+	rec := &l.rec
+	rec.reset()
 	seq := l.seq + 1
 	done, failed, err = e.apply(btx, batch, rec)
 	if err == nil {

@@ -33,7 +33,9 @@ import (
 //	length  uint32  of seq+payload
 //	crc     uint32  CRC-32C (Castagnoli) of length, seq and payload
 //	seq     uint64  the batch's sequence number: one per commit, +1 each
-//	payload         the batch's writes (walBatch)
+//	count   uint32  of ops
+//	ops             the batch's writes (walBatch): kind, bucket, key,
+//	                value, lengths as uvarints
 //
 // little endian. Reading a file stops at the first frame that is zero,
 // short, fails its CRC or does not carry the next sequence number: that is
@@ -79,49 +81,55 @@ const (
 	opCreate
 )
 
-// walBatch is the payload of one record: the writes of one bbolt commit in
-// order (a later op on the same key wins).
+// walBatch builds the record of one bbolt commit: its writes in order (a
+// later op on the same key wins), encoded as they are made into one buffer
+// that the writer reuses from commit to commit.
 type walBatch struct {
-	ops []walOp
+	buf   []byte // frame header, seq and count reserved, then the ops
+	count uint32
 }
 
-func (b *walBatch) put(bucket string, key, value []byte) {
-	b.ops = append(b.ops, walOp{bucket: bucket, key: append([]byte(nil), key...), value: append([]byte(nil), value...)})
+// reset empties b for the next commit, keeping its buffer.
+func (b *walBatch) reset() {
+	b.buf = append(b.buf[:0], make([]byte, frameHeader+8+4)...)
+	b.count = 0
 }
 
-func (b *walBatch) del(bucket string, key []byte) {
-	b.ops = append(b.ops, walOp{bucket: bucket, key: append([]byte(nil), key...), kind: opDel})
+func (b *walBatch) op(kind byte, bucket string, key, value []byte) {
+	if len(b.buf) == 0 {
+		b.reset()
+	}
+	b.count++
+	b.buf = append(b.buf, kind)
+	b.buf = binary.AppendUvarint(b.buf, uint64(len(bucket)))
+	b.buf = append(b.buf, bucket...)
+	if kind == opCreate {
+		return
+	}
+	b.buf = binary.AppendUvarint(b.buf, uint64(len(key)))
+	b.buf = append(b.buf, key...)
+	if kind == opPut {
+		b.buf = binary.AppendUvarint(b.buf, uint64(len(value)))
+		b.buf = append(b.buf, value...)
+	}
 }
+
+func (b *walBatch) put(bucket string, key, value []byte) { b.op(opPut, bucket, key, value) }
+func (b *walBatch) del(bucket string, key []byte)        { b.op(opDel, bucket, key, nil) }
 
 // create records that bucket was created (it may stay empty).
-func (b *walBatch) create(bucket string) {
-	b.ops = append(b.ops, walOp{bucket: bucket, kind: opCreate})
-}
+func (b *walBatch) create(bucket string) { b.op(opCreate, bucket, nil, nil) }
 
-// frame encodes the record of batch seq.
+// frame completes the record as batch seq and returns it; it stays valid
+// until the next reset.
 func (b *walBatch) frame(seq uint64) []byte {
-	n := frameHeader + 8 + binary.MaxVarintLen64
-	for _, op := range b.ops {
-		n += 1 + 3*binary.MaxVarintLen64 + len(op.bucket) + len(op.key) + len(op.value)
+	if len(b.buf) == 0 {
+		b.reset()
 	}
-	out := make([]byte, frameHeader, n)
-	out = binary.LittleEndian.AppendUint64(out, seq)
-	out = binary.AppendUvarint(out, uint64(len(b.ops)))
-	for _, op := range b.ops {
-		out = append(out, op.kind)
-		out = binary.AppendUvarint(out, uint64(len(op.bucket)))
-		out = append(out, op.bucket...)
-		if op.kind == opCreate {
-			continue
-		}
-		out = binary.AppendUvarint(out, uint64(len(op.key)))
-		out = append(out, op.key...)
-		if op.kind == opPut {
-			out = binary.AppendUvarint(out, uint64(len(op.value)))
-			out = append(out, op.value...)
-		}
-	}
+	out := b.buf
 	binary.LittleEndian.PutUint32(out[0:], uint32(len(out)-frameHeader))
+	binary.LittleEndian.PutUint64(out[frameHeader:], seq)
+	binary.LittleEndian.PutUint32(out[frameHeader+8:], b.count)
 	binary.LittleEndian.PutUint32(out[4:], frameCRC(out))
 	return out
 }
@@ -134,8 +142,8 @@ func frameCRC(frame []byte) uint32 {
 var errBadPayload = errors.New("engine: log record payload does not decode")
 
 // decodeBatch decodes a payload (after seq) whose CRC already matched.
-func decodeBatch(p []byte) (walBatch, error) {
-	var b walBatch
+// The ops' keys and values point into p.
+func decodeBatch(p []byte) ([]walOp, error) {
 	next := func() ([]byte, bool) {
 		n, w := binary.Uvarint(p)
 		if w <= 0 || uint64(len(p)-w) < n {
@@ -145,51 +153,48 @@ func decodeBatch(p []byte) (walBatch, error) {
 		p = p[w+int(n):]
 		return v, true
 	}
-	count, w := binary.Uvarint(p)
-	if w <= 0 || count > uint64(len(p)) {
-		return b, errBadPayload
+	if len(p) < 4 {
+		return nil, errBadPayload
 	}
-	p = p[w:]
-	b.ops = make([]walOp, 0, count)
+	count := binary.LittleEndian.Uint32(p)
+	p = p[4:]
+	if uint64(count) > uint64(len(p)) {
+		return nil, errBadPayload
+	}
+	ops := make([]walOp, 0, count)
 	for range count {
 		if len(p) == 0 || p[0] > opCreate {
-			return b, errBadPayload
+			return nil, errBadPayload
 		}
 		op := walOp{kind: p[0]}
 		p = p[1:]
 		bucket, ok := next()
 		if !ok || len(bucket) == 0 {
-			return b, errBadPayload
+			return nil, errBadPayload
 		}
 		op.bucket = string(bucket)
-		if op.kind == opCreate {
-			b.ops = append(b.ops, op)
-			continue
-		}
-		key, ok := next()
-		if !ok {
-			return b, errBadPayload
-		}
-		op.key = key
-		if op.kind == opPut {
-			v, ok := next()
-			if !ok {
-				return b, errBadPayload
+		if op.kind != opCreate {
+			if op.key, ok = next(); !ok {
+				return nil, errBadPayload
 			}
-			op.value = v
+			if op.kind == opPut {
+				if op.value, ok = next(); !ok {
+					return nil, errBadPayload
+				}
+			}
 		}
-		b.ops = append(b.ops, op)
+		ops = append(ops, op)
 	}
 	if len(p) != 0 {
-		return b, errBadPayload
+		return nil, errBadPayload
 	}
-	return b, nil
+	return ops, nil
 }
 
 // walRecord is one record read back.
 type walRecord struct {
-	seq   uint64
-	batch walBatch
+	seq uint64
+	ops []walOp
 }
 
 // readLog returns the records of one log file from its start up to the
@@ -211,11 +216,11 @@ func readLog(data []byte) (recs []walRecord, end int) {
 		if len(recs) > 0 && seq != recs[len(recs)-1].seq+1 {
 			break // stale: a record of an earlier round of this file
 		}
-		b, err := decodeBatch(frame[frameHeader+8:])
+		ops, err := decodeBatch(frame[frameHeader+8:])
 		if err != nil {
 			break
 		}
-		recs = append(recs, walRecord{seq: seq, batch: b})
+		recs = append(recs, walRecord{seq: seq, ops: ops})
 		off += len(frame)
 	}
 	return recs, off
