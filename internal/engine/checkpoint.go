@@ -45,8 +45,8 @@ const (
 	ckptHeader = 8 + 8 + 8 + 4 + 4 // magic, seq, txid, page size, crc
 	// walMmapSize is bbolt's initial memory map with the log: the file may
 	// grow to half of it before the engine leaves the log. It is address
-	// space, not memory.
-	walMmapSize = 16 << 30
+	// space, not memory: 16 GiB on 64-bit platforms, 1 GiB on 32-bit ones.
+	walMmapSize = 1 << (30 + 4*(^uint(0)>>63))
 	// bbolt's meta page layout (go.etcd.io/bbolt internal/common): a
 	// 16-byte page header, then magic at 16 and txid at 64.
 	metaMagicOff = 16

@@ -265,3 +265,24 @@ func TestLeavingTheLogNearTheMapLimit(t *testing.T) {
 		return nil
 	})
 }
+
+// A directory whose log was not checkpointed (the writer was killed), then
+// opened without the log (NoSync, as tests do), is replayed first; the log
+// is then gone and bbolt's file holds everything.
+func TestOpenWithoutTheLogReplaysItFirst(t *testing.T) {
+	dir := t.TempDir()
+	cmd := child(t, "writer", dir)
+	cmd.Env = append(cmd.Env, ckptEveryEnv+"=1h")
+	acks := runAndKillCmd(t, cmd, 300)
+	e, err := Open(dir, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAcks(t, e, acks)
+	if _, err := os.Stat(walDir(dir)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("log directory after a NoSync Open: %v", err)
+	}
+	e.Close()
+	e = openT(t, dir)
+	checkAcks(t, e, acks)
+}

@@ -62,10 +62,9 @@ func (e *Engine) crashPoint(name string) {
 // bbolt state includes.
 var keyLogSeq = []byte("logseq")
 
-// recover brings bbolt back to its last checkpoint and replays the log
-// after it. It runs before bbolt is opened (restoring the meta page) and
-// after (replay); see checkpoint.go. It returns the slot of the
-// checkpoint restored (-1: none).
+// restoreCheckpoint brings the bbolt file at dbPath back to dir's newest
+// checkpoint before bbolt opens it (see checkpoint.go) and returns that
+// checkpoint's slot (-1: there is none, bbolt's file is used as it is).
 func restoreCheckpoint(dir, dbPath string) (int, error) {
 	ck, slot, err := loadCheckpoint(dir)
 	if errors.Is(err, errNoCheckpoint) {

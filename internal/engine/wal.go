@@ -54,7 +54,7 @@ import (
 const (
 	walDirName   = "wal"
 	frameHeader  = 8 // length, crc
-	maxFrameSize = 1 << 31
+	maxFrameSize = 1<<31 - 1
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
