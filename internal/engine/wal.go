@@ -55,6 +55,9 @@ const (
 	walDirName   = "wal"
 	frameHeader  = 8 // length, crc
 	maxFrameSize = 1<<31 - 1
+	// maxKeptBuffer bounds the record buffer the writer keeps between
+	// commits.
+	maxKeptBuffer = 4 << 20
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -89,8 +92,12 @@ type walBatch struct {
 	count uint32
 }
 
-// reset empties b for the next commit, keeping its buffer.
+// reset empties b for the next commit, keeping its buffer unless one
+// large batch grew it past maxKeptBuffer.
 func (b *walBatch) reset() {
+	if cap(b.buf) > maxKeptBuffer {
+		b.buf = nil
+	}
 	b.buf = append(b.buf[:0], make([]byte, frameHeader+8+4)...)
 	b.count = 0
 }
