@@ -44,12 +44,14 @@ import (
 // so a torn tail never applies part of one.
 //
 // Why our own and not a library: etcd's wal package carries raft types and
-// snapshots we have no use for, and neither it nor tidwall/wal (which
-// fsyncs per entry into files of its own naming and truncates with file
-// rewrites) lets the engine reuse preallocated files, which is where the
-// fsync saving comes from. What is needed is small: framed records with a
-// CRC and a sequence number, a torn-tail stop, two files in turn; it is
-// tested in wal_test.go, including torn and corrupt tails at every byte.
+// snapshots we have no use for, and tidwall/wal appends to segment files
+// that grow with every write, so each fsync also writes the file's size
+// (RocksDB documents the same cost and recycles its log files for it,
+// recycle_log_file_num); neither lets the engine reuse preallocated files,
+// which is where the saving comes from. What is needed is small: framed
+// records with a CRC and a sequence number, a torn-tail stop, two files in
+// turn; wal_test.go tests it, torn and corrupt tails at every byte
+// included.
 
 const (
 	walDirName   = "wal"
