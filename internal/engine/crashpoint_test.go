@@ -36,7 +36,9 @@ func childOptions() *Options {
 		o.crashHook = func(p string) {
 			if p == point {
 				if hits++; hits == n {
-					syscall.Kill(os.Getpid(), syscall.SIGKILL)
+					if p, err := os.FindProcess(os.Getpid()); err == nil {
+						p.Signal(os.Kill) // SIGKILL on Unix
+					}
 					select {} // the signal is on its way
 				}
 			}
