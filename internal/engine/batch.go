@@ -152,14 +152,19 @@ func (e *Engine) commit(batch []*request) []*request {
 		failed *request
 		txid   uint64
 	)
-	err := e.db.Update(func(btx *bbolt.Tx) error {
-		txid = uint64(btx.ID())
-		var err error
-		done, failed, err = e.apply(btx, batch)
-		return err
-	})
-	if err == nil && e.syncFault != nil {
-		err = e.syncFault()
+	var err error
+	if e.log != nil {
+		done, failed, txid, err = e.commitLogged(batch)
+	} else {
+		err = e.db.Update(func(btx *bbolt.Tx) error {
+			txid = uint64(btx.ID())
+			var err error
+			done, failed, err = e.apply(btx, batch, nil)
+			return err
+		})
+		if err == nil && e.syncFault != nil {
+			err = e.syncFault()
+		}
 	}
 	switch {
 	case errors.Is(err, errRollback) && !solo:
@@ -175,6 +180,9 @@ func (e *Engine) commit(batch []*request) []*request {
 		e.committed(txid, len(done), start)
 	}
 	e.acknowledge(batch, done)
+	if e.log != nil {
+		e.maybeCheckpoint()
+	}
 	return nil
 }
 
@@ -189,8 +197,8 @@ type applied struct {
 // apply runs the batch's Updates in btx, in order, each changing one at
 // the next index. It returns the Updates that ran without error; on the
 // first that failed after writing, that request and errRollback; and
-// errNothing when none wrote.
-func (e *Engine) apply(btx *bbolt.Tx, batch []*request) (done []applied, failed *request, err error) {
+// errNothing when none wrote. With the log, rec collects every write.
+func (e *Engine) apply(btx *bbolt.Tx, batch []*request, rec *walBatch) (done []applied, failed *request, err error) {
 	now := e.now().UnixNano()
 	meta := btx.Bucket(bucketMeta)
 	idx := getU64(meta.Get(keyIndex))
@@ -200,7 +208,7 @@ func (e *Engine) apply(btx *bbolt.Tx, batch []*request) (done []applied, failed 
 			continue // cancelled before it started
 		}
 		r.err = nil
-		tx := &Tx{btx: btx, index: idx + 1, write: true, now: now}
+		tx := &Tx{btx: btx, index: idx + 1, write: true, now: now, log: rec}
 		if err := call(r.fn, tx); err != nil {
 			r.err = err
 			if !tx.dirty {
@@ -219,7 +227,13 @@ func (e *Engine) apply(btx *bbolt.Tx, batch []*request) (done []applied, failed 
 	if !wrote {
 		return done, nil, errNothing // nothing to make durable: skip the fsync
 	}
-	return done, nil, meta.Put(keyIndex, u64(idx))
+	if err := meta.Put(keyIndex, u64(idx)); err != nil {
+		return done, nil, err
+	}
+	if rec != nil {
+		rec.put(string(bucketMeta), keyIndex, u64(idx))
+	}
+	return done, nil, nil
 }
 
 // refuse answers every queued or running request of batch with err: the

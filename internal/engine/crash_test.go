@@ -34,6 +34,8 @@ func TestMain(m *testing.M) {
 		childLock(os.Getenv(childDirEnv))
 	case "writer":
 		childWriter(os.Getenv(childDirEnv))
+	case "open":
+		childOpen(os.Getenv(childDirEnv))
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode")
 		os.Exit(3)
@@ -88,7 +90,7 @@ func TestSecondOpenFromAnotherProcessIsRefused(t *testing.T) {
 //	cas KEY VALUE VERSION      a CAS on the shared counter succeeded
 //	refused KEY VALUE          a CAS on the shared counter was refused
 func childWriter(dir string) {
-	e, err := Open(dir, nil)
+	e, err := Open(dir, childOptions())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(3)
@@ -113,6 +115,22 @@ func childWriter(dir string) {
 					os.Exit(3)
 				}
 				say("put %s %s %s", key, val, v)
+			}
+		}()
+	}
+	for w := range 2 {
+		go func() {
+			for n := 0; ; n++ {
+				// Two keys in one Update: after any crash, both or neither.
+				a, b := fmt.Sprintf("p/%d/%d/%d/a", pid, w, n), fmt.Sprintf("p/%d/%d/%d/b", pid, w, n)
+				vs, err := s.Txn(ctx, []store.TxnOp{{Kind: store.OpPut, Key: a, Value: []byte(a), Cond: store.IfAbsent},
+					{Kind: store.OpPut, Key: b, Value: []byte(b), Cond: store.IfAbsent}})
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "child txn:", err)
+					os.Exit(3)
+				}
+				say("put %s %s %s", a, a, vs[0])
+				say("put %s %s %s", b, b, vs[1])
 			}
 		}()
 	}
@@ -175,7 +193,12 @@ type ack struct {
 // returns every complete outcome line it printed.
 func runAndKill(t *testing.T, dir string, n int) []ack {
 	t.Helper()
-	cmd := child(t, "writer", dir)
+	return runAndKillCmd(t, child(t, "writer", dir), n)
+}
+
+// runAndKillCmd is runAndKill of a prepared writer child.
+func runAndKillCmd(t *testing.T, cmd *exec.Cmd, n int) []ack {
+	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

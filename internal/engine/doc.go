@@ -1,10 +1,16 @@
 // Package engine is latchkey's embedded durable store: the one place where
 // the server's Consul KV records, sessions and S3 metadata live.
 //
-// It wraps one bbolt file (dir/latchkey.db) and promises:
+// It wraps one bbolt file (dir/latchkey.db) with a write-ahead log
+// (dir/wal) and promises:
 //
-//   - Durability: Update returns only after its transaction is on disk
-//     (bbolt commit, which fsyncs). A crash loses no acknowledged write.
+//   - Durability: Update returns only after its transaction is on disk:
+//     committed to bbolt without a sync, then its records appended to the
+//     write-ahead log and the log fdatasynced, one fdatasync per group
+//     commit (wal.go). A background checkpoint syncs bbolt and saves its
+//     meta page; Open restores that page and replays the log after it
+//     (checkpoint.go), so a crash, a power loss included, loses no
+//     acknowledged write and applies no batch in part.
 //     If a commit fails (I/O error, full disk), every Update that ran in
 //     it fails, refusals and read-only answers included (they may rest on
 //     a batch-mate's write that never committed), and the engine stops
@@ -16,7 +22,8 @@
 //     than let a reader act on a write (or an index) a power loss could
 //     still undo.
 //   - Group commit: Updates that arrive while a commit is in flight are
-//     applied together in the next bbolt transaction and share its fsync.
+//     applied together in the next bbolt transaction and share its log
+//     record and fdatasync.
 //     There is no artificial delay: a lone writer commits at once.
 //   - One global index: every Update that changes something gets one fresh
 //     index, strictly greater than every index before it, persisted in the
@@ -31,8 +38,9 @@
 //   - Blobs: large bodies stream to files under dir/blobs, fsynced and named
 //     before a transaction adopts them by id.
 //
-// Layers above keep their own records in raw bbolt buckets (Tx.Bucket),
-// namespaced so they cannot collide with the engine's own.
+// Layers above keep their own records in raw bbolt buckets (Tx.Bucket,
+// an engine Bucket with bbolt's method names whose writes also reach the
+// log), namespaced so they cannot collide with the engine's own.
 //
 // # Using it
 //
@@ -87,8 +95,12 @@
 //     commit failed; every later Update and View fails with it until the
 //     directory is reopened, and Err reports it: answer 5xx, and the
 //     server's /-/health turns 503).
-//   - Tests may open with Options.NoSync (fast, not durable); HTTP tests
+//   - Tests may open with Options.NoSync (fast, not durable, and without
+//     the log; a log left in the directory is replayed first); HTTP tests
 //     use internal/server/servertest.
+//   - Raw writes go through the Bucket (or its Cursor) that Tx.Bucket
+//     returns: a write through ReadBucket's bbolt bucket would not reach
+//     the log and would not survive a crash.
 //
 // A blocking read passes the tx.Index() of the View it just read from as
 // Wait's after, and re-reads when Wait returns (it may return early). A

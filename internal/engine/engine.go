@@ -27,45 +27,6 @@ var (
 	ErrFailed = errors.New("engine: a commit failed; reopen the data directory")
 )
 
-// Options tune an Engine. A nil *Options means all defaults.
-type Options struct {
-	// OnCommit, when set, is called after every durable commit with the
-	// number of Updates the commit carried and how long the commit
-	// (including fsync) took. It must be fast; the server feeds metrics
-	// from it.
-	OnCommit func(updates int, d time.Duration)
-
-	// LiveBlobs, when set, enables the orphan-blob sweep at Open: it is
-	// called once in a read transaction and must call live(id) for every
-	// blob id that a committed record references. Every file in dir/blobs
-	// not named that way is removed. When nil, committed blobs are never
-	// swept (only dir/blobs/tmp, which never holds a referenced blob).
-	LiveBlobs func(tx *Tx, live func(id string)) error
-
-	// TombstoneTTL is how long the tombstone of a deleted key is kept.
-	// Tombstones let KeysIndex of a prefix move forward when a key under it
-	// is deleted; a reaped one leaves its index behind as a floor under
-	// every prefix, so indexes never go backwards (a blocking list may
-	// return once, early, after a reap). Zero means 15 minutes, as
-	// Consul's default; reaping runs every TTL/4, at most
-	// 10000 tombstones per pass.
-	TombstoneTTL time.Duration
-
-	// NoSync disables fsync. Tests only: it voids the durability promise.
-	NoSync bool
-
-	// maxSize caps the database file (bbolt's MaxSize); tests use it to
-	// make a commit fail for real.
-	maxSize int
-}
-
-func (o *Options) tombstoneTTL() time.Duration {
-	if o == nil || o.TombstoneTTL <= 0 {
-		return 15 * time.Minute
-	}
-	return o.TombstoneTTL
-}
-
 // maxBatch caps how many Updates share one commit.
 const maxBatch = 1024
 
@@ -101,6 +62,9 @@ type Engine struct {
 	synced     chan struct{} // closed (and replaced) after each commit attempt
 	afterWrite func()        // tests: runs after a commit, before it is published as durable
 	syncFault  func() error  // tests: a non-nil result fails a commit whose writes reached the file (an fsync EIO)
+
+	log         *logState    // the write-ahead log; nil without (NoSync)
+	appendFault func() error // tests: a non-nil result fails the log append before it writes (ENOSPC)
 }
 
 // Internal bucket names. Raw buckets of other layers get rawPrefix.
@@ -118,6 +82,10 @@ const rawPrefix = "x/"
 // Open opens (creating if needed) the data directory dir. It fails with an
 // error matching ErrLocked when another engine holds dir.
 func Open(dir string, opts *Options) (*Engine, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("engine: create data directory: %w", err)
 	}
@@ -127,11 +95,12 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	}
 	e := &Engine{dir: dir, lock: lock, reqs: make(chan *request, 4096), done: make(chan struct{}),
 		now: time.Now, stop: make(chan struct{})}
-	if opts != nil {
-		e.opts = *opts
-	}
+	e.opts = o
 	e.watch.init()
 	if err := e.open(); err != nil {
+		if e.log != nil {
+			e.log.abandon()
+		}
 		if e.db != nil {
 			e.db.Close()
 		}
@@ -144,19 +113,41 @@ func Open(dir string, opts *Options) (*Engine, error) {
 }
 
 func (e *Engine) open() error {
-	db, err := bbolt.Open(filepath.Join(e.dir, "latchkey.db"), 0o600, &bbolt.Options{
+	dbPath := filepath.Join(e.dir, "latchkey.db")
+	useLog := !e.opts.NoSync && !e.opts.noLog
+	// Whatever was in use before, a log left in dir is recovered first.
+	slot, err := restoreCheckpoint(e.dir, dbPath)
+	if err != nil {
+		return err
+	}
+	bopts := &bbolt.Options{
 		Timeout:      time.Second,
-		NoSync:       e.opts.NoSync,
+		NoSync:       e.opts.NoSync || useLog,
 		FreelistType: bbolt.FreelistMapType,
 		// As etcd: the freelist is rebuilt at open instead of written by
 		// every commit, so a commit writes (and fsyncs) fewer pages.
 		NoFreelistSync: true,
 		MaxSize:        e.opts.maxSize,
-	})
+		// bbolt's transaction statistics are never read; collecting them
+		// takes a lock per transaction.
+		NoStatistics: true,
+	}
+	if st, err := os.Stat(dbPath); err == nil && st.Size() > walMmapSize/2 {
+		useLog = false // see Engine.leaveLog
+	}
+	if useLog {
+		bopts.InitialMmapSize = walMmapSize
+	}
+	db, err := bbolt.Open(dbPath, 0o600, bopts)
 	if err != nil {
 		return fmt.Errorf("engine: open %s: %w", e.dir, err)
 	}
 	e.db = db
+	// One transaction initialises and replays: it cannot reuse a page of
+	// the tree it starts from, so until the checkpoint below is saved the
+	// restored checkpoint stays intact for the next Open.
+	var seq uint64
+	replayed := 0
 	err = db.Update(func(btx *bbolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketKV, bucketTomb} {
 			if _, err := btx.CreateBucketIfNotExists(b); err != nil {
@@ -169,10 +160,36 @@ func (e *Engine) open() error {
 				return err
 			}
 		}
-		e.index.Store(getU64(meta.Get(keyIndex)))
-		return nil
+		var err error
+		seq, replayed, err = e.replay(btx)
+		return err
 	})
 	if err != nil {
+		return fmt.Errorf("engine: initialise %s: %w", e.dir, err)
+	}
+	if replayed > 0 {
+		e.crashPoint(crashReplayed)
+	}
+	if useLog {
+		if err := e.openLog(seq, slot); err != nil {
+			return err
+		}
+	} else if _, err := os.Stat(walDir(e.dir)); err == nil {
+		// Without the log from now on: bbolt's file holds everything.
+		if err := db.Sync(); err != nil {
+			return fmt.Errorf("engine: sync: %w", err)
+		}
+		if err := os.RemoveAll(walDir(e.dir)); err != nil {
+			return fmt.Errorf("engine: remove log: %w", err)
+		}
+		if err := syncDir(e.dir); err != nil {
+			return err
+		}
+	}
+	if err := db.View(func(btx *bbolt.Tx) error {
+		e.index.Store(getU64(btx.Bucket(bucketMeta).Get(keyIndex)))
+		return nil
+	}); err != nil {
 		return fmt.Errorf("engine: initialise %s: %w", e.dir, err)
 	}
 	e.watch.base = e.index.Load()
@@ -236,7 +253,13 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	<-e.done
 	e.watch.close()
-	err := e.db.Close()
+	var err error
+	if e.log != nil {
+		err = e.closeLog()
+	}
+	if cerr := e.db.Close(); err == nil {
+		err = cerr
+	}
 	if lerr := e.lock.Close(); err == nil {
 		err = lerr
 	}

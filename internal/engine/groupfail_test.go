@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/latchkey/latchkey/internal/server/crashtest"
@@ -126,6 +127,40 @@ func TestFailedCommitFailsEveryMemberThatRanOnFullDisk(t *testing.T) {
 	e.View(func(tx *Tx) error {
 		if _, ok := tx.GetKV("bucket"); ok {
 			t.Error("the failed batch's write is present after reopen")
+		}
+		if _, ok := tx.GetKV("first"); !ok {
+			t.Error("the acknowledged first write is lost")
+		}
+		return nil
+	})
+}
+
+// With the log, a batch whose record cannot be appended (a full disk:
+// ENOSPC on the log file) fails as a failed bbolt commit does: every
+// member that ran gets ErrFailed, nothing is acknowledged, and after
+// reopen the batch is absent (bbolt's unsynced commit of it is undone
+// by the checkpoint restore) while the acknowledged first write is there.
+func TestFailedLogAppendFailsEveryMemberThatRan(t *testing.T) {
+	dir := t.TempDir()
+	h := openHeldIn(t, dir, Options{})
+	if h.log == nil {
+		t.Fatal("the engine runs without its log")
+	}
+	h.appendFault = func() error {
+		if h.first.Load() { // the held first commit has been logged
+			return syscall.ENOSPC
+		}
+		return nil
+	}
+	checkGroupFail(t, failingBatch(t, h, []byte("small enough for bbolt")))
+	if !errors.Is(h.Err(), syscall.ENOSPC) {
+		t.Fatalf("engine error %v, want ENOSPC", h.Err())
+	}
+	h.Close()
+	e := openT(t, dir)
+	e.View(func(tx *Tx) error {
+		if _, ok := tx.GetKV("bucket"); ok {
+			t.Error("the batch whose log append failed is present after reopen")
 		}
 		if _, ok := tx.GetKV("first"); !ok {
 			t.Error("the acknowledged first write is lost")

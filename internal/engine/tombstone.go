@@ -20,7 +20,7 @@ const maxReap = 10000
 
 // reaper removes expired tombstones every TombstoneTTL/4 until Close.
 func (e *Engine) reaper() {
-	tick := time.NewTicker(e.opts.tombstoneTTL() / 4)
+	tick := time.NewTicker(e.opts.TombstoneTTL / 4)
 	defer tick.Stop()
 	var from []byte
 	for {
@@ -43,7 +43,7 @@ func (e *Engine) reap(from []byte) ([]byte, error) {
 	var next []byte
 	_, err := e.Update(context.Background(), func(tx *Tx) error {
 		next = nil
-		cutoff := tx.now - int64(e.opts.tombstoneTTL())
+		cutoff := tx.now - int64(e.opts.TombstoneTTL)
 		b := tx.btx.Bucket(bucketTomb)
 		meta := tx.btx.Bucket(bucketMeta)
 		floor := getU64(meta.Get(keyTombFloor))
@@ -65,9 +65,9 @@ func (e *Engine) reap(from []byte) ([]byte, error) {
 		}
 		tx.dirty = true
 		for _, k := range dead {
-			must(b.Delete(k))
+			tx.del(bucketTomb, k)
 		}
-		must(meta.Put(keyTombFloor, u64(floor)))
+		tx.put(bucketMeta, keyTombFloor, u64(floor))
 		return nil
 	})
 	return next, err

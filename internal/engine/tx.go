@@ -27,10 +27,27 @@ type Tx struct {
 	btx     *bbolt.Tx
 	index   uint64
 	write   bool
-	dirty   bool     // wrote something (or obtained a raw bucket for writing)
-	changed bool     // consumed its index
-	touched []string // keys to wake watchers of
-	now     int64    // commit time (unix ns), stamped on tombstones
+	dirty   bool      // wrote something (or obtained a raw bucket for writing)
+	changed bool      // consumed its index
+	touched []string  // keys to wake watchers of
+	now     int64     // commit time (unix ns), stamped on tombstones
+	log     *walBatch // inside Update with the log: every write, for the log record
+}
+
+// put writes key=value in the engine bucket name and records it for the
+// log; del deletes key the same way.
+func (tx *Tx) put(name []byte, key, value []byte) {
+	must(tx.btx.Bucket(name).Put(key, value))
+	if tx.log != nil {
+		tx.log.put(string(name), key, value)
+	}
+}
+
+func (tx *Tx) del(name []byte, key []byte) {
+	must(tx.btx.Bucket(name).Delete(key))
+	if tx.log != nil {
+		tx.log.del(string(name), key)
+	}
 }
 
 // Index is this write's index inside Update, or the latest committed
@@ -85,10 +102,9 @@ func (tx *Tx) PutKV(kv KV) KV {
 	}
 	kv.ModifyIndex = tx.index
 	kv.Value = bytes.Clone(kv.Value)
-	must(b.Put(k, encodeKV(kv)))
-	tomb := tx.btx.Bucket(bucketTomb)
-	if tomb.Get(k) != nil {
-		must(tomb.Delete(k))
+	tx.put(bucketKV, k, encodeKV(kv))
+	if tx.btx.Bucket(bucketTomb).Get(k) != nil {
+		tx.del(bucketTomb, k)
 	}
 	tx.kvChanged(kv.Key)
 	return kv
@@ -104,8 +120,8 @@ func (tx *Tx) DeleteKV(key string) bool {
 		return false
 	}
 	tx.mustWrite()
-	must(b.Delete(k))
-	must(tx.btx.Bucket(bucketTomb).Put(k, tombstone(tx.index, tx.now)))
+	tx.del(bucketKV, k)
+	tx.put(bucketTomb, k, tombstone(tx.index, tx.now))
 	tx.kvChanged(key)
 	return true
 }
@@ -113,7 +129,7 @@ func (tx *Tx) DeleteKV(key string) bool {
 func (tx *Tx) kvChanged(key string) {
 	tx.changed = true
 	tx.touched = append(tx.touched, kvSpace+key)
-	must(tx.btx.Bucket(bucketMeta).Put(keyKVIndex, u64(tx.index)))
+	tx.put(bucketMeta, keyKVIndex, u64(tx.index))
 }
 
 // ListKV returns the records whose key starts with prefix and is strictly
@@ -170,21 +186,110 @@ func (tx *Tx) KeysIndex(prefix string) uint64 {
 // PutKV or DeleteKV, but if its fn then fails, the whole batch is retried
 // without it. Inside View it returns nil when the bucket does not exist.
 // Use ReadBucket for reads inside Update.
-func (tx *Tx) Bucket(name string) *bbolt.Bucket {
+func (tx *Tx) Bucket(name string) *Bucket {
+	full := []byte(rawPrefix + name)
 	if !tx.write {
-		return tx.btx.Bucket([]byte(rawPrefix + name))
+		b := tx.btx.Bucket(full)
+		if b == nil {
+			return nil
+		}
+		return &Bucket{b: b, name: string(full)}
 	}
 	tx.mustWrite()
-	b, err := tx.btx.CreateBucketIfNotExists([]byte(rawPrefix + name))
-	must(err)
-	return b
+	b := tx.btx.Bucket(full)
+	if b == nil {
+		var err error
+		b, err = tx.btx.CreateBucket(full)
+		must(err)
+		if tx.log != nil {
+			tx.log.create(string(full))
+		}
+	}
+	return &Bucket{b: b, name: string(full), log: tx.log}
 }
 
 // ReadBucket returns the raw bucket name for reading, or nil when it does
 // not exist. It never counts as a write; do not modify the bucket through
-// it.
+// it (with the log, such a write would not survive a crash).
 func (tx *Tx) ReadBucket(name string) *bbolt.Bucket {
 	return tx.btx.Bucket([]byte(rawPrefix + name))
+}
+
+// Bucket is a raw bucket of another layer, from Tx.Bucket. Its methods are
+// bbolt's; its writes are also recorded for the write-ahead log, so that
+// a crash before the next checkpoint replays them.
+type Bucket struct {
+	b    *bbolt.Bucket
+	name string
+	log  *walBatch // nil: not logged (a View, or no log)
+}
+
+// Get is bbolt's Bucket.Get.
+func (b *Bucket) Get(key []byte) []byte { return b.b.Get(key) }
+
+// Put is bbolt's Bucket.Put. As there, value must not change until the
+// transaction ends.
+func (b *Bucket) Put(key, value []byte) error {
+	if err := b.b.Put(key, value); err != nil {
+		return err
+	}
+	if b.log != nil {
+		b.log.put(b.name, key, value)
+	}
+	return nil
+}
+
+// Delete is bbolt's Bucket.Delete.
+func (b *Bucket) Delete(key []byte) error {
+	if err := b.b.Delete(key); err != nil {
+		return err
+	}
+	if b.log != nil {
+		b.log.del(b.name, key)
+	}
+	return nil
+}
+
+// ForEach is bbolt's Bucket.ForEach.
+func (b *Bucket) ForEach(fn func(k, v []byte) error) error { return b.b.ForEach(fn) }
+
+// Cursor is bbolt's Bucket.Cursor; Cursor.Delete is recorded for the log.
+func (b *Bucket) Cursor() *Cursor { return &Cursor{c: b.b.Cursor(), b: b} }
+
+// Cursor is bbolt's Cursor over a Bucket.
+type Cursor struct {
+	c   *bbolt.Cursor
+	b   *Bucket
+	key []byte // the current key, for Delete
+}
+
+func (c *Cursor) at(k, v []byte) ([]byte, []byte) { c.key = k; return k, v }
+
+// First is bbolt's Cursor.First.
+func (c *Cursor) First() ([]byte, []byte) { return c.at(c.c.First()) }
+
+// Last is bbolt's Cursor.Last.
+func (c *Cursor) Last() ([]byte, []byte) { return c.at(c.c.Last()) }
+
+// Next is bbolt's Cursor.Next.
+func (c *Cursor) Next() ([]byte, []byte) { return c.at(c.c.Next()) }
+
+// Prev is bbolt's Cursor.Prev.
+func (c *Cursor) Prev() ([]byte, []byte) { return c.at(c.c.Prev()) }
+
+// Seek is bbolt's Cursor.Seek.
+func (c *Cursor) Seek(seek []byte) ([]byte, []byte) { return c.at(c.c.Seek(seek)) }
+
+// Delete is bbolt's Cursor.Delete: it removes the current key.
+func (c *Cursor) Delete() error {
+	k := append([]byte(nil), c.key...)
+	if err := c.c.Delete(); err != nil {
+		return err
+	}
+	if c.b.log != nil {
+		c.b.log.del(c.b.name, k)
+	}
+	return nil
 }
 
 // Record layout: flags, create, modify, lock (8 bytes each, big endian),

@@ -1,0 +1,10 @@
+package engine
+
+import (
+	"os"
+	"syscall"
+)
+
+// fdatasync flushes f's data (and the metadata needed to read it back, such
+// as a grown size) to stable storage, as bbolt does on Linux.
+func fdatasync(f *os.File) error { return syscall.Fdatasync(int(f.Fd())) }
