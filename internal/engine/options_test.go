@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -33,4 +34,46 @@ func TestOptionsNegativeIsAnError(t *testing.T) {
 			t.Errorf("defaults %+v", r)
 		}
 	}
+}
+
+// A bucket opened with ReadBucket refuses writes, inside Update too: they
+// would reach bbolt without reaching the write-ahead log, and a crash
+// before the next checkpoint would lose them after they were acknowledged.
+func TestReadBucketRefusesWrites(t *testing.T) {
+	e, err := Open(t.TempDir(), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.Update(t.Context(), func(tx *Tx) error {
+		tx.Touch("rb")
+		return tx.Bucket("rb").Put([]byte("k"), []byte("v"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Update(t.Context(), func(tx *Tx) error {
+		tx.Touch("rb")
+		b := tx.ReadBucket("rb")
+		if err := b.Put([]byte("k"), []byte("w")); !errors.Is(err, ErrReadOnlyBucket) {
+			t.Errorf("Put through ReadBucket: %v, want ErrReadOnlyBucket", err)
+		}
+		if err := b.Delete([]byte("k")); !errors.Is(err, ErrReadOnlyBucket) {
+			t.Errorf("Delete through ReadBucket: %v, want ErrReadOnlyBucket", err)
+		}
+		c := b.Cursor()
+		c.First()
+		if err := c.Delete(); !errors.Is(err, ErrReadOnlyBucket) {
+			t.Errorf("Cursor.Delete through ReadBucket: %v, want ErrReadOnlyBucket", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.View(func(tx *Tx) error {
+		if got := string(tx.ReadBucket("rb").Get([]byte("k"))); got != "v" {
+			t.Errorf("k = %q after refused writes, want v", got)
+		}
+		return nil
+	})
 }

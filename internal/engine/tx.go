@@ -209,19 +209,30 @@ func (tx *Tx) Bucket(name string) *Bucket {
 }
 
 // ReadBucket returns the raw bucket name for reading, or nil when it does
-// not exist. It never counts as a write; do not modify the bucket through
-// it (with the log, such a write would not survive a crash).
-func (tx *Tx) ReadBucket(name string) *bbolt.Bucket {
-	return tx.btx.Bucket([]byte(rawPrefix + name))
+// not exist. It never counts as a write, and writes through it are refused
+// with ErrReadOnlyBucket (they would bypass the write-ahead log and not
+// survive a crash).
+func (tx *Tx) ReadBucket(name string) *Bucket {
+	full := rawPrefix + name
+	b := tx.btx.Bucket([]byte(full))
+	if b == nil {
+		return nil
+	}
+	return &Bucket{b: b, name: full, readOnly: true}
 }
+
+// ErrReadOnlyBucket is returned by a write through a bucket from
+// Tx.ReadBucket.
+var ErrReadOnlyBucket = errors.New("engine: write through a bucket opened with ReadBucket")
 
 // Bucket is a raw bucket of another layer, from Tx.Bucket. Its methods are
 // bbolt's; its writes are also recorded for the write-ahead log, so that
 // a crash before the next checkpoint replays them.
 type Bucket struct {
-	b    *bbolt.Bucket
-	name string
-	log  *walBatch // nil: not logged (a View, or no log)
+	b        *bbolt.Bucket
+	name     string
+	log      *walBatch // nil: not logged (a View, or no log)
+	readOnly bool      // from ReadBucket: writes are refused
 }
 
 // Get is bbolt's Bucket.Get.
@@ -230,6 +241,9 @@ func (b *Bucket) Get(key []byte) []byte { return b.b.Get(key) }
 // Put is bbolt's Bucket.Put. As there, value must not change until the
 // transaction ends.
 func (b *Bucket) Put(key, value []byte) error {
+	if b.readOnly {
+		return ErrReadOnlyBucket
+	}
 	if err := b.b.Put(key, value); err != nil {
 		return err
 	}
@@ -241,6 +255,9 @@ func (b *Bucket) Put(key, value []byte) error {
 
 // Delete is bbolt's Bucket.Delete.
 func (b *Bucket) Delete(key []byte) error {
+	if b.readOnly {
+		return ErrReadOnlyBucket
+	}
 	if err := b.b.Delete(key); err != nil {
 		return err
 	}
@@ -282,6 +299,9 @@ func (c *Cursor) Seek(seek []byte) ([]byte, []byte) { return c.at(c.c.Seek(seek)
 
 // Delete is bbolt's Cursor.Delete: it removes the current key.
 func (c *Cursor) Delete() error {
+	if c.b.readOnly {
+		return ErrReadOnlyBucket
+	}
 	k := append([]byte(nil), c.key...)
 	if err := c.c.Delete(); err != nil {
 		return err

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/latchkey/latchkey/internal/engine"
 )
 
@@ -47,8 +45,8 @@ func tableIndex(name string) int {
 // named here, and tables are opened only by readTable and writeTable, so
 // that a change of the engine's bucket type touches this file alone.
 type (
-	table  = *bbolt.Bucket
-	cursor = *bbolt.Cursor
+	table  = *engine.Bucket
+	cursor = *engine.Cursor
 )
 
 // readTable returns the table, or nil when it was never written.
