@@ -32,7 +32,15 @@ func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 	}
 	defer func() { <-lk.sem }()
 	defer lk.abandonPending()
+	if !lk.opts.NoQueue {
+		return lk.acquireQueued(ctx)
+	}
+	return lk.acquireFree(ctx)
+}
 
+// acquireFree is Acquire with NoQueue: poll (or watch) the record until
+// it can be taken.
+func (lk *Locker) acquireFree(ctx context.Context) (*Lease, error) {
 	var last error
 	quick, failures := 0, 0
 	var watched store.Version // the version the last watch waited on, and when it began
