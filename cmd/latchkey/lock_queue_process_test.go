@@ -86,4 +86,3 @@ func waitFor(t *testing.T, ok func() bool, what string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
