@@ -110,6 +110,7 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	s = benchInstrument(e, s)
 	defer s.Close()
 	w := &waitReporter{e: e, key: c.key, quiet: c.quiet}
 	opts := c.options()
