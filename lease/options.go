@@ -187,7 +187,9 @@ func (o Options) headInterval() time.Duration {
 // that the n−1 waiters behind the head together read at 90% of the rate
 // the budget leaves after the head's reads and heartbeats: Σ 1/(p·c) =
 // H(n−1)/c. Nobody needs to read more often than its place moves: the
-// waiter at p becomes the head after p departures. c is at most TTL/4, so
+// waiter at p becomes the head after p departures. c is at least
+// PollInterval (a short queue need not spend the whole budget: the next
+// in line reads no more often than the head does) and at most TTL/4, so
 // that the next in line notices its turn well within the TTL after which
 // the others would take its ticket for abandoned; with a TTL below about
 // 4·H(n−1)/PollBudget seconds that cap, not the budget, sets the rate.
@@ -199,6 +201,6 @@ func (o Options) queueInterval(p, n int) time.Duration {
 		h += 1 / float64(k)
 	}
 	c := time.Duration(h / rest * float64(time.Second))
-	c = max(min(c, o.TTL/4), MinPollInterval)
+	c = max(min(max(c, o.PollInterval), o.TTL/4), MinPollInterval)
 	return time.Duration(p) * c
 }
