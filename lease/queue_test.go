@@ -382,3 +382,38 @@ func tokensOf(mu *sync.Mutex, tokens *[]uint64) []uint64 {
 	defer mu.Unlock()
 	return slices.Clone(*tokens)
 }
+
+// TestQueueCrowdArrives: 100 waiters arrive at the same instant. Their
+// queue writes race; each lost race costs a read and a write more, with
+// backoff, and all of them take a place within a few TTLs.
+func TestQueueCrowdArrives(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newQueueBed(t)
+		const n = 100
+		c := &conn{Store: b.s}
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		for i := range n {
+			lk, err := lease.NewLocker(c, "locks/job", &lease.Options{Holder: fmt.Sprint("w", i), TTL: qttl})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() { lk.Acquire(ctx) })
+		}
+		deadline := time.Now().Add(3 * qttl)
+		for len(b.queue()) < n && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		got, reqs := len(b.queue()), c.n.Load()
+		t.Logf("%d of %d waiters queued after %v, %d requests (%.1f per waiter)", got, n, time.Since(deadline.Add(-3*qttl)), reqs, float64(reqs)/n)
+		if got != n {
+			t.Errorf("%d of %d waiters took a place within %v", got, n, 3*qttl)
+		}
+		if reqs > 40*n {
+			t.Errorf("%d requests for %d arrivals, want at most %d", reqs, n, 40*n)
+		}
+		cancel()
+		wg.Wait()
+		b.holder.Release(t.Context())
+	})
+}
