@@ -185,7 +185,8 @@ func (o Options) headInterval() time.Duration {
 // queueInterval is how often the waiter at position p ≥ 1 (0 is the head)
 // of a queue of n tickets re-reads the queue: p·c, where c is chosen so
 // that the n−1 waiters behind the head together read at 90% of the rate
-// the budget leaves after the head's reads and heartbeats: Σ 1/(p·c) =
+// the budget leaves after the head's reads and the heartbeats of the head
+// and the next in line: Σ 1/(p·c) =
 // H(n−1)/c. Nobody needs to read more often than its place moves: the
 // waiter at p becomes the head after p departures. c is at least
 // PollInterval (a short queue need not spend the whole budget: the next
@@ -194,7 +195,10 @@ func (o Options) headInterval() time.Duration {
 // the others would take its ticket for abandoned; with a TTL below about
 // 4·H(n−1)/PollBudget seconds that cap, not the budget, sets the rate.
 func (o Options) queueInterval(p, n int) time.Duration {
-	rest := o.PollBudget - 1/o.headInterval().Seconds() - 1/o.beatInterval().Seconds()
+	// Two heartbeats per beat interval, the head's a read and a write,
+	// the next's a write and, when the head wrote since its last look,
+	// a lost CAS and a read more.
+	rest := o.PollBudget - 1/o.headInterval().Seconds() - 4/o.beatInterval().Seconds()
 	rest = 0.9 * max(rest, o.PollBudget/8)
 	h := 0.0
 	for k := 1; k < n; k++ {

@@ -304,10 +304,10 @@ func TestQueueRequestBudget(t *testing.T) {
 	if float64(free) <= budget {
 		t.Errorf("50 waiters without the queue made %d requests, within the budget: the measurement cannot tell", free)
 	}
-	low := measure(20, lease.Options{PollBudget: 3})
-	t.Logf("20 queued waiters with PollBudget 3: %d requests in %v", low, window)
-	if float64(low) > 3*window.Seconds() {
-		t.Errorf("20 queued waiters with PollBudget 3 made %d requests in %v", low, window)
+	low := measure(20, lease.Options{PollBudget: 6})
+	t.Logf("20 queued waiters with PollBudget 6: %d requests in %v", low, window)
+	if float64(low) > 6*window.Seconds() {
+		t.Errorf("20 queued waiters with PollBudget 6 made %d requests in %v", low, window)
 	}
 }
 
@@ -415,5 +415,35 @@ func TestQueueCrowdArrives(t *testing.T) {
 		cancel()
 		wg.Wait()
 		b.holder.Release(t.Context())
+	})
+}
+
+// TestQueueTwoDeadInARow: the head and the next in line both die. Both
+// heartbeat, so both are found out in the same TTL, and the third waiter
+// is served within a TTL of the release, not two.
+func TestQueueTwoDeadInARow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newQueueBed(t)
+		all := names(4)
+		for _, n := range all {
+			b.arrive(n, nil)
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(qttl) // everyone has looked at its place
+		b.conns["w00"].killed.Store(true)
+		b.conns["w01"].killed.Store(true)
+		time.Sleep(qttl / 2)
+		b.holder.Release(t.Context())
+		released := time.Now()
+		for len(b.got()) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if took := time.Since(released); took > qttl {
+			t.Errorf("the third waiter acquired %v after the release, behind two dead ones; want within a TTL (%v)", took, qttl)
+		}
+		b.wg.Wait()
+		if got, want := b.got(), all[2:]; !slices.Equal(got, want) {
+			t.Errorf("holders %v, want %v", got, want)
+		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/latchkey/latchkey/cas"
@@ -17,16 +18,14 @@ type waiter struct {
 	lk *Locker
 	t  Ticket
 
-	sent bool          // a write of our ticket was sent (it may be in the queue)
-	in   bool          // our ticket is in q as last read or written
-	q    Queue         // the queue as last read or written
-	ver  store.Version // its version; "" when absent or not known
-	head struct {      // the head ticket as first seen, and when (monotonic)
-		id, beat string
-		since    time.Time
-	}
+	sent bool                  // a write of our ticket was sent (it may be in the queue)
+	in   bool                  // our ticket is in q as last read or written
+	q    Queue                 // the queue as last read or written
+	ver  store.Version         // its version; "" when absent or not known
+	seen map[string]seenTicket // the tickets of the window, as first seen
 
 	wasHead   bool
+	wasNext   bool
 	nextBeat  time.Time // when the head writes its ticket again
 	nextPoll  time.Time // when the head reads the record again
 	watched   store.Version
@@ -101,8 +100,11 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 			continue
 		case i > 0:
 			w.wasHead = false
-			if left := w.headLeft(); left <= 0 {
-				if err := w.expelHead(ctx); err != nil {
+			// The head and the next in line heartbeat; one of them seen
+			// unchanged for its TTL is taken for gone, by whoever is
+			// behind it.
+			if j := w.expired(i); j >= 0 {
+				if err := w.expel(ctx, j); err != nil {
 					if !queueRetryable(err) {
 						return nil, err
 					}
@@ -112,13 +114,33 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 				}
 				continue
 			}
-			wait = backoff.Jitter(lk.opts.queueInterval(i, len(w.q.Tickets)))
 			if i == 1 {
-				// The next in line looks again as soon as the head may
-				// be taken for gone; the others notice at their pace.
-				wait = min(wait, w.headLeft()+time.Millisecond)
+				if !w.wasNext {
+					w.wasNext = true
+					if !w.justWritten() {
+						w.nextBeat = time.Now()
+					}
+				}
+				if !time.Now().Before(w.nextBeat) {
+					w.beat(ctx)
+					continue
+				}
+			} else {
+				w.wasNext = false
 			}
-			if err := backoff.Sleep(ctx, wait); err != nil {
+			wait = backoff.Jitter(lk.opts.queueInterval(i, len(w.q.Tickets)))
+			if i <= window {
+				// Those right behind the window look again as soon as a
+				// ticket in it may be taken for gone; the others notice
+				// at their pace.
+				for j := range min(i, window) {
+					wait = min(wait, w.left(j)+time.Millisecond)
+				}
+			}
+			if i == 1 {
+				wait = min(wait, time.Until(w.nextBeat))
+			}
+			if err := backoff.Sleep(ctx, max(wait, 0)); err != nil {
 				continue
 			}
 			if err := w.read(ctx); err != nil {
@@ -276,30 +298,52 @@ func (w *waiter) waitAsHead(ctx context.Context, d time.Duration, wake <-chan st
 	}
 }
 
-// headLeft is how long the head ticket has left before it may be taken
-// for abandoned: its TTL from when we first saw it as it is.
-func (w *waiter) headLeft() time.Duration {
-	if len(w.q.Tickets) == 0 {
-		return w.lk.opts.TTL
-	}
-	ttl := w.q.Tickets[0].TTL
+// window is how many tickets at the front of the queue heartbeat and are
+// timed: the head, and the next in line, so that two waiters killed one
+// behind the other are both found out in one TTL.
+const window = 2
+
+// seenTicket is a ticket in the window as we first saw it, and when
+// (monotonic).
+type seenTicket struct {
+	beat  string
+	since time.Time
+}
+
+// left is how long ticket j (< window) has left before it may be taken
+// for gone: its TTL from when we first saw it, as it is, in the window.
+func (w *waiter) left(j int) time.Duration {
+	t := w.q.Tickets[j]
+	ttl := t.TTL
 	if ttl <= 0 {
 		ttl = w.lk.opts.TTL
 	}
-	return ttl - time.Since(w.head.since)
+	return ttl - time.Since(w.seen[t.ID].since)
 }
 
-// observe notes when we first saw the head ticket as it is now.
+// expired returns the first ticket in the window ahead of place i that
+// may be taken for gone, or -1.
+func (w *waiter) expired(i int) int {
+	for j := range min(i, window, len(w.q.Tickets)) {
+		if w.left(j) <= 0 {
+			return j
+		}
+	}
+	return -1
+}
+
+// observe notes when we first saw each ticket of the window as it is now.
 func (w *waiter) observe() {
 	w.in = w.q.index(w.t.ID) >= 0
-	if len(w.q.Tickets) == 0 {
-		w.head.id, w.head.beat = "", ""
-		return
+	seen := make(map[string]seenTicket, window)
+	for _, t := range w.q.Tickets[:min(window, len(w.q.Tickets))] {
+		s, ok := w.seen[t.ID]
+		if !ok || s.beat != t.Beat {
+			s = seenTicket{beat: t.Beat, since: time.Now()}
+		}
+		seen[t.ID] = s
 	}
-	h := w.q.Tickets[0]
-	if h.ID != w.head.id || h.Beat != w.head.beat || w.head.since.IsZero() {
-		w.head.id, w.head.beat, w.head.since = h.ID, h.Beat, time.Now()
-	}
+	w.seen = seen
 }
 
 func (w *waiter) key() string { return QueueKey(w.lk.key) }
@@ -391,23 +435,29 @@ func (w *waiter) put(ctx context.Context) error {
 	return err
 }
 
-// beat is the head's heartbeat. A failure is retried at the next beat,
+// beat is the heartbeat of the head and of the next in line. A failure is retried at the next beat,
 // soon: the head keeps polling meanwhile.
 func (w *waiter) beat(ctx context.Context) {
+	if w.q.index(w.t.ID) == 0 && len(w.q.Tickets) > 1 {
+		// The next in line has likely written since our last look
+		// (it heartbeats too): read first rather than lose a CAS.
+		w.ver = ""
+	}
 	if err := w.put(ctx); err != nil {
 		w.nextBeat = time.Now().Add(retryDelay(w.lk.opts.beatInterval(), 1))
 	}
 }
 
-// expelHead removes the head ticket we saw unchanged for its TTL, if it is
-// still as we saw it.
-func (w *waiter) expelHead(ctx context.Context) error {
-	id, beat := w.head.id, w.head.beat
+// expel removes ticket j of the window, which we saw unchanged for its
+// TTL, if it is still as we saw it and still in the window.
+func (w *waiter) expel(ctx context.Context, j int) error {
+	id, beat := w.q.Tickets[j].ID, w.q.Tickets[j].Beat
 	return w.update(ctx, func(q *Queue) bool {
-		if len(q.Tickets) == 0 || q.Tickets[0].ID != id || q.Tickets[0].Beat != beat {
+		k := q.index(id)
+		if k < 0 || k >= window || q.Tickets[k].Beat != beat {
 			return false
 		}
-		q.Tickets = q.Tickets[1:]
+		q.Tickets = slices.Delete(q.Tickets, k, k+1)
 		return true
 	})
 }
