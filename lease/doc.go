@@ -79,20 +79,25 @@
 //
 //   - Only the head of the queue (the first ticket) polls the record: every
 //     max(PollInterval, 2/PollBudget) seconds, or it blocks on the native
-//     watch where the store has one. It rewrites its ticket every TTL/3 (a
-//     heartbeat) and removes it once it holds the lease.
+//     watch where the store has one. It removes its ticket once it holds
+//     the lease.
+//   - The head and the next in line rewrite their tickets every TTL/3 (a
+//     heartbeat).
 //   - The waiter at place p ≥ 1 behind the head re-reads the queue every
 //     p·c (jittered), c chosen from the PollBudget so that all of them
 //     together read at most 90% of what the budget leaves after the head
 //     (Σ 1/(p·c) over the line is H(n−1)/c), with c at least PollInterval
 //     and at most TTL/4. Nobody reads more often than its place moves.
-//   - A head whose ticket the waiter behind it sees unchanged for the
-//     ticket's TTL, on its own monotonic clock, is taken for dead and
-//     removed; the next waiter takes its place at once. Wall clocks are
-//     never compared: Since in a ticket is for people only. A waiter that
-//     gives up (ctx ends) removes its ticket on the way out; one killed
-//     blocks the line for at most about one TTL once it reaches the head
-//     (k waiters killed one behind the other, up to k TTLs).
+//     (With a TTL under about 4·H(n−1)/PollBudget seconds the cap, not the
+//     budget, sets the rate.)
+//   - The head or the next in line whose ticket the waiter behind it sees
+//     unchanged for the ticket's TTL, on its own monotonic clock, is taken
+//     for dead and removed; the waiters behind move up at once. Wall
+//     clocks are never compared: Since in a ticket is for people only. A
+//     waiter that gives up (ctx ends) removes its ticket on the way out;
+//     one killed blocks the line for at most about one TTL once it is at
+//     the front (two killed one behind the other, also one TTL; k in a
+//     row, about k/2 TTLs).
 //   - A waiter whose ticket disappeared (it was paused past the TTL and
 //     taken for dead, or someone deleted the queue record) writes it back
 //     with its old sequence number, hence in its old place.
@@ -109,10 +114,12 @@
 // Locker wakes the next of them at once.
 //
 // Costs at the defaults (TTL 15s, PollInterval 1.5s, PollBudget 4/s):
-// while the lease is held, the head makes 2,400 reads and 720 writes an
-// hour; the others together make at most 10,150 reads an hour however
+// while the lease is held, the head makes 2,400 reads of the record and
+// 720 heartbeats (a read and a write each) an hour, the next in line 720
+// heartbeat writes (and a lost CAS and a read more when the head wrote
+// first); the others together make at most 8,200 reads an hour however
 // many they are (one waiter behind the head: 2,400; nine: 6,800; from
-// about forty on, the cap). All waiters together therefore stay under
+// about eighteen on, the cap). All waiters together therefore stay under
 // 14,400 requests an hour (4/s), where 100 waiters without the queue
 // would make 240,000. The holder's renews add 3,600/RenewInterval an
 // hour (900 at the default 4s). Each waiter also pays once to arrive
@@ -131,7 +138,7 @@
 //
 // Per service: S3 and Azure serve a few requests per second per key
 // comfortably, and the default budget fits. GCS takes about one write
-// per second per object: the queue's steady writes (one heartbeat per
+// per second per object: the queue's steady writes (two heartbeats per
 // TTL/3) fit, and a crowd arriving at once is spread by QueueRetryDelay
 // (lock run uses a budget of 2/s and a QueueRetryDelay of 1s on gs://).
 //
