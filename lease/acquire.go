@@ -14,10 +14,14 @@ import (
 // waits a jittered poll interval.
 const maxQuickRetries = 3
 
-// Acquire waits until it holds the lease or ctx is done. The goroutines
-// that call Acquire on one Locker take turns as the single poller, so their
-// requests to the store do not grow with their number (see the package
-// doc for the bound). While the lease is held elsewhere it re-reads the
+// Acquire waits until it holds the lease or ctx is done. Unless NoQueue is
+// set, it waits in the lease's queue (see the package doc): waiters in
+// every process are served in arrival order, only the head of the queue
+// polls the record, and all of them together keep within PollBudget; it
+// removes its ticket when it returns. The goroutines that call Acquire on
+// one Locker take turns as the single waiter, so their requests to the
+// store do not grow with their number. While the lease is held elsewhere
+// the polling waiter re-reads the
 // record every PollInterval with jitter, or blocks on store.Watcher when
 // the backend has one (falling back to one poll interval when a watch
 // returns early without a change), and it wakes at once when a lease of
@@ -32,7 +36,15 @@ func (lk *Locker) Acquire(ctx context.Context) (*Lease, error) {
 	}
 	defer func() { <-lk.sem }()
 	defer lk.abandonPending()
+	if !lk.opts.NoQueue {
+		return lk.acquireQueued(ctx)
+	}
+	return lk.acquireFree(ctx)
+}
 
+// acquireFree is Acquire with NoQueue: poll (or watch) the record until
+// it can be taken.
+func (lk *Locker) acquireFree(ctx context.Context) (*Lease, error) {
 	var last error
 	quick, failures := 0, 0
 	var watched store.Version // the version the last watch waited on, and when it began

@@ -100,7 +100,7 @@ func benchHandoff(b *testing.B, waiters int, ttl time.Duration, shared, watch bo
 				}
 				cs = countedWatch{counted{fs, reqs, &total}}
 			}
-			lk, err = lease.NewLocker(cs, "locks/bench", &lease.Options{Holder: fmt.Sprint(i), TTL: ttl})
+			lk, err = lease.NewLocker(cs, "locks/bench", &lease.Options{Holder: fmt.Sprint(i), TTL: ttl, NoQueue: true}) // the free-for-all; docs/locks.md on the queue
 			if err != nil {
 				b.Fatal(err)
 			}

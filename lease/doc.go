@@ -65,29 +65,94 @@
 // Margin covers the difference between two hosts' monotonic clock rates and
 // the time the holder needs to stop; it cannot cover an unbounded pause.
 //
-// # Waiting and its request budget
+// # Waiting in line, and its request budget
 //
 // Acquire waits. Object stores have no wait primitive, so waiting is
-// polling, and polling costs requests. The goroutines of one process that
-// wait through one Locker take turns as a single poller, so their requests
-// do not grow with their number, and a release through that Locker wakes
-// the next of them at once. While the lease is held elsewhere a Locker
-// makes at most one read per PollInterval (each wait jittered to 50%–150%),
-// one more read when its observation window of a TTL ends, and one write
-// per attempt to take a record it saw released or expired; after a lost
-// race it retries at once at most three times, then waits a poll interval;
-// store failures are retried with jittered exponential backoff. FencedPut,
-// ForceRelease and ReleaseHolder are each one cas.Update: a bounded number
-// of attempts with jittered backoff, then an error matching ErrContended.
-// N processes (or Lockers) waiting on one key therefore cost about
+// polling, and polling costs requests. Left alone, N processes waiting
+// on one key would cost N reads per PollInterval, and whoever read the
+// release first would win, however long the others had waited. So by
+// default waiters stand in line: Acquire that finds the lease held (or
+// free, but with others waiting) puts a ticket at the end of the queue
+// at QueueKey(key), one small record beside the lease, and waiters are
+// served in the order their tickets were written, across processes and
+// machines, with no coordinator: every change to the queue is a CAS.
+//
+//   - Only the head of the queue (the first ticket) polls the record: every
+//     max(PollInterval, 2/PollBudget) seconds, or it blocks on the native
+//     watch where the store has one. It removes its ticket once it holds
+//     the lease.
+//   - The head and the next in line rewrite their tickets every TTL/3 (a
+//     heartbeat).
+//   - The waiter at place p ≥ 1 behind the head re-reads the queue every
+//     p·c (jittered), c chosen from the PollBudget so that all of them
+//     together read at most 90% of what the budget leaves after the head
+//     (Σ 1/(p·c) over the line is H(n−1)/c), with c at least PollInterval
+//     and at most TTL/4. Nobody reads more often than its place moves.
+//     (With a TTL under about 4·H(n−1)/PollBudget seconds the cap, not the
+//     budget, sets the rate.)
+//   - The head or the next in line whose ticket the waiter behind it sees
+//     unchanged for the ticket's TTL, on its own monotonic clock, is taken
+//     for dead and removed; the waiters behind move up at once. Wall
+//     clocks are never compared: Since in a ticket is for people only. A
+//     waiter that gives up (ctx ends) removes its ticket on the way out;
+//     one killed blocks the line for at most about one TTL once it is at
+//     the front (two killed one behind the other, also one TTL; k in a
+//     row, about k/2 TTLs).
+//   - A waiter whose ticket disappeared (it was paused past the TTL and
+//     taken for dead, or someone deleted the queue record) writes it back
+//     with its old sequence number, hence in its old place.
+//
+// The queue is advisory. Acquisition still goes only through the CAS on
+// the lease record, so a corrupt or deleted queue record, or a waiter that
+// ignores the queue (NoQueue, or TryAcquire, which takes a free lease
+// whoever waits), changes who goes first, never the guarantees above:
+// never two holders, tokens strictly increasing. A queue record that is
+// not one is treated as empty and overwritten.
+//
+// The goroutines of one process that wait through one Locker take turns
+// as a single waiter (one ticket at a time), and a release through that
+// Locker wakes the next of them at once.
+//
+// Costs at the defaults (TTL 15s, PollInterval 1.5s, PollBudget 4/s):
+// while the lease is held, the head makes 2,400 reads of the record and
+// 720 heartbeats (a read and a write each) an hour, the next in line 720
+// heartbeat writes (and a lost CAS and a read more when the head wrote
+// first); the others together make at most 8,200 reads an hour however
+// many they are (one waiter behind the head: 2,400; nine: 6,800; from
+// about eighteen on, the cap). All waiters together therefore stay under
+// 14,400 requests an hour (4/s), where 100 waiters without the queue
+// would make 240,000. The holder's renews add 3,600/RenewInterval an
+// hour (900 at the default 4s). Each waiter also pays once to arrive
+// (a read of the record, a read and a write of the queue) and once to
+// leave (a write); a CAS lost to another waiter's queue write costs one
+// more read and write, with backoff from QueueRetryDelay. A free lease
+// with nobody waiting costs what it did: a read of the record, one of
+// the queue, and the acquiring write. After a lost race Acquire retries at
+// once at most three times, then waits a poll interval; store failures
+// are retried with jittered exponential backoff. FencedPut, ForceRelease
+// and ReleaseHolder are each one cas.Update: a bounded number of attempts
+// with jittered backoff, then an error matching ErrContended. The handoff
+// from a release to the next holder takes about half the head's poll
+// interval on average, whatever the number of waiters, as long as holds
+// last longer than about 1.5·c (the next in line has noticed its turn).
+//
+// Per service: S3 and Azure serve a few requests per second per key
+// comfortably, and the default budget fits. GCS takes about one write
+// per second per object: the queue's steady writes (two heartbeats per
+// TTL/3) fit, and a crowd arriving at once is spread by QueueRetryDelay
+// (lock run uses a budget of 2/s and a QueueRetryDelay of 1s on gs://).
+//
+// With NoQueue, each Locker polls the record itself: at most one read
+// per PollInterval (each wait jittered to 50%–150%), one more read when
+// its observation window of a TTL ends, and one write per attempt to
+// take a record it saw released or expired. N processes cost about
 // N/PollInterval reads per second; the default PollInterval is TTL/10 (at
-// least 10ms, at most 2s), so with the default TTL of 15s each waiting
-// process reads less than once a second.
+// least 10ms, at most 2s).
 //
 // When the backend has a native watch (store.Watcher with
 // Capabilities.Watch: memory, the directory store on Linux, Consul,
-// latchkey's server) a waiter blocks on it instead of polling and reads
-// the record once per change: once per RenewInterval while a holder
-// renews, and once per acquisition and release. That is N reads per change
-// for N waiting processes, but no reads at all while nothing changes.
+// latchkey's server) the head (or, with NoQueue, every waiter) blocks on
+// it instead of polling and reads the record once per change: once per
+// RenewInterval while a holder renews, and once per acquisition and
+// release. The others in line read the queue as above.
 package lease

@@ -75,3 +75,36 @@ func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 // write must be before the record looks stale: its TTL plus one more TTL
 // of allowance for the skew between the two hosts' wall clocks.
 func StaleAfter(ttl time.Duration) time.Duration { return 2 * ttl }
+
+// QueuedError says that a waiter has taken its place in the lease's queue
+// behind others. Acquire passes it to Options.Waiting when its place is
+// taken (or retaken), and returns it, when ctx ends, as the last attempt.
+// It matches ErrHeld, and errors.As finds the last *HeldError seen (Held)
+// through it.
+type QueuedError struct {
+	Key string
+	// Ahead is how many waiters are ahead of this one.
+	Ahead int
+	// Held is the last *HeldError this waiter saw, or nil when it found
+	// the lease free but others already waiting.
+	Held *HeldError
+}
+
+func (e *QueuedError) Error() string {
+	who := "free, but others wait for it"
+	if e.Held != nil {
+		who = fmt.Sprintf("held by %q (token %d)", e.Held.Holder, e.Held.Token)
+	}
+	return fmt.Sprintf("lease: %q %s; in the queue behind %d waiter(s)", e.Key, who, e.Ahead)
+}
+
+// Is makes a *QueuedError match ErrHeld.
+func (e *QueuedError) Is(target error) bool { return target == ErrHeld }
+
+// Unwrap returns Held (nil when there is none).
+func (e *QueuedError) Unwrap() error {
+	if e.Held == nil {
+		return nil
+	}
+	return e.Held
+}

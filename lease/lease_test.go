@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -51,7 +52,8 @@ func TestOptions(t *testing.T) {
 	}
 	o := def.Options()
 	if o.TTL != lease.DefaultTTL || o.Margin != o.TTL/5 || o.RenewInterval != (o.TTL-o.Margin)/3 ||
-		o.PollInterval != 1500*time.Millisecond || o.Holder == "" || o.Now == nil {
+		o.PollInterval != 1500*time.Millisecond || o.Holder == "" || o.Now == nil ||
+		o.PollBudget != lease.DefaultPollBudget || o.QueueRetryDelay != lease.DefaultQueueRetryDelay || o.NoQueue {
 		t.Errorf("defaults = %+v", o)
 	}
 	for _, tc := range []struct {
@@ -67,6 +69,10 @@ func TestOptions(t *testing.T) {
 		{"renew at the limit", lease.Options{TTL: 10 * time.Second, Margin: 2 * time.Second, RenewInterval: 4 * time.Second}, true},
 		{"poll past TTL", lease.Options{TTL: time.Second, PollInterval: 2 * time.Second}, false},
 		{"negative poll", lease.Options{PollInterval: -time.Second}, false},
+		{"negative poll budget", lease.Options{PollBudget: -1}, false},
+		{"NaN poll budget", lease.Options{PollBudget: math.NaN()}, false},
+		{"small poll budget", lease.Options{PollBudget: 0.1}, true},
+		{"negative queue retry delay", lease.Options{QueueRetryDelay: -time.Millisecond}, false},
 	} {
 		err := tc.o.Validate()
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, lease.ErrOptions)) {

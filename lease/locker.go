@@ -60,6 +60,9 @@ func NewLocker(s store.Store, key string, opts *Options) (*Locker, error) {
 	if err := store.ValidateKey(EpochKey(key)); err != nil {
 		return nil, fmt.Errorf("lease: key %q: its epoch counter %w", key, err)
 	}
+	if err := store.ValidateKey(QueueKey(key)); err != nil && !o.NoQueue {
+		return nil, fmt.Errorf("lease: key %q: its queue %w", key, err)
+	}
 	if c := s.Capabilities(); !c.CreateIfAbsent || !c.CompareAndSwap {
 		return nil, fmt.Errorf("lease: %q: %w: the store lacks create-if-absent or compare-and-swap", key, store.ErrUnsupported)
 	}
@@ -78,10 +81,37 @@ func (lk *Locker) Options() Options { return lk.opts }
 // the record between our read and our write (retry at once); or the store's
 // error. The returned lease is not renewed in the background: call Renew,
 // or use Hold or Run.
+//
+// TryAcquire does not look at the queue of waiters (see Acquire): it takes
+// a free lease even while others queue for it.
 func (lk *Locker) TryAcquire(ctx context.Context) (*Lease, error) {
+	return lk.tryAcquire(ctx, nil)
+}
+
+// errOthersWait is tryAcquire's answer when the lease is free but mayTake
+// said that others wait for it.
+var errOthersWait = errors.New("free, but others wait for it")
+
+// tryAcquire is TryAcquire; when mayTake is set, it is asked before a
+// free (absent or released) record is written, and a false answer makes
+// tryAcquire return errOthersWait without writing.
+func (lk *Locker) tryAcquire(ctx context.Context, mayTake func(context.Context) (bool, error)) (*Lease, error) {
 	e, err := lk.s.Get(ctx, lk.key)
+	free := func() error {
+		if mayTake == nil {
+			return nil
+		}
+		ok, err := mayTake(ctx)
+		if err == nil && !ok {
+			err = errOthersWait
+		}
+		return err
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		lk.setObs("")
+		if err := free(); err != nil {
+			return nil, err
+		}
 		// The counter of creations survives a deletion of the record, so
 		// a record deleted by hand does not restart the tokens.
 		n, err := bumpEpoch(ctx, lk.s, lk.key, false)
@@ -101,6 +131,9 @@ func (lk *Locker) TryAcquire(ctx context.Context) (*Lease, error) {
 		return l, err
 	}
 	if rec.Released {
+		if err := free(); err != nil {
+			return nil, err
+		}
 		return lk.takeOver(ctx, rec, e.Version)
 	}
 	since := lk.setObs(e.Version)

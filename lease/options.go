@@ -3,6 +3,7 @@ package lease
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"time"
 )
@@ -20,6 +21,13 @@ const (
 	// after ErrLostRace before it waits a poll interval; a caller that
 	// loops on TryAcquire itself can bound its retries the same way.
 	QuickRetries = maxQuickRetries
+	// DefaultPollBudget is the PollBudget when Options.PollBudget is zero,
+	// in requests per second: within what S3, GCS and Azure serve for one
+	// key, and with the holder's renews still under five a second.
+	DefaultPollBudget = 4.0
+	// DefaultQueueRetryDelay is the QueueRetryDelay when
+	// Options.QueueRetryDelay is zero.
+	DefaultQueueRetryDelay = 20 * time.Millisecond
 )
 
 // Options tune a Locker. A nil *Options means every default. Each zero
@@ -50,6 +58,30 @@ type Options struct {
 	// [MinPollInterval, MaxPollInterval]. It must be positive and at most
 	// TTL.
 	PollInterval time.Duration
+
+	// NoQueue turns the waiting line off: every waiting Locker then polls
+	// the record itself, every PollInterval, and whoever reads a release
+	// first takes the lease (the behaviour before queues existed). By
+	// default Acquire takes a ticket in the queue at QueueKey(key) and
+	// waiters are served in arrival order (see the package doc).
+	NoQueue bool
+
+	// PollBudget is how many requests per second all the queued waiters
+	// of one lease, in every process, make together while it is held
+	// (their arrivals and departures aside). The head of the queue reads
+	// the record every max(PollInterval, 2/PollBudget) seconds; the
+	// others share what is left. Each waiter computes its share from its
+	// own PollBudget, so waiters of one lease should agree on it. Zero:
+	// DefaultPollBudget. It must not be negative; it does not apply with
+	// NoQueue.
+	PollBudget float64
+
+	// QueueRetryDelay is the first backoff of a queue write that lost a
+	// race with another waiter's (doubling up to 32 times it). Zero:
+	// DefaultQueueRetryDelay. On a store that takes about one write per
+	// second per object (GCS), use a second, so that a crowd arriving at
+	// once spreads its writes. It must not be negative.
+	QueueRetryDelay time.Duration
 
 	// Waiting, if set, is called by Acquire after every attempt that did
 	// not acquire the lease and will be followed by another: with the
@@ -101,6 +133,12 @@ func (o *Options) withDefaults() (Options, error) {
 	if r.Now == nil {
 		r.Now = time.Now
 	}
+	if r.PollBudget == 0 {
+		r.PollBudget = DefaultPollBudget
+	}
+	if r.QueueRetryDelay == 0 {
+		r.QueueRetryDelay = DefaultQueueRetryDelay
+	}
 	return r, r.check()
 }
 
@@ -125,6 +163,48 @@ func (o Options) check() error {
 			o.RenewInterval, (o.TTL-o.Margin)/2)
 	case o.PollInterval <= 0 || o.PollInterval > o.TTL:
 		return bad("PollInterval %v must be positive and at most the TTL %v", o.PollInterval, o.TTL)
+	case !(o.PollBudget > 0) || math.IsInf(o.PollBudget, 0):
+		return bad("PollBudget %v must be a positive number of requests per second (zero means %v)", o.PollBudget, DefaultPollBudget)
+	case o.QueueRetryDelay < 0:
+		return bad("QueueRetryDelay %v must not be negative (zero means %v)", o.QueueRetryDelay, DefaultQueueRetryDelay)
 	}
 	return nil
+}
+
+// beatInterval is how often the head of the queue writes its ticket.
+func (o Options) beatInterval() time.Duration { return o.TTL / 3 }
+
+// headInterval is how often the head of the queue re-reads the record:
+// PollInterval, or less often when half the PollBudget, less the head's
+// heartbeats, allows less (but at least an eighth of the budget).
+func (o Options) headInterval() time.Duration {
+	rate := max(o.PollBudget/2-1/o.beatInterval().Seconds(), o.PollBudget/8)
+	return max(o.PollInterval, time.Duration(float64(time.Second)/rate))
+}
+
+// queueInterval is how often the waiter at position p ≥ 1 (0 is the head)
+// of a queue of n tickets re-reads the queue: p·c, where c is chosen so
+// that the n−1 waiters behind the head together read at 90% of the rate
+// the budget leaves after the head's reads and the heartbeats of the head
+// and the next in line: Σ 1/(p·c) =
+// H(n−1)/c. Nobody needs to read more often than its place moves: the
+// waiter at p becomes the head after p departures. c is at least
+// PollInterval (a short queue need not spend the whole budget: the next
+// in line reads no more often than the head does) and at most TTL/4, so
+// that the next in line notices its turn well within the TTL after which
+// the others would take its ticket for abandoned; with a TTL below about
+// 4·H(n−1)/PollBudget seconds that cap, not the budget, sets the rate.
+func (o Options) queueInterval(p, n int) time.Duration {
+	// Two heartbeats per beat interval, the head's a read and a write,
+	// the next's a write and, when the head wrote since its last look,
+	// a lost CAS and a read more.
+	rest := o.PollBudget - 1/o.headInterval().Seconds() - 4/o.beatInterval().Seconds()
+	rest = 0.9 * max(rest, o.PollBudget/8)
+	h := 0.0
+	for k := 1; k < n; k++ {
+		h += 1 / float64(k)
+	}
+	c := time.Duration(h / rest * float64(time.Second))
+	c = max(min(max(c, o.PollInterval), o.TTL/4), MinPollInterval)
+	return time.Duration(p) * c
 }

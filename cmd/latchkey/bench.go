@@ -44,6 +44,8 @@ type benchConfig struct {
 	dur                time.Duration
 	ops                int64
 	size               int
+	queue              bool
+	q                  queueBenchConfig
 }
 
 func benchFlags(cfg *benchConfig) *flag.FlagSet {
@@ -59,6 +61,16 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.keys, "keys", "distinct,hot", "key `patterns`: distinct (read + CAS on a key of one's own), hot (read + CAS on one shared key), create (create-only writes of fresh keys)")
 	fs.BoolVar(&cfg.lock, "lock", false, "measure lock handoff instead (release → next holder acquires), with --waiters contenders")
 	fs.StringVar(&cfg.waiters, "waiters", "2,8,32", "with --lock: comma-separated waiter `counts`")
+	fs.BoolVar(&cfg.queue, "queue", false, "measure lock run waiters queued on one lock of --store instead (default --waiters 10,50,100)")
+	fs.StringVar(&cfg.q.store, "store", "", "with --queue: the store `URL` the lock runs use")
+	fs.DurationVar(&cfg.q.ttl, "ttl", 15*time.Second, "with --queue: the lock runs' --ttl")
+	fs.DurationVar(&cfg.q.hold, "hold", 3*time.Second, "with --queue: how long each waiter holds the lock once it has it")
+	fs.DurationVar(&cfg.q.window, "window", 20*time.Second, "with --queue: how long requests are counted while the first holder holds")
+	fs.IntVar(&cfg.q.handoffs, "handoffs", 6, "with --queue: how many handoffs to time (the other waiters are then stopped)")
+	fs.Float64Var(&cfg.q.kill, "kill", 0.2, "with --queue: also run with this `FRACTION` of the waiters killed (SIGKILL) at random while they wait (0: do not)")
+	fs.StringVar(&cfg.q.pollBudget, "poll-budget", "", "with --queue: the lock runs' --poll-budget `RATE`")
+	fs.BoolVar(&cfg.q.noQueue, "no-queue", false, "with --queue: run the lock runs with --no-queue (the free-for-all, for comparison)")
+	fs.BoolVar(&cfg.q.noWatch, "no-watch", false, "with --queue: hide the store's native watch from the lock runs, so they poll (the directory store on Linux has one)")
 	fs.DurationVar(&cfg.dur, "duration", 5*time.Second, "length of each measurement (at most 10m)")
 	fs.Int64Var(&cfg.ops, "ops", 0, "stop each measurement after `N` applied writes (0: run for --duration)")
 	fs.IntVar(&cfg.size, "value-size", 128, "value size in `bytes` (at most 512 KiB)")
@@ -89,6 +101,19 @@ func runBenchCmd(ctx context.Context, e *env, args []string) error {
 	}
 	if cfg.lock {
 		return runLockBench(ctx, e, cfg)
+	}
+	if cfg.queue {
+		waiters := "10,50,100"
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "waiters" {
+				waiters = cfg.waiters
+			}
+		})
+		counts, err := benchCounts("--waiters", waiters)
+		if err != nil {
+			return err
+		}
+		return runQueueBench(ctx, e, counts, cfg.q)
 	}
 	scenarios, err := benchScenarios(cfg.keys, cfg.clients)
 	if err != nil {
@@ -440,6 +465,19 @@ work. It reads the server's /-/metrics.
 concurrency.Mutex with --etcd); each holds it briefly and releases. It
 reports handoff latency (release → next holder acquired) p50/p99, handoffs
 per second, and requests per second per waiter.
+
+--queue measures waiting with lock run itself: for each --waiters count N
+it starts a holder and then N lock run processes on one lock of --store
+(one after another, each once the one before has its ticket), counts the
+requests all of them send while the holder holds (--window), lets the
+holder go and times --handoffs handoffs (a holder's CMD ending → the next
+holder's CMD starting, p50/p99/max), and checks that the holders came in
+arrival order. With --kill F it does it again with a fraction F of the
+waiters killed (SIGKILL) at random while they wait. --no-queue runs the
+same with lock run --no-queue; --no-watch makes a store with a native
+watch (the directory store) poll. For example:
+
+  latchkey bench --queue --store file:///tmp/bench-store --no-watch --waiters 10
 
 Each measurement is bounded by --duration (at most 10m). Keys are left
 under latchkey-bench/<random>/ on the target.

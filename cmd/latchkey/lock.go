@@ -15,7 +15,8 @@ import (
 )
 
 const lockUsage = `Usage:
-  latchkey lock run [--ttl D] [--wait D] [--grace D] [--holder NAME] [--quiet] [--child-exit-code] KEY -- CMD [ARGS...]
+  latchkey lock run [--ttl D] [--wait D] [--grace D] [--holder NAME] [--quiet] [--child-exit-code]
+                    [--poll-budget RATE | --no-queue] KEY -- CMD [ARGS...]
   latchkey lock show [--json] KEY
   latchkey lock list [--json] PREFIX
   latchkey lock release [--holder NAME | --force] KEY
@@ -38,6 +39,20 @@ killed (SIGKILL) if lock run itself dies, though processes CMD started may
 outlive it then. While it waits, lock run says on stderr whom it waits for
 (once, and again when that changes) and when the store is unreachable;
 --quiet silences that.
+
+Waiters are served in the order they arrived, across processes and
+machines: a waiting lock run takes a ticket in the lock's queue (kept at
+.latchkey/lease-queue/KEY). Only the first in the queue polls the lock;
+the others re-read the queue, less often the further back they are, so
+all the waiters of a lock together make at most --poll-budget requests per
+second while it is held (default 4; 2 on gs://, whose objects take about a
+write a second), however many they are, plus one write each to arrive and
+one to leave. A waiter that gives up (--wait, Ctrl-C) removes its ticket;
+one that died is skipped once its ticket, first in the queue, has stayed
+unchanged for its TTL. The queue only orders the waiters: the lock record
+alone decides who holds the lock. --no-queue makes lock run poll the lock
+itself every TTL/10, as before queues existed: whoever reads the release
+first gets the lock.
 
 A holder that crashed (SIGKILL, OOM, a reboot) leaves a record nobody
 renews. When its last renewal, by the holder's own clock, is more than two
@@ -69,9 +84,11 @@ lock show prints the record: holder, token, state, TTL, and the wall-clock
 times of acquisition and last renew (on the writer's clock) with the age of
 the last renew. States: held; released (free now); released by force (free
 once its holder's TTL has passed unchanged, so that the holder has stopped);
-looks stale (held, but not renewed for over two TTLs). lock list prints one
-line per lock under PREFIX (KEY HOLDER TOKEN TTL RENEWED-AGO STATE), or
-with --json one JSON object per lock.
+looks stale (held, but not renewed for over two TTLs); then the queue:
+each waiter's position, name and since when it waits (on its clock).
+lock list prints one line per lock under PREFIX (KEY HOLDER TOKEN TTL
+RENEWED-AGO WAITING STATE, WAITING being the length of its queue), or with
+--json one JSON object per lock, its queue included.
 
 lock release marks the lock released, keeping its token (the next holder
 gets a higher one). Without --force it releases only a lock whose holder is
@@ -149,6 +166,33 @@ type showRecord struct {
 	Renewed   time.Time     `json:"renewed"`
 	AgeMillis int64         `json:"renewed_age_ms"`
 	Version   store.Version `json:"version"`
+	Queue     []showWaiter  `json:"queue"`
+}
+
+// showWaiter is one ticket of the lock's queue, as lock show and list
+// print it.
+type showWaiter struct {
+	Position      int       `json:"position"` // 1: the next to get the lock
+	Holder        string    `json:"holder"`
+	Since         time.Time `json:"since"` // on the waiter's clock
+	WaitingMillis int64     `json:"waiting_ms"`
+}
+
+// readQueue returns the lock's queue as lock show and list print it. A
+// queue record that is not one is shown as empty: waiters replace it.
+func readQueue(ctx context.Context, s store.Store, key string, now time.Time) ([]showWaiter, error) {
+	q, err := lease.InspectQueue(ctx, s, key)
+	if errors.Is(err, lease.ErrCorrupt) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ws := []showWaiter{}
+	for i, t := range q.Tickets {
+		ws = append(ws, showWaiter{Position: i + 1, Holder: t.Holder, Since: t.Since, WaitingMillis: now.Sub(t.Since).Milliseconds()})
+	}
+	return ws, nil
 }
 
 // lockState names the state of a record, as lock show and list print it.
@@ -200,7 +244,11 @@ func runLockShow(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return failf("lock show: %v", err)
 	}
-	r := newShowRecord(key, rec, v, time.Now())
+	now := time.Now()
+	r := newShowRecord(key, rec, v, now)
+	if r.Queue, err = readQueue(ctx, s, key, now); err != nil {
+		return failf("lock show: %v", err)
+	}
 	if *asJSON {
 		b, err := json.Marshal(r)
 		if err != nil {
@@ -225,6 +273,10 @@ func runLockShow(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(&b, "acquired:  %s (holder's clock)\n", rec.Acquired.Format(time.RFC3339Nano))
 	fmt.Fprintf(&b, "renewed:   %s (writer's clock), %s ago\n", rec.Renewed.Format(time.RFC3339Nano), time.Duration(r.AgeMillis)*time.Millisecond)
 	fmt.Fprintf(&b, "version:   %s\n", v)
+	fmt.Fprintf(&b, "queue:     %d waiting (served in this order)\n", len(r.Queue))
+	for _, w := range r.Queue {
+		fmt.Fprintf(&b, "  %d. %s, waiting since %s (its clock), %s\n", w.Position, w.Holder, w.Since.Format(time.RFC3339), (time.Duration(w.WaitingMillis) * time.Millisecond).Round(time.Second))
+	}
 	io.WriteString(e.stdout, b.String())
 	return nil
 }
@@ -250,7 +302,7 @@ func runLockList(ctx context.Context, e *env, args []string) error {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	if !*asJSON {
-		fmt.Fprintln(tw, "KEY\tHOLDER\tTOKEN\tTTL\tRENEWED-AGO\tSTATE")
+		fmt.Fprintln(tw, "KEY\tHOLDER\tTOKEN\tTTL\tRENEWED-AGO\tWAITING\tSTATE")
 	}
 	for it, err := range store.All(ctx, s, prefix) {
 		if err != nil {
@@ -263,7 +315,11 @@ func runLockList(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return failf("lock list: %v", err)
 		}
-		r := newShowRecord(it.Key, rec, v, time.Now())
+		now := time.Now()
+		r := newShowRecord(it.Key, rec, v, now)
+		if r.Queue, err = readQueue(ctx, s, it.Key, now); err != nil {
+			return failf("lock list: %v", err)
+		}
 		if *asJSON {
 			j, err := json.Marshal(r)
 			if err != nil {
@@ -272,8 +328,8 @@ func runLockList(ctx context.Context, e *env, args []string) error {
 			fmt.Fprintf(&b, "%s\n", j)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%v\t%s\n", r.Key, r.Holder, r.Token, rec.TTL,
-			(time.Duration(r.AgeMillis) * time.Millisecond).Round(time.Second), r.State)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%v\t%d\t%s\n", r.Key, r.Holder, r.Token, rec.TTL,
+			(time.Duration(r.AgeMillis) * time.Millisecond).Round(time.Second), len(r.Queue), r.State)
 	}
 	tw.Flush()
 	io.WriteString(e.stdout, b.String())

@@ -41,7 +41,9 @@ func benchLockRun(b *testing.B, waiters int) {
 	for range waiters {
 		wg.Go(func() {
 			for runs.Add(1) <= int64(b.N+1) {
-				cmd := benchBinary(b, "lock", "run", "--store", url, "--ttl", "2s", "bench", "--", "sh", "-c", child)
+				// --no-queue: this measures the free-for-all of many pollers with
+				// back-to-back holds; bench --queue measures the queue.
+				cmd := benchBinary(b, "lock", "run", "--store", url, "--ttl", "2s", "--no-queue", "bench", "--", "sh", "-c", child)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Errorf("lock run: %v: %s", err, out)
 					return
