@@ -171,40 +171,89 @@ func (o Options) check() error {
 	return nil
 }
 
-// beatInterval is how often the head of the queue writes its ticket.
+// beatInterval is how often the tickets of the window at the front of the
+// queue are written again by their waiters.
 func (o Options) beatInterval() time.Duration { return o.TTL / 3 }
+
+// ticketExpiry is how long a ticket of the window may be seen unchanged,
+// on the observer's monotonic clock, before it is taken for gone: half its
+// waiter's TTL, a heartbeat and a half.
+//
+// A waiter in the window heartbeats every beatInterval, so it is then half
+// a heartbeat late at least (it may be paused, or its store slow: it puts
+// the ticket back with its old place). One that just moved into the
+// window notices at its next read, which it has timed to come before the
+// line could move it there (see waiter.movingRead) or, from right behind
+// the window, within a heartbeat. The observers read the queue at least
+// once a heartbeat, so a waiter that dies is found out within 5/6 of a
+// TTL of its last heartbeat in the window, or of entering the window if
+// it died further back.
+func ticketExpiry(t Ticket, def time.Duration) time.Duration {
+	ttl := t.TTL
+	if ttl <= 0 {
+		ttl = def
+	}
+	return ttl / 2
+}
+
+// queueWindow is how many tickets at the front of the queue heartbeat and
+// are timed, so that a run of that many waiters dead one behind the other
+// is found out at once, within one TTL, rather than one or two per TTL.
+// Each costs a read and a write per beatInterval, 6/TTL requests per
+// second; the window takes at most 30% of the PollBudget for them:
+// PollBudget·TTL/20 tickets (three at the defaults), at least two (the
+// head and the next in line) and at most eight.
+func (o Options) queueWindow() int {
+	w := int(math.Floor(o.PollBudget*o.TTL.Seconds()/20 + 1e-9))
+	return min(max(w, 2), 8)
+}
 
 // headInterval is how often the head of the queue re-reads the record:
 // PollInterval, or less often when half the PollBudget, less the head's
 // heartbeats, allows less (but at least an eighth of the budget).
 func (o Options) headInterval() time.Duration {
-	rate := max(o.PollBudget/2-1/o.beatInterval().Seconds(), o.PollBudget/8)
+	rate := max(o.PollBudget/2-2/o.beatInterval().Seconds(), o.PollBudget/8)
 	return max(o.PollInterval, time.Duration(float64(time.Second)/rate))
 }
 
 // queueInterval is how often the waiter at position p ≥ 1 (0 is the head)
-// of a queue of n tickets re-reads the queue: p·c, where c is chosen so
-// that the n−1 waiters behind the head together read at 90% of the rate
-// the budget leaves after the head's reads and the heartbeats of the head
-// and the next in line: Σ 1/(p·c) =
-// H(n−1)/c. Nobody needs to read more often than its place moves: the
-// waiter at p becomes the head after p departures. c is at least
-// PollInterval (a short queue need not spend the whole budget: the next
-// in line reads no more often than the head does) and at most TTL/4, so
-// that the next in line notices its turn well within the TTL after which
-// the others would take its ticket for abandoned; with a TTL below about
-// 4·H(n−1)/PollBudget seconds that cap, not the budget, sets the rate.
+// of a queue of n tickets re-reads the queue, with w = queueWindow():
+//   - the tickets of the window read when they heartbeat, every
+//     beatInterval;
+//   - the next in line also reads every c, and the first one behind the
+//     window (who times them all) every w·c, both at least every
+//     beatInterval, to notice their turn soon;
+//   - behind them, the waiter at p reads every p·c.
+//
+// c is chosen so that the reads of those two and of the line behind the
+// window together come to 80% of the rate the budget leaves after the
+// head's reads, the window's heartbeats and one read per heartbeat of the
+// one behind it: (1 + 1/w + H(n−1) − H(w))/c; the rest is the jitter's.
+// Nobody needs to read more often than its place moves: the waiter at p
+// becomes the head after p departures, and a waiter that sees the line
+// move faster than that reads sooner (waiter.movingRead). c is at least
+// PollInterval: a short queue need not spend the whole budget.
 func (o Options) queueInterval(p, n int) time.Duration {
-	// Two heartbeats per beat interval, the head's a read and a write,
-	// the next's a write and, when the head wrote since its last look,
-	// a lost CAS and a read more.
-	rest := o.PollBudget - 1/o.headInterval().Seconds() - 4/o.beatInterval().Seconds()
-	rest = 0.9 * max(rest, o.PollBudget/8)
-	h := 0.0
-	for k := 1; k < n; k++ {
+	w := o.queueWindow()
+	beat := o.beatInterval()
+	if p > 1 && p < w {
+		return beat
+	}
+	// Each heartbeat is a read and a write (the others of the window
+	// write too, so a beat reads first rather than lose a CAS). The
+	// head's polls are jittered: on average ln 3 ≈ 1.1 times their
+	// nominal rate.
+	rest := o.PollBudget - 1.1/o.headInterval().Seconds() - float64(2*w+1)/beat.Seconds()
+	rest = 0.8 * max(rest, o.PollBudget/8)
+	h := 1 + 1/float64(w)
+	for k := w + 1; k < n; k++ {
 		h += 1 / float64(k)
 	}
 	c := time.Duration(h / rest * float64(time.Second))
-	c = max(min(max(c, o.PollInterval), o.TTL/4), MinPollInterval)
-	return time.Duration(p) * c
+	c = max(c, o.PollInterval, MinPollInterval)
+	d := time.Duration(p) * c
+	if p <= w {
+		d = min(d, beat)
+	}
+	return d
 }

@@ -19,6 +19,10 @@ import (
 
 const qttl = 10 * time.Second
 
+// runTTL is the default TTL, with which the default budget lets three
+// tickets at the front heartbeat.
+const runTTL = lease.DefaultTTL
+
 // conn counts the requests sent through it, and fails every one once
 // killed, as if its process had died (a dead waiter's ticket stays).
 type conn struct {
@@ -70,7 +74,8 @@ type queueBed struct {
 	s      store.Store
 	holder *lease.Lease
 	mu     sync.Mutex
-	order  []string // holders in the order they acquired
+	order  []string       // holders in the order they acquired
+	spans  [][2]time.Time // when each holding began and ended, in order
 	conns  map[string]*conn
 	cancel map[string]context.CancelFunc
 	errs   map[string]error
@@ -98,7 +103,10 @@ func (b *queueBed) arrive(name string, o *lease.Options) {
 	if o == nil {
 		o = &lease.Options{}
 	}
-	o.Holder, o.TTL = name, qttl
+	o.Holder = name
+	if o.TTL == 0 {
+		o.TTL = qttl
+	}
 	lk, err := lease.NewLocker(c, "locks/job", o)
 	if err != nil {
 		b.t.Fatal(err)
@@ -111,8 +119,12 @@ func (b *queueBed) arrive(name string, o *lease.Options) {
 		err := lk.Run(ctx, func(ctx context.Context, l *lease.Lease) error {
 			b.mu.Lock()
 			b.order = append(b.order, name)
+			began := time.Now()
 			b.mu.Unlock()
 			time.Sleep(b.hold)
+			b.mu.Lock()
+			b.spans = append(b.spans, [2]time.Time{began, time.Now()})
+			b.mu.Unlock()
 			return nil
 		})
 		b.mu.Lock()
@@ -444,6 +456,79 @@ func TestQueueTwoDeadInARow(t *testing.T) {
 		b.wg.Wait()
 		if got, want := b.got(), all[2:]; !slices.Equal(got, want) {
 			t.Errorf("holders %v, want %v", got, want)
+		}
+	})
+}
+
+// stalls returns the longest time between one holder's release and the
+// next one's start.
+func (b *queueBed) stalls() (longest time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := 1; i < len(b.spans); i++ {
+		longest = max(longest, b.spans[i][0].Sub(b.spans[i-1][1]))
+	}
+	return longest
+}
+
+// TestQueueDeadRunAtTheFront: the whole front of the line dies at once,
+// one run of window tickets (three with a 15 s TTL at the default
+// budget). Every ticket of the run heartbeats and is timed at once by the
+// waiter behind it, so the run is cleared within one TTL of the release,
+// not one TTL per one or two of them.
+func TestQueueDeadRunAtTheFront(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newQueueBed(t)
+		all := names(6)
+		for _, n := range all {
+			b.arrive(n, &lease.Options{TTL: runTTL})
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(runTTL) // everyone has looked at its place
+		for _, n := range all[:3] {
+			b.conns[n].killed.Store(true)
+		}
+		b.holder.Release(t.Context())
+		released := time.Now()
+		for len(b.got()) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if took := time.Since(released); took > runTTL {
+			t.Errorf("the fourth waiter acquired %v after the release, behind three dead ones; want within a TTL (%v)", took, runTTL)
+		}
+		b.wg.Wait()
+		if got, want := b.got(), all[3:]; !slices.Equal(got, want) {
+			t.Errorf("holders %v, want %v", got, want)
+		}
+	})
+}
+
+// TestQueueDeadRunMovesUp: three waiters die deep in the line, where
+// nobody times them. Each is timed from the moment it enters the window
+// at the front, while the live waiters ahead of it are served, so when
+// the run reaches the head the stall is at most one TTL (with holds of a
+// few seconds, as the benchmark's: see ticketExpiry for the bound).
+func TestQueueDeadRunMovesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newQueueBed(t)
+		b.hold = 3 * time.Second
+		all := names(10)
+		for _, n := range all {
+			b.arrive(n, &lease.Options{TTL: runTTL})
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(runTTL)
+		for _, n := range all[4:7] {
+			b.conns[n].killed.Store(true)
+		}
+		b.holder.Release(t.Context())
+		b.wg.Wait()
+		want := slices.Concat(all[:4], all[7:])
+		if got := b.got(); !slices.Equal(got, want) {
+			t.Errorf("holders %v, want %v", got, want)
+		}
+		if s := b.stalls(); s > runTTL {
+			t.Errorf("the longest stall between one holder and the next was %v, want at most a TTL (%v)", s, runTTL)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -18,14 +19,19 @@ type waiter struct {
 	lk *Locker
 	t  Ticket
 
-	sent bool                  // a write of our ticket was sent (it may be in the queue)
-	in   bool                  // our ticket is in q as last read or written
-	q    Queue                 // the queue as last read or written
-	ver  store.Version         // its version; "" when absent or not known
-	seen map[string]seenTicket // the tickets of the window, as first seen
+	sent     bool                  // a write of our ticket was sent (it may be in the queue)
+	in       bool                  // our ticket is in q as last read or written
+	q        Queue                 // the queue as last read or written
+	ver      store.Version         // its version; "" when absent or not known
+	seen     map[string]seenTicket // the tickets of the window, as first seen
+	lookedAt time.Time             // when q was read or written
+	place    int                   // our place when we last saw it move
+	placeAt  time.Time             // when we first saw ourselves there
+	perPlace time.Duration         // how long the line takes to move one place; 0: not seen yet
+	looks    int                   // how many times we read or wrote q
 
 	wasHead   bool
-	wasNext   bool
+	inWindow  bool      // we were in the window, behind the head, at our last look
 	nextBeat  time.Time // when the head writes its ticket again
 	nextPoll  time.Time // when the head reads the record again
 	watched   store.Version
@@ -45,11 +51,11 @@ func (w *waiter) watcher() store.Watcher {
 // acquireQueued is Acquire with the queue. A newcomer reads the record;
 // if it is free and nobody waits, it takes it as TryAcquire would.
 // Otherwise it puts its ticket at the end of the queue and waits for its
-// turn: only the head of the queue polls the record (and heartbeats its
-// ticket); the others re-read the queue, each less often the further back
-// it is, and the waiter just behind a head whose ticket stays unchanged for
-// its TTL removes it. Acquisition itself is TryAcquire's, so the queue
-// decides only who tries, never who holds.
+// turn: only the head of the queue polls the record; the tickets of the
+// window at the front heartbeat; the others re-read the queue, each less
+// often the further back it is; and a waiter behind a ticket of the window
+// that stays unchanged for half its TTL removes it. Acquisition itself is
+// TryAcquire's, so the queue decides only who tries, never who holds.
 func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 	w := &waiter{lk: lk, t: Ticket{ID: newNonce(), Holder: lk.opts.Holder, Since: lk.opts.Now(), TTL: lk.opts.TTL}}
 	defer w.leave()
@@ -100,9 +106,10 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 			continue
 		case i > 0:
 			w.wasHead = false
-			// The head and the next in line heartbeat; one of them seen
-			// unchanged for its TTL is taken for gone, by whoever is
-			// behind it.
+			// The tickets of the window heartbeat; one of them seen
+			// unchanged for half its TTL is taken for gone, by whoever
+			// is behind it.
+			win := lk.opts.queueWindow()
 			if j := w.expired(i); j >= 0 {
 				if err := w.expel(ctx, j); err != nil {
 					if !queueRetryable(err) {
@@ -114,9 +121,11 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 				}
 				continue
 			}
-			if i == 1 {
-				if !w.wasNext {
-					w.wasNext = true
+			if i < win {
+				if !w.inWindow {
+					// We just moved into the window: the others time
+					// our ticket from now on.
+					w.inWindow = true
 					if !w.justWritten() {
 						w.nextBeat = time.Now()
 					}
@@ -126,18 +135,26 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 					continue
 				}
 			} else {
-				w.wasNext = false
+				w.inWindow = false
 			}
-			wait = backoff.Jitter(lk.opts.queueInterval(i, len(w.q.Tickets)))
-			if i <= window {
-				// Those right behind the window look again as soon as a
-				// ticket in it may be taken for gone; the others notice
-				// at their pace.
-				for j := range min(i, window) {
+			wait = lk.opts.queueInterval(i, len(w.q.Tickets))
+			if i == 1 || i > win {
+				// The window and the one behind it read on the beat (so
+				// that each of them sees each heartbeat of the others
+				// once, and no ticket's expiry timer runs out while it
+				// still beats); the others spread their reads.
+				wait = backoff.Jitter(wait)
+			}
+			wait = w.movingRead(i, win, wait)
+			if i <= win {
+				// Those in or right behind the window look again as soon
+				// as a ticket of it ahead of them may be taken for gone;
+				// the others notice at their pace.
+				for j := range min(i, win) {
 					wait = min(wait, w.left(j)+time.Millisecond)
 				}
 			}
-			if i == 1 {
+			if i < win {
 				wait = min(wait, time.Until(w.nextBeat))
 			}
 			if err := backoff.Sleep(ctx, max(wait, 0)); err != nil {
@@ -298,33 +315,25 @@ func (w *waiter) waitAsHead(ctx context.Context, d time.Duration, wake <-chan st
 	}
 }
 
-// window is how many tickets at the front of the queue heartbeat and are
-// timed: the head, and the next in line, so that two waiters killed one
-// behind the other are both found out in one TTL.
-const window = 2
-
-// seenTicket is a ticket in the window as we first saw it, and when
+// seenTicket is a ticket of the window as we first saw it, and when
 // (monotonic).
 type seenTicket struct {
 	beat  string
 	since time.Time
 }
 
-// left is how long ticket j (< window) has left before it may be taken
-// for gone: its TTL from when we first saw it, as it is, in the window.
+// left is how long ticket j of the window has left before it may be
+// taken for gone: its ticketExpiry from when we first saw it, as it is,
+// in the window.
 func (w *waiter) left(j int) time.Duration {
 	t := w.q.Tickets[j]
-	ttl := t.TTL
-	if ttl <= 0 {
-		ttl = w.lk.opts.TTL
-	}
-	return ttl - time.Since(w.seen[t.ID].since)
+	return ticketExpiry(t, w.lk.opts.TTL) - time.Since(w.seen[t.ID].since)
 }
 
 // expired returns the first ticket in the window ahead of place i that
 // may be taken for gone, or -1.
 func (w *waiter) expired(i int) int {
-	for j := range min(i, window, len(w.q.Tickets)) {
+	for j := range min(i, w.lk.opts.queueWindow(), len(w.q.Tickets)) {
 		if w.left(j) <= 0 {
 			return j
 		}
@@ -332,11 +341,20 @@ func (w *waiter) expired(i int) int {
 	return -1
 }
 
+// freshLook is how recent a look at the queue must be for a heartbeat to
+// write on its version without reading it first.
+const freshLook = 100 * time.Millisecond
+
 // observe notes when we first saw each ticket of the window as it is now.
 func (w *waiter) observe() {
-	w.in = w.q.index(w.t.ID) >= 0
-	seen := make(map[string]seenTicket, window)
-	for _, t := range w.q.Tickets[:min(window, len(w.q.Tickets))] {
+	w.lookedAt = time.Now()
+	w.looks++
+	i := w.q.index(w.t.ID)
+	w.in = i >= 0
+	w.pace(i)
+	win := w.lk.opts.queueWindow()
+	seen := make(map[string]seenTicket, win)
+	for _, t := range w.q.Tickets[:min(win, len(w.q.Tickets))] {
 		s, ok := w.seen[t.ID]
 		if !ok || s.beat != t.Beat {
 			s = seenTicket{beat: t.Beat, since: time.Now()}
@@ -344,6 +362,52 @@ func (w *waiter) observe() {
 		seen[t.ID] = s
 	}
 	w.seen = seen
+}
+
+// pace updates our estimate of how long the line takes to move one place,
+// from how far it moved since we last saw it move: quick to follow a line
+// that speeds up, slow to believe one that slows down.
+func (w *waiter) pace(i int) {
+	now := time.Now()
+	switch {
+	case i < 0:
+		return
+	case w.placeAt.IsZero() || i > w.place:
+		// First look, or we were put back further: start again here.
+	case i < w.place:
+		sample := now.Sub(w.placeAt) / time.Duration(w.place-i)
+		if w.perPlace == 0 {
+			w.perPlace = sample
+		} else {
+			w.perPlace = min(sample, (w.perPlace+sample)/2)
+		}
+	default:
+		return // the same place: keep timing from when we got here
+	}
+	w.place, w.placeAt = i, now
+}
+
+// movingRead caps the wait before the next read of the waiter at place
+// i, behind the window of win tickets, so that it reads again before the
+// line can have moved it into the window, at the pace it has seen: the
+// window times a ticket from when it enters, and one whose waiter has not
+// noticed yet would be taken for gone. A line that does not move leaves
+// the budgeted wait as it is; one that moves costs about log(n) reads
+// per waiter over its wait, the reads a waiter needs to follow it.
+func (w *waiter) movingRead(i, win int, wait time.Duration) time.Duration {
+	if i <= win {
+		return wait
+	}
+	if w.perPlace <= 0 {
+		if w.looks < 2 {
+			// Our first look since we arrived: soon, to see whether
+			// the line moves (an arrival's one read more).
+			return min(wait, w.lk.opts.TTL/4)
+		}
+		return wait
+	}
+	d := time.Duration(float64(i-win) * float64(w.perPlace) * (0.6 + 0.1*rand.Float64()))
+	return min(wait, max(d, w.lk.opts.PollInterval))
 }
 
 func (w *waiter) key() string { return QueueKey(w.lk.key) }
@@ -430,17 +494,22 @@ func (w *waiter) put(ctx context.Context) error {
 		return true
 	})
 	if err == nil {
-		w.nextBeat = time.Now().Add(w.lk.opts.beatInterval())
+		// A little early, by a random part of a tenth: waiters that
+		// arrived together do not stay in step and lose CASes to each
+		// other at every beat.
+		d := w.lk.opts.beatInterval()
+		w.nextBeat = time.Now().Add(d - rand.N(d/10+1))
 	}
 	return err
 }
 
-// beat is the heartbeat of the head and of the next in line. A failure is retried at the next beat,
-// soon: the head keeps polling meanwhile.
+// beat is the heartbeat of a ticket of the window. A failure is retried
+// soon, well before the ticket may be taken for gone; the head keeps
+// polling meanwhile.
 func (w *waiter) beat(ctx context.Context) {
-	if w.q.index(w.t.ID) == 0 && len(w.q.Tickets) > 1 {
-		// The next in line has likely written since our last look
-		// (it heartbeats too): read first rather than lose a CAS.
+	if len(w.q.Tickets) > 1 && time.Since(w.lookedAt) > freshLook {
+		// The others of the window have likely written since our last
+		// look (they heartbeat too): read first rather than lose a CAS.
 		w.ver = ""
 	}
 	if err := w.put(ctx); err != nil {
@@ -449,16 +518,25 @@ func (w *waiter) beat(ctx context.Context) {
 }
 
 // expel removes ticket j of the window, which we saw unchanged for its
-// TTL, if it is still as we saw it and still in the window.
+// ticketExpiry, with every other ticket of the window ahead of us that we
+// saw unchanged as long (a run of dead waiters goes in one write), if
+// each is still as we saw it and still in the window.
 func (w *waiter) expel(ctx context.Context, j int) error {
-	id, beat := w.q.Tickets[j].ID, w.q.Tickets[j].Beat
-	return w.update(ctx, func(q *Queue) bool {
-		k := q.index(id)
-		if k < 0 || k >= window || q.Tickets[k].Beat != beat {
-			return false
+	win := w.lk.opts.queueWindow()
+	gone := map[string]string{}
+	for k := j; k < min(w.q.index(w.t.ID), win, len(w.q.Tickets)); k++ {
+		if k == j || w.left(k) <= 0 {
+			gone[w.q.Tickets[k].ID] = w.q.Tickets[k].Beat
 		}
-		q.Tickets = slices.Delete(q.Tickets, k, k+1)
-		return true
+	}
+	return w.update(ctx, func(q *Queue) bool {
+		n := len(q.Tickets)
+		for k := min(win, len(q.Tickets)) - 1; k >= 0; k-- {
+			if beat, ok := gone[q.Tickets[k].ID]; ok && q.Tickets[k].Beat == beat {
+				q.Tickets = slices.Delete(q.Tickets, k, k+1)
+			}
+		}
+		return len(q.Tickets) < n
 	})
 }
 
