@@ -182,6 +182,9 @@ func TestQueueServesInArrivalOrder(t *testing.T) {
 		if q := b.queue(); len(q) != 0 {
 			t.Errorf("queue after everyone held the lease: %v, want empty", q)
 		}
+		if _, err := b.s.Get(t.Context(), lease.QueueKey("locks/job")); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the emptied queue record is left behind (Get: %v); the last one out deletes it", err)
+		}
 	})
 }
 

@@ -550,5 +550,15 @@ func (w *waiter) leave() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.lk.opts.TTL)
 	defer cancel()
-	_ = w.update(ctx, func(q *Queue) bool { return q.remove(w.t.ID) })
+	if err := w.update(ctx, func(q *Queue) bool { return q.remove(w.t.ID) }); err != nil {
+		return
+	}
+	if len(w.q.Tickets) == 0 && w.ver != "" && w.lk.s.Capabilities().CompareAndDelete {
+		// The last one out deletes the emptied line, if nobody has
+		// written it since; a line that stays empty costs nothing, so a
+		// failure is left alone. The ticket numbers start again from 1,
+		// which only matters to a waiter whose ticket was removed while
+		// it was paused: it puts it back behind the newcomers.
+		_ = w.lk.s.Delete(ctx, w.key(), store.IfMatch(w.ver))
+	}
 }

@@ -3,6 +3,7 @@ package leasetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -198,5 +199,75 @@ func testAcquireWatches(t *testing.T, e *env) {
 	t.Logf("waiting 2 TTLs on an unchanged record: %d reads, %d watch calls", gets, watches)
 	if watches == 0 || gets > 4 {
 		t.Errorf("waiting 2 TTLs on an unchanged record: %d reads, %d watch calls; want the native watch used and at most 4 reads", gets, watches)
+	}
+}
+
+// testQueueOrder: waiters in Lockers of their own (processes of their own)
+// arrive one after another while the lease is held; they are served in
+// the order they arrived, and the last one out leaves the waiting line
+// empty. On the real clock the waiters get five times the suite's TTL, so
+// that a loaded machine pausing one of them for half a TTL (which makes
+// the others take its ticket for gone, and costs it its turn) stays
+// unlikely.
+func testQueueOrder(t *testing.T, e *env) {
+	a, err := e.locker(t, nil, e.opts("holder")).Hold(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	var (
+		mu    sync.Mutex
+		order []string
+		wg    sync.WaitGroup
+	)
+	var want []string
+	for i := range n {
+		name := fmt.Sprintf("w%d", i)
+		want = append(want, name)
+		o := e.opts(name)
+		if !e.synct {
+			o.TTL, o.Margin = 5*e.ttl, e.ttl
+		}
+		lk := e.locker(t, nil, o)
+		wg.Go(func() {
+			err := lk.Run(t.Context(), func(ctx context.Context, l *lease.Lease) error {
+				mu.Lock()
+				order = append(order, name)
+				mu.Unlock()
+				return nil
+			})
+			if err != nil {
+				t.Errorf("%s: Run: %v", name, err)
+			}
+		})
+		// The next one arrives once this one has its place.
+		deadline := time.Now().Add(10 * e.ttl)
+		for {
+			q, err := lease.InspectQueue(t.Context(), e.s, e.key)
+			if err != nil {
+				t.Fatalf("InspectQueue: %v", err)
+			}
+			if len(q.Tickets) == i+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("waiter %s has no place in the queue after %v: %d tickets", name, 10*e.ttl, len(q.Tickets))
+			}
+			e.sleep(10 * time.Millisecond)
+		}
+	}
+	if err := a.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("holders in the order %v, want the order of arrival %v", order, want)
+	}
+	q, err := lease.InspectQueue(t.Context(), e.s, e.key)
+	if err != nil {
+		t.Fatalf("InspectQueue: %v", err)
+	}
+	if len(q.Tickets) != 0 {
+		t.Errorf("the queue after everyone held the lease: %d tickets, want none", len(q.Tickets))
 	}
 }

@@ -97,6 +97,7 @@ func Run(t *testing.T, h Harness) {
 		{"Acquire/waits for a release", testAcquireWaits},
 		{"Acquire/gives up when ctx ends and says who holds it", testAcquireTimeout},
 		{"Acquire/waiters sharing a Locker share one poller", testSharedPoller},
+		{"Acquire/waiters of separate Lockers are served in the order they arrived", testQueueOrder},
 		{"Acquire/blocks on the backend's native watch instead of polling", testAcquireWatches},
 		{"Run/contenders with skewed wall clocks are never two holders", testContention},
 		{"Run/fn's context is cancelled when the lease is lost", testRunLost},
