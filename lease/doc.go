@@ -80,27 +80,33 @@
 //   - Only the head of the queue (the first ticket) polls the record: every
 //     max(PollInterval, 2/PollBudget) seconds, or it blocks on the native
 //     watch where the store has one. It removes its ticket once it holds
-//     the lease.
-//   - The head and the next in line rewrite their tickets every TTL/3 (a
-//     heartbeat).
-//   - The waiter at place p ≥ 1 behind the head re-reads the queue every
-//     p·c (jittered), c chosen from the PollBudget so that all of them
-//     together read at most 90% of what the budget leaves after the head
-//     (Σ 1/(p·c) over the line is H(n−1)/c), with c at least PollInterval
-//     and at most TTL/4. Nobody reads more often than its place moves.
-//     (With a TTL under about 4·H(n−1)/PollBudget seconds the cap, not the
-//     budget, sets the rate.)
-//   - The head or the next in line whose ticket the waiter behind it sees
-//     unchanged for the ticket's TTL, on its own monotonic clock, is taken
-//     for dead and removed; the waiters behind move up at once. Wall
+//     the lease; the last waiter out deletes the emptied record.
+//   - The first w tickets are the window: w = PollBudget·TTL/20 seconds,
+//     at least 2 and at most 8 (three at the defaults), so that their
+//     heartbeats take at most 30% of the budget. Their waiters rewrite
+//     their tickets every TTL/3 (a heartbeat, a read and a write).
+//   - The others re-read the queue: the next in line every c, the first
+//     one behind the window every w·c (both at least once a heartbeat),
+//     and the waiter at place p behind them every p·c (jittered), with c
+//     chosen from the PollBudget so that all of them together read at most
+//     80% of what the budget leaves after the head and the heartbeats
+//     (Σ 1/(p·c) is a harmonic number over c), and at least PollInterval.
+//     A line that stands still costs that; a waiter that sees the line
+//     move reads again before it could have moved into the window.
+//   - A ticket of the window that a waiter behind it sees unchanged for
+//     half the ticket's TTL, on its own monotonic clock, is taken for dead
+//     and removed, with any other ticket of the window that waiter has
+//     seen unchanged as long; the waiters behind move up at once. Wall
 //     clocks are never compared: Since in a ticket is for people only. A
-//     waiter that gives up (ctx ends) removes its ticket on the way out;
-//     one killed blocks the line for at most about one TTL once it is at
-//     the front (two killed one behind the other, also one TTL; k in a
-//     row, about k/2 TTLs).
-//   - A waiter whose ticket disappeared (it was paused past the TTL and
-//     taken for dead, or someone deleted the queue record) writes it back
-//     with its old sequence number, hence in its old place.
+//     waiter that gives up (ctx ends) removes its ticket on the way out.
+//     One that was killed is found out within 5/6 of a TTL of its last
+//     heartbeat in the window, or of reaching the window if it died
+//     further back, since the waiters behind read at least once a
+//     heartbeat; a run of up to w killed one behind the other goes in
+//     the same time, and each w more cost half a TTL more.
+//   - A waiter whose ticket disappeared (it was paused for half its TTL
+//     and taken for dead, or someone deleted the queue record) writes it
+//     back with its old sequence number, hence in its old place.
 //
 // The queue is advisory. Acquisition still goes only through the CAS on
 // the lease record, so a corrupt or deleted queue record, or a waiter that
@@ -113,24 +119,28 @@
 // as a single waiter (one ticket at a time), and a release through that
 // Locker wakes the next of them at once.
 //
-// Costs at the defaults (TTL 15s, PollInterval 1.5s, PollBudget 4/s):
-// while the lease is held, the head makes 2,400 reads of the record and
-// 720 heartbeats (a read and a write each) an hour, the next in line 720
-// heartbeat writes (and a lost CAS and a read more when the head wrote
-// first); the others together make at most 8,200 reads an hour however
-// many they are (one waiter behind the head: 2,400; nine: 6,800; from
-// about eighteen on, the cap). All waiters together therefore stay under
-// 14,400 requests an hour (4/s), where 100 waiters without the queue
-// would make 240,000. The holder's renews add 3,600/RenewInterval an
-// hour (900 at the default 4s). Each waiter also pays once to arrive
-// (a read of the record, a read and a write of the queue) and once to
-// leave (a write); a CAS lost to another waiter's queue write costs one
-// more read and write, with backoff from QueueRetryDelay. A free lease
-// with nobody waiting costs what it did: a read of the record, one of
-// the queue, and the acquiring write. After a lost race Acquire retries at
-// once at most three times, then waits a poll interval; store failures
-// are retried with jittered exponential backoff. FencedPut, ForceRelease
-// and ReleaseHolder are each one cas.Update: a bounded number of attempts
+// Costs at the defaults (TTL 15s, PollInterval 1.5s, PollBudget 4/s, a
+// window of three), counted over an hour on fake time while the lease is
+// held: the head about 3,900 requests (2,400 polls of the record, about
+// 2,640 with the jitter, and 720 heartbeats of a read and a write); the
+// next in line about 3,500 with ten waiters (its heartbeats and a read
+// every c) and 2,400 with a hundred; the third of the window 1,530; the
+// rest of the line the remainder. All waiters together: 3,140 for one,
+// 12,000 for ten, 12,350 for a hundred, under 14,400 (4/s) whatever their
+// number (TestQueueRequestBudget checks it), where 100 waiters without
+// the queue would make 240,000. The holder's renews add
+// 3,600/RenewInterval an hour (900 at the default 4s). Each waiter also
+// pays once to arrive (a read of the record, a read and a write of the
+// queue, and one early read of the queue to see whether the line moves)
+// and once to leave (a write); a CAS lost to
+// another waiter's queue write costs one more read and write, with
+// backoff from QueueRetryDelay. A line that moves costs each waiter about
+// log(n) reads more over its wait, to follow it. A free lease with nobody
+// waiting costs what it did: a read of the record, one of the queue, and
+// the acquiring write. After a lost race Acquire retries at once at most
+// three times, then waits a poll interval; store failures are retried
+// with jittered exponential backoff. FencedPut, ForceRelease and
+// ReleaseHolder are each one cas.Update: a bounded number of attempts
 // with jittered backoff, then an error matching ErrContended. The handoff
 // from a release to the next holder takes about half the head's poll
 // interval on average, whatever the number of waiters, as long as holds
@@ -138,9 +148,11 @@
 //
 // Per service: S3 and Azure serve a few requests per second per key
 // comfortably, and the default budget fits. GCS takes about one write
-// per second per object: the queue's steady writes (two heartbeats per
-// TTL/3) fit, and a crowd arriving at once is spread by QueueRetryDelay
-// (lock run uses a budget of 2/s and a QueueRetryDelay of 1s on gs://).
+// per second per object: the queue's steady writes (one heartbeat per
+// ticket of the window every TTL/3; at lock run's gs:// budget of 2/s the
+// window is two tickets, 0.4 writes/s at the default TTL) fit, and a
+// crowd arriving at once is spread by QueueRetryDelay (lock run uses a
+// QueueRetryDelay of 1s on gs://).
 //
 // With NoQueue, each Locker polls the record itself: at most one read
 // per PollInterval (each wait jittered to 50%–150%), one more read when
