@@ -181,17 +181,33 @@ func (o Options) beatInterval() time.Duration { return o.TTL / 3 }
 //
 // A waiter in the window heartbeats every beatInterval, so it is then half
 // a heartbeat late at least (it may be paused, or its store slow: it puts
-// the ticket back with its old place). One that just moved into the
-// window notices at its next read, which it has timed to come before the
-// line could move it there (see waiter.movingRead) or, from right behind
-// the window, within a heartbeat. The observers read the queue at least
-// once a heartbeat, so a waiter that dies is found out within 5/6 of a
-// TTL of its last heartbeat in the window, or of entering the window if
-// it died further back.
+// the ticket back with its old place). One that has just moved into the
+// window writes its ticket as soon as it notices, at its next read of the
+// queue, which it times to come before the line could have moved it there
+// one place at a time (waiter.movingRead). The next in line reads every
+// c and times every other ticket of the window, and the others of the
+// window read at least once a heartbeat, so a waiter that dies in the
+// window is found out within 5/6 of a TTL of its last heartbeat, and one
+// that died further back within half a TTL of the first look of a waiter
+// behind it after it reached the window; it reaches the head later, by
+// the holds of the waiters still ahead of it.
+//
+// A ticket Pulled into the window, several places at once, by the removal
+// of tickets taken for gone gets its whole TTL: its waiter could not time
+// its read for that. So a run of more than a window's worth of dead
+// waiters costs up to a TTL more for the next window's worth.
+//
+// A line can also move faster than a waiter has seen it move (above all
+// when it starts moving after a long hold): a live waiter that has not
+// noticed it reached the window within half a TTL is taken for gone,
+// puts its ticket back with its old place, and may lose that one turn.
 func ticketExpiry(t Ticket, def time.Duration) time.Duration {
 	ttl := t.TTL
 	if ttl <= 0 {
 		ttl = def
+	}
+	if t.Pulled {
+		return ttl
 	}
 	return ttl / 2
 }
@@ -220,18 +236,19 @@ func (o Options) headInterval() time.Duration {
 // of a queue of n tickets re-reads the queue, with w = queueWindow():
 //   - the tickets of the window read when they heartbeat, every
 //     beatInterval;
-//   - the next in line also reads every c, and the first one behind the
-//     window (who times them all) every w·c, both at least every
-//     beatInterval, to notice their turn soon;
+//   - the next in line also reads every c, to notice its turn soon, and
+//     so does the first one behind the window, who sees a ticket enter the
+//     window first and times it from then; both at least once a
+//     heartbeat;
 //   - behind them, the waiter at p reads every p·c.
 //
 // c is chosen so that the reads of those two and of the line behind the
 // window together come to 80% of the rate the budget leaves after the
-// head's reads, the window's heartbeats and one read per heartbeat of the
-// one behind it: (1 + 1/w + H(n−1) − H(w))/c; the rest is the jitter's.
-// Nobody needs to read more often than its place moves: the waiter at p
-// becomes the head after p departures, and a waiter that sees the line
-// move faster than that reads sooner (waiter.movingRead). c is at least
+// head's reads, the window's heartbeats and a read per heartbeat of the
+// one behind it: (2 + H(n−1) − H(w))/c; the rest is the jitter's. Nobody
+// needs to read more often than its place moves: the waiter at p becomes
+// the head after p departures, and a waiter that sees the line move
+// faster than that reads sooner (waiter.movingRead). c is at least
 // PollInterval: a short queue need not spend the whole budget.
 func (o Options) queueInterval(p, n int) time.Duration {
 	w := o.queueWindow()
@@ -245,15 +262,14 @@ func (o Options) queueInterval(p, n int) time.Duration {
 	// nominal rate.
 	rest := o.PollBudget - 1.1/o.headInterval().Seconds() - float64(2*w+1)/beat.Seconds()
 	rest = 0.8 * max(rest, o.PollBudget/8)
-	h := 1 + 1/float64(w)
+	h := 2.0
 	for k := w + 1; k < n; k++ {
 		h += 1 / float64(k)
 	}
 	c := time.Duration(h / rest * float64(time.Second))
 	c = max(c, o.PollInterval, MinPollInterval)
-	d := time.Duration(p) * c
-	if p <= w {
-		d = min(d, beat)
+	if p == 1 || p == w {
+		return min(c, beat)
 	}
-	return d
+	return time.Duration(p) * c
 }

@@ -54,6 +54,12 @@ type Ticket struct {
 	Beat string `json:"beat"`
 	// TTL is the waiter's TTL.
 	TTL time.Duration `json:"ttl_ns"`
+	// Pulled is set by a waiter that removed tickets taken for gone, on
+	// the tickets that this moved into the window at once: their waiters
+	// may not notice before their next read, which they timed for a line
+	// moving one place at a time, so they get their whole TTL rather than
+	// half. The waiter's next write of its ticket clears it.
+	Pulled bool `json:"pulled,omitempty"`
 }
 
 // InspectQueue reads the waiting line of the lease at key. An absent line

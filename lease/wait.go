@@ -148,10 +148,12 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 			wait = w.movingRead(i, win, wait)
 			if i <= win {
 				// Those in or right behind the window look again as soon
-				// as a ticket of it ahead of them may be taken for gone;
-				// the others notice at their pace.
-				for j := range min(i, win) {
-					wait = min(wait, w.left(j)+time.Millisecond)
+				// as another ticket of it may be taken for gone; the
+				// others notice at their pace.
+				for j := range min(win, len(w.q.Tickets)) {
+					if j != i {
+						wait = min(wait, w.left(j)+time.Millisecond)
+					}
 				}
 			}
 			if i < win {
@@ -330,11 +332,14 @@ func (w *waiter) left(j int) time.Duration {
 	return ticketExpiry(t, w.lk.opts.TTL) - time.Since(w.seen[t.ID].since)
 }
 
-// expired returns the first ticket in the window ahead of place i that
-// may be taken for gone, or -1.
+// expired returns the first ticket of the window, other than ours at
+// place i, that may be taken for gone, or -1. Every waiter of the window
+// or behind it times the others of the window (the ones behind it too:
+// the next in line reads the queue often, and so sees a ticket that moves
+// into the window soonest).
 func (w *waiter) expired(i int) int {
-	for j := range min(i, w.lk.opts.queueWindow(), len(w.q.Tickets)) {
-		if w.left(j) <= 0 {
+	for j := range min(w.lk.opts.queueWindow(), len(w.q.Tickets)) {
+		if j != i && w.left(j) <= 0 {
 			return j
 		}
 	}
@@ -518,25 +523,37 @@ func (w *waiter) beat(ctx context.Context) {
 }
 
 // expel removes ticket j of the window, which we saw unchanged for its
-// ticketExpiry, with every other ticket of the window ahead of us that we
-// saw unchanged as long (a run of dead waiters goes in one write), if
-// each is still as we saw it and still in the window.
+// ticketExpiry, with every other ticket of the window that we saw
+// unchanged as long (a run of dead waiters goes in one write), if each is
+// still as we saw it and still in the window.
 func (w *waiter) expel(ctx context.Context, j int) error {
 	win := w.lk.opts.queueWindow()
 	gone := map[string]string{}
-	for k := j; k < min(w.q.index(w.t.ID), win, len(w.q.Tickets)); k++ {
-		if k == j || w.left(k) <= 0 {
+	self := w.q.index(w.t.ID)
+	for k := range min(win, len(w.q.Tickets)) {
+		if k == j || (k != self && w.left(k) <= 0) {
 			gone[w.q.Tickets[k].ID] = w.q.Tickets[k].Beat
 		}
 	}
 	return w.update(ctx, func(q *Queue) bool {
 		n := len(q.Tickets)
-		for k := min(win, len(q.Tickets)) - 1; k >= 0; k-- {
+		inWindow := min(win, n)
+		for k := inWindow - 1; k >= 0; k-- {
 			if beat, ok := gone[q.Tickets[k].ID]; ok && q.Tickets[k].Beat == beat {
 				q.Tickets = slices.Delete(q.Tickets, k, k+1)
 			}
 		}
-		return len(q.Tickets) < n
+		if len(q.Tickets) == n {
+			return false
+		}
+		// Those who moved into the window at once, behind those still in
+		// it, were pulled in.
+		for k := inWindow - (n - len(q.Tickets)); k < min(win, len(q.Tickets)); k++ {
+			if q.Tickets[k].ID != w.t.ID {
+				q.Tickets[k].Pulled = true
+			}
+		}
+		return true
 	})
 }
 
