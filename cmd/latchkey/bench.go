@@ -36,6 +36,7 @@ const (
 // benchConfig is the bench command line.
 type benchConfig struct {
 	url, token         string
+	httpClient         string
 	etcd, etcdGateway  string
 	serverPID, etcdPID int
 	keys, clients      string
@@ -52,6 +53,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&cfg.url, "url", "", "latchkey (or Consul) server `URL` to measure (default: start `latchkey serve` as a child process on a temporary directory, fsync on)")
+	fs.StringVar(&cfg.httpClient, "http-client", benchClientLean, "the bench's HTTP `client` for --url or the child server: lean (synchronous HTTP/1.1 on keep-alive connections, net/http's response parser) or net/http (net/http's Transport, as consul/api uses)")
 	fs.StringVar(&cfg.token, "token", "", "Consul ACL `TOKEN` for --url (default $CONSUL_HTTP_TOKEN)")
 	fs.StringVar(&cfg.etcd, "etcd", "", "also measure etcd at `HOST:PORT` through its Go client (clientv3, gRPC) and print the ratio")
 	fs.StringVar(&cfg.etcdGateway, "etcd-gateway", "", "also measure etcd through its v3 JSON gateway at `URL` (much slower than gRPC; rows labelled etcd-json)")
@@ -95,6 +97,8 @@ func runBenchCmd(ctx context.Context, e *env, args []string) error {
 		return usagef("bench: --value-size %d: want 0 to %d", cfg.size, benchMaxValue)
 	case cfg.ops < 0:
 		return usagef("bench: --ops %d: want 0 or more", cfg.ops)
+	case cfg.httpClient != benchClientLean && cfg.httpClient != benchClientNetHTTP:
+		return usagef("bench: --http-client %q: want %s or %s", cfg.httpClient, benchClientLean, benchClientNetHTTP)
 	}
 	if cfg.token == "" {
 		cfg.token = e.getenv("CONSUL_HTTP_TOKEN")
@@ -124,7 +128,7 @@ func runBenchCmd(ctx context.Context, e *env, args []string) error {
 		maxClients = max(maxClients, s.clients)
 	}
 	hc := benchHTTPClient(maxClients)
-	ts, closeTargets, err := openBenchTargets(ctx, e, cfg, hc)
+	ts, closeTargets, err := openBenchTargets(ctx, e, cfg, hc, maxClients)
 	if err != nil {
 		return err
 	}
@@ -160,7 +164,7 @@ func benchPrefix() string {
 
 // openBenchTargets starts or connects to every target the command line
 // names. close stops what it started.
-func openBenchTargets(ctx context.Context, e *env, cfg benchConfig, hc *http.Client) (benchTargetSet, func(), error) {
+func openBenchTargets(ctx context.Context, e *env, cfg benchConfig, hc *http.Client, conns int) (benchTargetSet, func(), error) {
 	var set benchTargetSet
 	var closers []func()
 	closeAll := func() {
@@ -178,7 +182,15 @@ func openBenchTargets(ctx context.Context, e *env, cfg benchConfig, hc *http.Cli
 		base, pid = child.url, child.pid
 		fmt.Fprintf(e.stdout, "latchkey bench: latchkey serve (pid %d) at %s (temporary data directory, fsync on)\n", pid, base)
 	}
-	set.add(&consulTarget{base: base, token: cfg.token, c: hc}, pid)
+	var client benchHTTP = &netHTTPClient{base: base, token: cfg.token, c: hc}
+	clientName := benchClientNetHTTP
+	if host, ok := strings.CutPrefix(base, "http://"); ok && cfg.httpClient == benchClientLean {
+		lean := newLeanHTTPClient(host, cfg.token, conns)
+		closers = append(closers, lean.close)
+		client, clientName = lean, benchClientLean
+	}
+	fmt.Fprintf(e.stdout, "latchkey bench: latchkey through the bench's %s HTTP client (--http-client)\n", clientName)
+	set.add(&consulTarget{base: base, c: client}, pid)
 	if cfg.etcd != "" {
 		ep := strings.TrimPrefix(strings.TrimPrefix(cfg.etcd, "http://"), "https://")
 		c, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
@@ -455,6 +467,13 @@ as an identical rewrite):
             lose, ops/s counts the winners
   create    each client creates fresh keys (?cas=0, etcd create_revision =
             0): one durable write per request, no read
+
+The latchkey rows go through the bench's lean HTTP/1.1 client by default
+(--http-client lean): one keep-alive connection per client, each request
+written and its answer read (net/http's response parser) on the client's
+goroutine. --http-client net/http uses net/http's Transport instead, as
+consul/api does; it costs the bench about twice the CPU per request, which
+on a small machine is taken from the server under test.
 
 Against a latchkey server, upd/commit is how many engine updates shared one
 durable commit (one fsync round) during the measurement: group commit at

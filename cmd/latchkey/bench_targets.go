@@ -54,22 +54,15 @@ func hostOf(base string) string {
 // consulTarget speaks Consul's KV HTTP API: PUT /v1/kv/K?cas=N answers
 // true or false; GET /v1/kv/K gives the ModifyIndex.
 type consulTarget struct {
-	base  string // http://host:port
-	token string
-	c     *http.Client
+	base string // http://host:port
+	c    benchHTTP
 }
 
 func (t *consulTarget) name() string { return "latchkey" }
 func (t *consulTarget) addr() string { return hostOf(t.base) }
 
 func (t *consulTarget) put(ctx context.Context, key string, val []byte, cas uint64) (bool, error) {
-	u := t.base + "/v1/kv/" + escapeKey(key) + "?cas=" + strconv.FormatUint(cas, 10)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u, bytes.NewReader(val))
-	if err != nil {
-		return false, err
-	}
-	t.auth(req)
-	code, body, _, err := do(t.c, req)
+	code, body, err := t.c.do(ctx, http.MethodPut, "/v1/kv/"+escapeKey(key)+"?cas="+strconv.FormatUint(cas, 10), val)
 	if err != nil {
 		return false, err
 	}
@@ -77,12 +70,6 @@ func (t *consulTarget) put(ctx context.Context, key string, val []byte, cas uint
 		return false, fmt.Errorf("PUT %s: %d %s", key, code, strings.TrimSpace(string(body)))
 	}
 	return strings.TrimSpace(string(body)) == "true", nil
-}
-
-func (t *consulTarget) auth(req *http.Request) {
-	if t.token != "" {
-		req.Header.Set("X-Consul-Token", t.token)
-	}
 }
 
 func (t *consulTarget) create(ctx context.Context, key string, val []byte) (bool, error) {
@@ -94,12 +81,7 @@ func (t *consulTarget) cas(ctx context.Context, key string, val []byte, rev uint
 }
 
 func (t *consulTarget) read(ctx context.Context, key string) (uint64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.base+"/v1/kv/"+escapeKey(key), nil)
-	if err != nil {
-		return 0, err
-	}
-	t.auth(req)
-	code, body, _, err := do(t.c, req)
+	code, body, err := t.c.do(ctx, http.MethodGet, "/v1/kv/"+escapeKey(key), nil)
 	switch {
 	case err != nil:
 		return 0, err

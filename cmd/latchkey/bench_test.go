@@ -75,6 +75,7 @@ func TestBenchBadFlags(t *testing.T) {
 	c.fails(exitUsage, "--clients", "bench", "--clients", "0")
 	c.fails(exitUsage, "--keys", "bench", "--keys", "warm")
 	c.fails(exitUsage, "--value-size", "bench", "--value-size", "1000000")
+	c.fails(exitUsage, "--http-client", "bench", "--http-client", "curl")
 }
 
 // startEmbeddedEtcd starts a single-member etcd in this process on a
