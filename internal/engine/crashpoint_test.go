@@ -121,8 +121,8 @@ func checkPairs(t *testing.T, e *Engine) int {
 }
 
 // Kill the writer at each crash point of the log, on one directory in
-// turn: between bbolt's unsynced commit and the log append, between the
-// append's write and its fdatasync, after the fdatasync before the
+// turn: between the append's write and its fdatasync, after the fdatasync
+// before bbolt's unsynced commit, after that commit before the
 // acknowledgement, in a checkpoint between bbolt's sync and the slot
 // save, and after the slot save before the log file is reused; then during
 // Open's replay before its checkpoint. After each: every acknowledged

@@ -5,9 +5,9 @@
 // (dir/wal) and promises:
 //
 //   - Durability: Update returns only after its transaction is on disk:
-//     committed to bbolt without a sync, then its records appended to the
-//     write-ahead log and the log fdatasynced, one fdatasync per group
-//     commit (wal.go). A background checkpoint syncs bbolt and saves its
+//     its records appended to the write-ahead log and the log fdatasynced,
+//     one fdatasync per group commit (wal.go), then committed to bbolt
+//     without a sync. A background checkpoint syncs bbolt and saves its
 //     meta page; Open restores that page and replays the log after it
 //     (checkpoint.go), so a crash, a power loss included, loses no
 //     acknowledged write and applies no batch in part.
@@ -17,10 +17,12 @@
 //     serving (ErrFailed) until reopened. After such a failure RemoveBlob
 //     deletes nothing: the failed commit's records may have landed, and
 //     the orphan sweep at the next Open decides.
-//   - Reads see only durable commits: bbolt shows a commit to new readers
-//     before its last fsync returns, so View waits out that window rather
-//     than let a reader act on a write (or an index) a power loss could
-//     still undo.
+//   - Reads see only durable commits: with the log, bbolt commits a batch
+//     only once its record is durable, so a View runs at once on the last
+//     durable commit; without it (bbolt's own fsyncs) bbolt shows a commit
+//     to new readers before its last fsync returns, and View waits out
+//     that window rather than let a reader act on a write (or an index) a
+//     power loss could still undo.
 //   - Group commit: Updates that arrive while a commit is in flight are
 //     applied together in the next bbolt transaction and share its log
 //     record and fdatasync.

@@ -138,8 +138,8 @@ func TestFailedCommitFailsEveryMemberThatRanOnFullDisk(t *testing.T) {
 // With the log, a batch whose record cannot be appended (a full disk:
 // ENOSPC on the log file) fails as a failed bbolt commit does: every
 // member that ran gets ErrFailed, nothing is acknowledged, and after
-// reopen the batch is absent (bbolt's unsynced commit of it is undone
-// by the checkpoint restore) while the acknowledged first write is there.
+// reopen the batch is absent (bbolt never committed it) while the
+// acknowledged first write is there.
 func TestFailedLogAppendFailsEveryMemberThatRan(t *testing.T) {
 	dir := t.TempDir()
 	h := openHeldIn(t, dir, Options{})

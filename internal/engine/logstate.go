@@ -44,8 +44,8 @@ type ckptJob struct {
 
 // Crash points (tests): crashHook is called with these names.
 const (
-	crashApplied     = "applied"      // bbolt committed (unsynced), record not yet logged
-	crashLogged      = "logged"       // record fdatasynced, commit not yet acknowledged
+	crashLogged      = "logged"       // record fdatasynced, bbolt not yet committed
+	crashApplied     = "applied"      // bbolt committed (unsynced) after the record, not yet acknowledged
 	crashCkptSynced  = "ckpt-synced"  // checkpoint: bbolt synced, slot not yet saved
 	crashCkptSaved   = "ckpt-saved"   // checkpoint saved, pin not yet moved, log not yet reused
 	crashReplayed    = "replayed"     // Open: records replayed into bbolt, not yet checkpointed
@@ -191,9 +191,17 @@ func (e *Engine) checkpointJob() (ckptJob, error) {
 	return ckptJob{rtx: rtx, c: checkpoint{seq: l.seq, txid: txid, page: page}, slot: slot}, nil
 }
 
-// commitLogged is a commit with the log: the batch is applied to bbolt
-// and committed without a sync, its record appended to the log and
-// fdatasynced. Only then may the caller publish it.
+// commitLogged is a commit with the log: the batch is applied in a bbolt
+// write transaction, its record appended to the log and fdatasynced, and
+// only then is the transaction committed to bbolt (without a sync), which
+// is what shows it to readers. So a reader never finds a commit whose
+// record is not yet durable, and Views do not wait for the log's fsync
+// (bbolt serves them from the last commit while the write transaction is
+// open). The caller publishes the commit once this returns.
+//
+// If bbolt's commit fails after the record is durable, the record is
+// withdrawn (its frame header zeroed and synced), so that the next Open
+// does not replay a batch whose members were told it failed.
 func (e *Engine) commitLogged(batch []*request) (done []applied, failed *request, txid uint64, err error) {
 	l := e.log
 	btx, err := e.db.Begin(true)
@@ -213,26 +221,33 @@ func (e *Engine) commitLogged(batch []*request) (done []applied, failed *request
 		btx.Rollback()
 		return done, failed, txid, err
 	}
-	if err := btx.Commit(); err != nil {
-		return nil, nil, txid, err
-	}
-	e.crashPoint(crashApplied)
 	lf := l.files[l.active]
+	at := lf.off
 	if e.appendFault != nil {
 		if err := e.appendFault(); err != nil {
+			btx.Rollback()
 			return nil, nil, txid, fmt.Errorf("engine: write log: %w", err)
 		}
 	}
 	if err := lf.append(rec.frame(seq), func() { e.crashPoint(crashAppendWrote) }); err != nil {
+		btx.Rollback()
 		return nil, nil, txid, err
 	}
 	if e.syncFault != nil {
 		if err := e.syncFault(); err != nil {
+			btx.Rollback()
 			return nil, nil, txid, err
 		}
 	}
-	l.seq = seq
 	e.crashPoint(crashLogged)
+	if err := btx.Commit(); err != nil {
+		if werr := lf.withdraw(at); werr != nil {
+			err = fmt.Errorf("%w (and withdrawing its log record: %w)", err, werr)
+		}
+		return nil, nil, txid, err
+	}
+	l.seq = seq
+	e.crashPoint(crashApplied)
 	return done, nil, txid, nil
 }
 

@@ -13,10 +13,10 @@ import (
 // The write-ahead log: one fdatasync per group commit.
 //
 // bbolt's own commit costs two fdatasyncs (its pages, then its meta page).
-// With the log, a commit is applied to bbolt without a sync (its writes
-// reach the page cache), then the batch's resulting records are appended
-// to the log and the log alone is fdatasynced; only then is the commit
-// published. A checkpoint (checkpoint.go) later makes bbolt durable with one
+// With the log, a batch is applied in a bbolt transaction, its resulting
+// records are appended to the log and the log alone is fdatasynced; only
+// then is the transaction committed to bbolt without a sync (its writes
+// reach the page cache) and published. A checkpoint (checkpoint.go) later makes bbolt durable with one
 // fdatasync in the background and lets the log be reused.
 //
 // Format. The log is two files, dir/wal/log.0 and log.1, used in turn: the
@@ -327,6 +327,16 @@ func (lf *logFile) append(frame []byte, wrote func()) error {
 		return fmt.Errorf("engine: sync log: %w", err)
 	}
 	return nil
+}
+
+// withdraw zeroes the header of the frame at off (appended last, whose
+// commit failed) and fdatasyncs, so a reader stops before it.
+func (lf *logFile) withdraw(off int64) error {
+	if _, err := lf.f.WriteAt(make([]byte, frameHeader), off); err != nil {
+		return err
+	}
+	lf.off = off
+	return fdatasync(lf.f)
 }
 
 // reset makes the file start over: the next record goes at offset 0. What
