@@ -95,7 +95,7 @@ func Update(ctx context.Context, s store.Store, key string, fn Func, opts *Optio
 	if err != nil {
 		return Result{}, fmt.Errorf("cas: update %q: %w", key, err)
 	}
-	u := &updater{s: s, key: key, fn: fn, o: o, caps: s.Capabilities(), start: time.Now()}
+	u := &updater{s: s, key: key, fn: fn, o: o, caps: s.Capabilities(), start: time.Now(), memory: remembers(s)}
 	if !u.caps.CreateIfAbsent || !u.caps.CompareAndSwap {
 		return Result{}, u.errorf("%w: the store does not declare create-if-absent and compare-and-swap", store.ErrUnsupported)
 	}
@@ -124,6 +124,14 @@ type updater struct {
 	// store.ErrUnknownOutcome: from then on that write may still apply,
 	// so no later failure is proof that nothing was written.
 	unsure bool
+
+	// The conflict backoff (see Options.BaseDelay): memory says whether
+	// the store can have a contention memory; attempt is how long the
+	// last read and write took; first is the ceiling before the first
+	// retry, last the ceiling of the last conflict backoff drawn.
+	memory      bool
+	attempt     time.Duration
+	first, last time.Duration
 }
 
 func (u *updater) errorf(format string, args ...any) error {
@@ -132,6 +140,7 @@ func (u *updater) errorf(format string, args ...any) error {
 
 func (u *updater) run(ctx context.Context) error {
 	for {
+		began := time.Now()
 		base, err := u.read(ctx)
 		if err != nil {
 			return err
@@ -154,6 +163,10 @@ func (u *updater) run(ctx context.Context) error {
 			return u.errorf("the function returned the zero Decision")
 		}
 		err = u.write(ctx, base, d)
+		u.attempt = time.Since(began)
+		if err == nil {
+			u.learn()
+		}
 		if !errors.Is(err, store.ErrConflict) {
 			return u.unresolved(err)
 		}
@@ -161,7 +174,7 @@ func (u *updater) run(ctx context.Context) error {
 		if u.conflicts >= u.o.MaxAttempts {
 			return &ContendedError{Key: u.key, Attempts: u.res.Attempts}
 		}
-		if err := u.pause(ctx, u.conflicts); err != nil {
+		if err := u.pause(ctx, u.conflictDelay()); err != nil {
 			if errors.Is(err, errTimeout) {
 				return &ContendedError{Key: u.key, Attempts: u.res.Attempts, Deadline: true}
 			}
@@ -309,7 +322,7 @@ func (u *updater) transient(ctx context.Context, err error) error {
 	if u.transients > u.o.MaxTransient {
 		return u.errorf("gave up after %d transient failures: %w", u.transients, err)
 	}
-	if perr := u.pause(ctx, u.transients); perr != nil {
+	if perr := u.pause(ctx, u.o.policy().Delay(u.transients)); perr != nil {
 		if errors.Is(perr, errTimeout) {
 			return u.errorf("timeout after %d transient failures: %w", u.transients, err)
 		}
@@ -320,11 +333,56 @@ func (u *updater) transient(ctx context.Context, err error) error {
 
 var errTimeout = errors.New("cas: timeout")
 
-// pause sleeps the backoff before retry n. It returns errTimeout, without
-// sleeping, when the sleep would end past Options.Timeout, and ctx's cause
-// when ctx ends first.
-func (u *updater) pause(ctx context.Context, n int) error {
-	d := u.o.policy().Delay(n)
+// conflictDelay draws the backoff after the u.conflicts-th lost race:
+// full jitter under a ceiling that starts at firstCeiling and doubles with
+// every lost race, up to MaxDelay.
+func (u *updater) conflictDelay() time.Duration {
+	if u.conflicts == 1 {
+		var recall time.Duration
+		if u.memory {
+			recall = recalled(u.s, u.key, time.Now())
+		}
+		u.first = firstCeiling(u.o, u.attempt, recall)
+	}
+	p := backoff.Policy{Base: u.first, Max: u.o.MaxDelay}
+	u.last = p.Ceiling(u.conflicts)
+	return p.Delay(u.conflicts)
+}
+
+// firstCeiling is the ceiling of the backoff after an Update's first lost
+// race: the largest of o.BaseDelay, the duration of the attempt that lost
+// (a round trip of this store, under this load) and the ceiling recalled
+// from the contention memory, at most o.MaxDelay.
+func firstCeiling(o Options, attempt, recall time.Duration) time.Duration {
+	return min(max(o.BaseDelay, attempt, recall), o.MaxDelay)
+}
+
+// learn updates the contention memory after a write of this Update
+// applied: a contended Update leaves half the ceiling it won under, so
+// that the next one starts one step below where this one ended; an
+// uncontended one halves what is there. A ceiling at or under BaseDelay
+// is forgotten (the backoff starts there anyway).
+func (u *updater) learn() {
+	if !u.memory {
+		return
+	}
+	now := time.Now()
+	c := u.last / 2
+	if u.conflicts == 0 {
+		if c = recalled(u.s, u.key, now) / 2; c == 0 {
+			return
+		}
+	}
+	if c <= u.o.BaseDelay {
+		c = 0
+	}
+	remember(u.s, u.key, c, now)
+}
+
+// pause sleeps d, a backoff. It returns errTimeout, without sleeping, when
+// the sleep would end past Options.Timeout, and ctx's cause when ctx ends
+// first.
+func (u *updater) pause(ctx context.Context, d time.Duration) error {
 	if u.o.Timeout > 0 && time.Since(u.start)+d >= u.o.Timeout {
 		return errTimeout
 	}
