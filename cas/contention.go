@@ -52,7 +52,10 @@ var (
 
 // remembers reports whether s can have a memory: its dynamic type must be
 // comparable for == to match entries (a store that is a struct holding a
-// map, say, is not; it simply gets none).
+// map, say, is not; it simply gets none). Only remember checks it: every
+// entry holds a comparable store, and == between interfaces compares
+// values only when their dynamic types are the same, so recalled cannot
+// panic whatever store it is given.
 func remembers(s store.Store) bool {
 	t := reflect.TypeOf(s)
 	return t != nil && t.Comparable()
@@ -82,6 +85,9 @@ func recalled(s store.Store, key string, now time.Time) time.Duration {
 
 // remember records c as the starting ceiling for s and key (0 forgets).
 func remember(s store.Store, key string, c time.Duration, now time.Time) {
+	if !remembers(s) {
+		return
+	}
 	slot := memorySlot(key)
 	if c <= 0 {
 		if m := slot.Load(); m != nil && m.s == s && m.key == key {

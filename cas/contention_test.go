@@ -84,8 +84,18 @@ func TestUncomparableStoreHasNoMemory(t *testing.T) {
 	if !remembers(memstore.New()) {
 		t.Error("a *memstore.Store gets no memory")
 	}
-	if remembers(uncomparable{Store: memstore.New()}) {
+	u := uncomparable{Store: memstore.New()}
+	if remembers(u) {
 		t.Error("an uncomparable store value would be compared with ==")
+	}
+	now := time.Now()
+	remember(u, "mem/u", 40*ms, now) // a no-op, not a panic
+	if got := recalled(u, "mem/u", now); got != 0 {
+		t.Errorf("an uncomparable store recalled %v", got)
+	}
+	remember(memstore.New(), "mem/u", 40*ms, now)
+	if got := recalled(u, "mem/u", now); got != 0 { // == on different types: false, no panic
+		t.Errorf("an uncomparable store recalled another store's %v", got)
 	}
 }
 

@@ -95,7 +95,7 @@ func Update(ctx context.Context, s store.Store, key string, fn Func, opts *Optio
 	if err != nil {
 		return Result{}, fmt.Errorf("cas: update %q: %w", key, err)
 	}
-	u := &updater{s: s, key: key, fn: fn, o: o, caps: s.Capabilities(), start: time.Now(), memory: remembers(s)}
+	u := &updater{s: s, key: key, fn: fn, o: o, caps: s.Capabilities(), start: time.Now()}
 	if !u.caps.CreateIfAbsent || !u.caps.CompareAndSwap {
 		return Result{}, u.errorf("%w: the store does not declare create-if-absent and compare-and-swap", store.ErrUnsupported)
 	}
@@ -125,11 +125,9 @@ type updater struct {
 	// so no later failure is proof that nothing was written.
 	unsure bool
 
-	// The conflict backoff (see Options.BaseDelay): memory says whether
-	// the store can have a contention memory; attempt is how long the
-	// last read and write took; first is the ceiling before the first
-	// retry, last the ceiling of the last conflict backoff drawn.
-	memory      bool
+	// The conflict backoff (see Options.BaseDelay): attempt is how long
+	// the last read and write that lost took; first is the ceiling before
+	// the first retry, last the ceiling of the last conflict backoff drawn.
 	attempt     time.Duration
 	first, last time.Duration
 }
@@ -140,7 +138,10 @@ func (u *updater) errorf(format string, args ...any) error {
 
 func (u *updater) run(ctx context.Context) error {
 	for {
-		began := time.Now()
+		began := u.start
+		if u.res.Attempts > 0 {
+			began = time.Now()
+		}
 		base, err := u.read(ctx)
 		if err != nil {
 			return err
@@ -163,13 +164,13 @@ func (u *updater) run(ctx context.Context) error {
 			return u.errorf("the function returned the zero Decision")
 		}
 		err = u.write(ctx, base, d)
-		u.attempt = time.Since(began)
 		if err == nil {
 			u.learn()
 		}
 		if !errors.Is(err, store.ErrConflict) {
 			return u.unresolved(err)
 		}
+		u.attempt = time.Since(began)
 		u.conflicts++
 		if u.conflicts >= u.o.MaxAttempts {
 			return &ContendedError{Key: u.key, Attempts: u.res.Attempts}
@@ -338,11 +339,7 @@ var errTimeout = errors.New("cas: timeout")
 // every lost race, up to MaxDelay.
 func (u *updater) conflictDelay() time.Duration {
 	if u.conflicts == 1 {
-		var recall time.Duration
-		if u.memory {
-			recall = recalled(u.s, u.key, time.Now())
-		}
-		u.first = firstCeiling(u.o, u.attempt, recall)
+		u.first = firstCeiling(u.o, u.attempt, recalled(u.s, u.key, time.Now()))
 	}
 	p := backoff.Policy{Base: u.first, Max: u.o.MaxDelay}
 	u.last = p.Ceiling(u.conflicts)
@@ -363,8 +360,8 @@ func firstCeiling(o Options, attempt, recall time.Duration) time.Duration {
 // uncontended one halves what is there. A ceiling at or under BaseDelay
 // is forgotten (the backoff starts there anyway).
 func (u *updater) learn() {
-	if !u.memory {
-		return
+	if u.conflicts == 0 && memorySlot(u.key).Load() == nil {
+		return // the common case, and free: nothing to halve
 	}
 	now := time.Now()
 	c := u.last / 2
