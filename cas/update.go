@@ -355,25 +355,23 @@ func firstCeiling(o Options, attempt, recall time.Duration) time.Duration {
 }
 
 // learn updates the contention memory after a write of this Update
-// applied: a contended Update leaves half the ceiling it won under, so
-// that the next one starts one step below where this one ended; an
-// uncontended one halves what is there. A ceiling at or under BaseDelay
-// is forgotten (the backoff starts there anyway).
+// applied after lost races: it leaves half the ceiling it won under, so
+// that the next contended Update of the key starts one step below where
+// this one ended (a win at the first retry halves the memory, a win at the
+// second keeps it, a later one raises it). A ceiling at or under BaseDelay
+// is forgotten: the backoff starts there anyway. An Update that won at
+// once leaves the memory as it is: under contention the writer that has
+// just won reads first and often wins again at once, which says nothing
+// about how many others are waiting; quiet keys forget by expiry.
 func (u *updater) learn() {
-	if u.conflicts == 0 && memorySlot(u.key).Load() == nil {
-		return // the common case, and free: nothing to halve
-	}
-	now := time.Now()
-	c := u.last / 2
 	if u.conflicts == 0 {
-		if c = recalled(u.s, u.key, now) / 2; c == 0 {
-			return
-		}
+		return
 	}
+	c := u.last / 2
 	if c <= u.o.BaseDelay {
 		c = 0
 	}
-	remember(u.s, u.key, c, now)
+	remember(u.s, u.key, c, time.Now())
 }
 
 // pause sleeps d, a backoff. It returns errTimeout, without sleeping, when
