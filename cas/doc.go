@@ -10,7 +10,9 @@
 //     read again and the function runs again on what is there now.
 //   - No endless loop. Lost races (ErrConflict) and transport failures
 //     (ErrTransient) have separate, bounded budgets; between tries Update
-//     sleeps with exponential backoff and full jitter under a cap; an
+//     sleeps with exponential backoff and full jitter under a cap (after
+//     a lost race starting no lower than the store's round trip and the
+//     contention the last Update of the key met; see Options.BaseDelay); an
 //     optional Timeout stops it from starting new tries; ctx is checked
 //     every turn. Running out of tries returns an error matching
 //     ErrContended that says how many attempts were made.

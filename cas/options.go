@@ -31,10 +31,21 @@ type Options struct {
 	// once a write's outcome was unknown). Zero means DefaultMaxTransient.
 	MaxTransient int
 
-	// BaseDelay is the ceiling of the first backoff; the ceiling doubles
-	// with every retry of the same kind up to MaxDelay, and each sleep is
-	// drawn uniformly from [0, ceiling) (full jitter). Zero means
+	// BaseDelay is the least ceiling of the first backoff; the ceiling
+	// doubles with every retry of the same kind up to MaxDelay, and each
+	// sleep is drawn uniformly from [0, ceiling) (full jitter). Zero means
 	// DefaultBaseDelay.
+	//
+	// After a transient failure the first ceiling is BaseDelay. After a
+	// lost race it is the largest of BaseDelay, the duration of the read
+	// and write that lost (the store's round trip under its present load:
+	// retrying sooner than one round trip mostly loses again), and the
+	// ceiling the last Update of the same key on the same store ended
+	// with, halved (contention is remembered in-process for about a
+	// second, so that each Update under contention does not start again
+	// from BaseDelay and lose log2(writers) races before its retries
+	// spread). Whatever its start, no ceiling exceeds MaxDelay, and the
+	// first attempt of an Update never waits.
 	BaseDelay time.Duration
 
 	// MaxDelay caps the backoff ceiling. Zero means DefaultMaxDelay.
@@ -92,9 +103,10 @@ func (o *Options) withDefaults() (Options, error) {
 	return r, nil
 }
 
-// policy is the backoff between retries: the ceiling before retry n
-// (n >= 1) is BaseDelay·2^(n-1), capped at MaxDelay, and each sleep is
-// drawn from [0, ceiling) (full jitter).
+// policy is the backoff between transient retries: the ceiling before
+// retry n (n >= 1) is BaseDelay·2^(n-1), capped at MaxDelay, and each
+// sleep is drawn from [0, ceiling) (full jitter). Conflict retries start
+// from firstCeiling instead of BaseDelay.
 func (o Options) policy() backoff.Policy {
 	return backoff.Policy{Base: o.BaseDelay, Max: o.MaxDelay}
 }

@@ -124,6 +124,12 @@ type updater struct {
 	// store.ErrUnknownOutcome: from then on that write may still apply,
 	// so no later failure is proof that nothing was written.
 	unsure bool
+
+	// The conflict backoff (see Options.BaseDelay): attempt is how long
+	// the last read and write that lost took; first is the ceiling before
+	// the first retry, last the ceiling of the last conflict backoff drawn.
+	attempt     time.Duration
+	first, last time.Duration
 }
 
 func (u *updater) errorf(format string, args ...any) error {
@@ -132,6 +138,10 @@ func (u *updater) errorf(format string, args ...any) error {
 
 func (u *updater) run(ctx context.Context) error {
 	for {
+		began := u.start
+		if u.res.Attempts > 0 {
+			began = time.Now()
+		}
 		base, err := u.read(ctx)
 		if err != nil {
 			return err
@@ -154,14 +164,18 @@ func (u *updater) run(ctx context.Context) error {
 			return u.errorf("the function returned the zero Decision")
 		}
 		err = u.write(ctx, base, d)
+		if err == nil {
+			u.learn()
+		}
 		if !errors.Is(err, store.ErrConflict) {
 			return u.unresolved(err)
 		}
+		u.attempt = time.Since(began)
 		u.conflicts++
 		if u.conflicts >= u.o.MaxAttempts {
 			return &ContendedError{Key: u.key, Attempts: u.res.Attempts}
 		}
-		if err := u.pause(ctx, u.conflicts); err != nil {
+		if err := u.pause(ctx, u.conflictDelay()); err != nil {
 			if errors.Is(err, errTimeout) {
 				return &ContendedError{Key: u.key, Attempts: u.res.Attempts, Deadline: true}
 			}
@@ -309,7 +323,7 @@ func (u *updater) transient(ctx context.Context, err error) error {
 	if u.transients > u.o.MaxTransient {
 		return u.errorf("gave up after %d transient failures: %w", u.transients, err)
 	}
-	if perr := u.pause(ctx, u.transients); perr != nil {
+	if perr := u.pause(ctx, u.o.policy().Delay(u.transients)); perr != nil {
 		if errors.Is(perr, errTimeout) {
 			return u.errorf("timeout after %d transient failures: %w", u.transients, err)
 		}
@@ -320,11 +334,50 @@ func (u *updater) transient(ctx context.Context, err error) error {
 
 var errTimeout = errors.New("cas: timeout")
 
-// pause sleeps the backoff before retry n. It returns errTimeout, without
-// sleeping, when the sleep would end past Options.Timeout, and ctx's cause
-// when ctx ends first.
-func (u *updater) pause(ctx context.Context, n int) error {
-	d := u.o.policy().Delay(n)
+// conflictDelay draws the backoff after the u.conflicts-th lost race:
+// full jitter under a ceiling that starts at firstCeiling and doubles with
+// every lost race, up to MaxDelay.
+func (u *updater) conflictDelay() time.Duration {
+	if u.conflicts == 1 {
+		u.first = firstCeiling(u.o, u.attempt, recalled(u.s, u.key, time.Now()))
+	}
+	p := backoff.Policy{Base: u.first, Max: u.o.MaxDelay}
+	u.last = p.Ceiling(u.conflicts)
+	return p.Delay(u.conflicts)
+}
+
+// firstCeiling is the ceiling of the backoff after an Update's first lost
+// race: the largest of o.BaseDelay, the duration of the attempt that lost
+// (a round trip of this store, under this load) and the ceiling recalled
+// from the contention memory, at most o.MaxDelay.
+func firstCeiling(o Options, attempt, recall time.Duration) time.Duration {
+	return min(max(o.BaseDelay, attempt, recall), o.MaxDelay)
+}
+
+// learn updates the contention memory after a write of this Update
+// applied after lost races: it leaves half the ceiling it won under, so
+// that the next contended Update of the key starts one step below where
+// this one ended (a win at the first retry halves the memory, a win at the
+// second keeps it, a later one raises it). A ceiling at or under BaseDelay
+// is forgotten: the backoff starts there anyway. An Update that won at
+// once leaves the memory as it is: under contention the writer that has
+// just won reads first and often wins again at once, which says nothing
+// about how many others are waiting; quiet keys forget by expiry.
+func (u *updater) learn() {
+	if u.conflicts == 0 {
+		return
+	}
+	c := u.last / 2
+	if c <= u.o.BaseDelay {
+		c = 0
+	}
+	remember(u.s, u.key, c, time.Now())
+}
+
+// pause sleeps d, a backoff. It returns errTimeout, without sleeping, when
+// the sleep would end past Options.Timeout, and ctx's cause when ctx ends
+// first.
+func (u *updater) pause(ctx context.Context, d time.Duration) error {
 	if u.o.Timeout > 0 && time.Since(u.start)+d >= u.o.Timeout {
 		return errTimeout
 	}
