@@ -67,6 +67,11 @@ var (
 	_ store.Watcher    = (*Store)(nil)
 )
 
+// MaxIdleConns is how many idle connections to the agent a Store keeps
+// for reuse: as many goroutines as that can share one Store without
+// opening a connection per request.
+const MaxIdleConns = 64
+
 // Open returns a store over the Consul that opts names. It does not
 // contact Consul; the first operation does.
 func Open(ctx context.Context, opts *Options) (*Store, error) {
@@ -88,6 +93,12 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 		o.WaitTime = 5 * time.Minute
 	}
 	cfg := api.DefaultConfig()
+	if cfg.Transport != nil {
+		// consul/api keeps GOMAXPROCS+1 idle connections per host: with
+		// more goroutines than that sharing the Store, most requests
+		// would open a connection and leave a TIME_WAIT socket behind.
+		cfg.Transport.MaxIdleConnsPerHost = MaxIdleConns
+	}
 	if o.Address != "" {
 		cfg.Address = o.Address
 	}
