@@ -93,17 +93,20 @@
 //     (Σ 1/(p·c) is a harmonic number over c), and at least PollInterval.
 //     A line that stands still costs that; a waiter that sees the line
 //     move reads again before it could have moved into the window.
-//   - A ticket of the window that a waiter behind it sees unchanged for
-//     half the ticket's TTL, on its own monotonic clock, is taken for dead
-//     and removed, with any other ticket of the window that waiter has
-//     seen unchanged as long; the waiters behind move up at once. Wall
-//     clocks are never compared: Since in a ticket is for people only. A
-//     waiter that gives up (ctx ends) removes its ticket on the way out.
-//     One that was killed is found out within 5/6 of a TTL of its last
-//     heartbeat in the window, or of reaching the window if it died
-//     further back, since the waiters behind read at least once a
-//     heartbeat; a run of up to w killed one behind the other goes in
-//     the same time, and each w more cost half a TTL more.
+//   - A ticket of the window that another waiter of the window, or one
+//     behind it, sees unchanged for half the ticket's TTL, on its own
+//     monotonic clock, is taken for dead and removed, with any other
+//     ticket of the window that waiter has seen unchanged as long; the
+//     waiters behind move up at once. Wall clocks are never compared:
+//     Since in a ticket is for people only. A waiter that gives up (ctx
+//     ends) removes its ticket on the way out. One that was killed is found
+//     out within 5/6 of a TTL of its last heartbeat in the window, or of
+//     reaching the window if it died further back (the waiters that time
+//     it read at least once a heartbeat), and a run of up to w killed one
+//     behind the other goes in the same time. Tickets that such a removal
+//     pulls into the window several places at once are marked Pulled and
+//     get their whole TTL, since their waiters could not see that coming:
+//     so each w dead more cost up to a TTL more.
 //   - A waiter whose ticket disappeared (it was paused for half its TTL
 //     and taken for dead, or someone deleted the queue record) writes it
 //     back with its old sequence number, hence in its old place.
