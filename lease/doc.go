@@ -86,7 +86,7 @@
 //     heartbeats take at most 30% of the budget. Their waiters rewrite
 //     their tickets every TTL/3 (a heartbeat, a read and a write).
 //   - The others re-read the queue: the next in line every c, the first
-//     one behind the window every w·c (both at least once a heartbeat),
+//     one behind the window every c (both at least once a heartbeat),
 //     and the waiter at place p behind them every p·c (jittered), with c
 //     chosen from the PollBudget so that all of them together read at most
 //     80% of what the budget leaves after the head and the heartbeats
@@ -126,10 +126,11 @@
 // window of three), counted over an hour on fake time while the lease is
 // held: the head about 3,900 requests (2,400 polls of the record, about
 // 2,640 with the jitter, and 720 heartbeats of a read and a write); the
-// next in line about 3,500 with ten waiters (its heartbeats and a read
-// every c) and 2,400 with a hundred; the third of the window 1,530; the
-// rest of the line the remainder. All waiters together: 3,140 for one,
-// 12,000 for ten, 12,350 for a hundred, under 14,400 (4/s) whatever their
+// next in line about 3,000 with ten waiters (its heartbeats and a read
+// every c) and 2,200 with a hundred; the third of the window 1,550; the
+// first behind the window 1,800 with ten and 1,000 with a hundred; the
+// rest of the line the remainder. All waiters together: 3,150 for one,
+// 12,050 for ten, 12,050 for a hundred, under 14,400 (4/s) whatever their
 // number (TestQueueRequestBudget checks it), where 100 waiters without
 // the queue would make 240,000. The holder's renews add
 // 3,600/RenewInterval an hour (900 at the default 4s). Each waiter also

@@ -53,8 +53,8 @@ func (w *waiter) watcher() store.Watcher {
 // Otherwise it puts its ticket at the end of the queue and waits for its
 // turn: only the head of the queue polls the record; the tickets of the
 // window at the front heartbeat; the others re-read the queue, each less
-// often the further back it is; and a waiter behind a ticket of the window
-// that stays unchanged for half its TTL removes it. Acquisition itself is
+// often the further back it is; and a ticket of the window that another
+// waiter sees unchanged for its ticketExpiry is removed. Acquisition itself is
 // TryAcquire's, so the queue decides only who tries, never who holds.
 func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 	w := &waiter{lk: lk, t: Ticket{ID: newNonce(), Holder: lk.opts.Holder, Since: lk.opts.Now(), TTL: lk.opts.TTL}}
@@ -107,8 +107,8 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 		case i > 0:
 			w.wasHead = false
 			// The tickets of the window heartbeat; one of them seen
-			// unchanged for half its TTL is taken for gone, by whoever
-			// is behind it.
+			// unchanged for its ticketExpiry is taken for gone, by
+			// whoever of the window or behind it sees that first.
 			win := lk.opts.queueWindow()
 			if j := w.expired(i); j >= 0 {
 				if err := w.expel(ctx, j); err != nil {
