@@ -134,6 +134,30 @@ func (b *queueBed) arrive(name string, o *lease.Options) {
 	synctest.Wait()
 }
 
+// arriveInOrder starts the waiters one after another, 100ms apart, each
+// with the options o returns (nil: the bed's defaults).
+func (b *queueBed) arriveInOrder(all []string, o func() *lease.Options) {
+	for _, n := range all {
+		var opts *lease.Options
+		if o != nil {
+			opts = o()
+		}
+		b.arrive(n, opts)
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// releaseAndTimeFirst releases the first holder's lease and returns how
+// long the first waiter took to acquire it.
+func (b *queueBed) releaseAndTimeFirst() time.Duration {
+	b.holder.Release(b.t.Context())
+	released := time.Now()
+	for len(b.got()) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(released)
+}
+
 func (b *queueBed) queue() []string {
 	q, err := lease.InspectQueue(b.t.Context(), b.s, "locks/job")
 	if err != nil {
@@ -220,18 +244,10 @@ func TestQueueDeadHeadIsSkipped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newQueueBed(t)
 		all := names(4)
-		for _, n := range all {
-			b.arrive(n, nil)
-			time.Sleep(100 * time.Millisecond)
-		}
+		b.arriveInOrder(all, nil)
 		b.conns["w00"].killed.Store(true)
 		time.Sleep(qttl / 2)
-		b.holder.Release(t.Context())
-		released := time.Now()
-		for len(b.got()) == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if took := time.Since(released); took > qttl {
+		if took := b.releaseAndTimeFirst(); took > qttl {
 			t.Errorf("the next waiter acquired %v after the release, behind a dead head; want within a TTL (%v)", took, qttl)
 		}
 		b.wg.Wait()
@@ -259,14 +275,10 @@ func TestQueueGiveUpLeaves(t *testing.T) {
 		if q := b.queue(); !slices.Equal(q, all[2:]) {
 			t.Fatalf("queue after two gave up: %v, want %v", q, all[2:])
 		}
-		b.holder.Release(t.Context())
-		released := time.Now()
-		for len(b.got()) == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
+		took := b.releaseAndTimeFirst()
 		poll := lease.Options{TTL: qttl}
 		lk, _ := lease.NewLocker(b.s, "locks/job", &poll)
-		if took, most := time.Since(released), 2*lk.Options().PollInterval; took > most {
+		if most := 2 * lk.Options().PollInterval; took > most {
 			t.Errorf("the last waiter acquired %v after the release; want within %v (two polls)", took, most)
 		}
 		b.wg.Wait()
@@ -440,20 +452,12 @@ func TestQueueTwoDeadInARow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newQueueBed(t)
 		all := names(4)
-		for _, n := range all {
-			b.arrive(n, nil)
-			time.Sleep(100 * time.Millisecond)
-		}
+		b.arriveInOrder(all, nil)
 		time.Sleep(qttl) // everyone has looked at its place
 		b.conns["w00"].killed.Store(true)
 		b.conns["w01"].killed.Store(true)
 		time.Sleep(qttl / 2)
-		b.holder.Release(t.Context())
-		released := time.Now()
-		for len(b.got()) == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if took := time.Since(released); took > qttl {
+		if took := b.releaseAndTimeFirst(); took > qttl {
 			t.Errorf("the third waiter acquired %v after the release, behind two dead ones; want within a TTL (%v)", took, qttl)
 		}
 		b.wg.Wait()
@@ -483,20 +487,12 @@ func TestQueueDeadRunAtTheFront(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newQueueBed(t)
 		all := names(6)
-		for _, n := range all {
-			b.arrive(n, &lease.Options{TTL: runTTL})
-			time.Sleep(100 * time.Millisecond)
-		}
+		b.arriveInOrder(all, func() *lease.Options { return &lease.Options{TTL: runTTL} })
 		time.Sleep(runTTL) // everyone has looked at its place
 		for _, n := range all[:3] {
 			b.conns[n].killed.Store(true)
 		}
-		b.holder.Release(t.Context())
-		released := time.Now()
-		for len(b.got()) == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if took := time.Since(released); took > runTTL {
+		if took := b.releaseAndTimeFirst(); took > runTTL {
 			t.Errorf("the fourth waiter acquired %v after the release, behind three dead ones; want within a TTL (%v)", took, runTTL)
 		}
 		b.wg.Wait()
@@ -516,10 +512,7 @@ func TestQueueDeadRunMovesUp(t *testing.T) {
 		b := newQueueBed(t)
 		b.hold = 3 * time.Second
 		all := names(10)
-		for _, n := range all {
-			b.arrive(n, &lease.Options{TTL: runTTL})
-			time.Sleep(100 * time.Millisecond)
-		}
+		b.arriveInOrder(all, func() *lease.Options { return &lease.Options{TTL: runTTL} })
 		time.Sleep(runTTL)
 		for _, n := range all[4:7] {
 			b.conns[n].killed.Store(true)
