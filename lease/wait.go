@@ -73,6 +73,18 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 		return nil, err
 	}
 	quick, failures := 0, 0
+	// queueFailed takes a failed read or write of the queue: the error to
+	// give up with, or for one worth retrying nil and the wait before the
+	// next try.
+	queueFailed := func(err error) (time.Duration, error) {
+		if !queueRetryable(err) {
+			return 0, err
+		}
+		failures++
+		last = err
+		lk.waiting(err)
+		return retryDelay(lk.opts.PollInterval, failures), nil
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			if last != nil {
@@ -89,13 +101,9 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 			// removed (we were slow to heartbeat, or the queue was deleted):
 			// an old ticket keeps its Seq, hence its place.
 			if err := w.put(ctx); err != nil {
-				if !queueRetryable(err) {
+				if wait, err = queueFailed(err); err != nil {
 					return nil, err
 				}
-				failures++
-				last = err
-				lk.waiting(err)
-				wait = retryDelay(lk.opts.PollInterval, failures)
 				break
 			}
 			failures = 0
@@ -163,13 +171,9 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 				continue
 			}
 			if err := w.read(ctx); err != nil {
-				if !queueRetryable(err) {
+				if wait, err = queueFailed(err); err != nil {
 					return nil, err
 				}
-				failures++
-				last = err
-				lk.waiting(err)
-				wait = retryDelay(lk.opts.PollInterval, failures)
 				break
 			}
 			failures = 0
