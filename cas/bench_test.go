@@ -53,34 +53,61 @@ func BenchmarkUpdateContended(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/goroutines=%d", be.name, g), func(b *testing.B) {
 				s := be.open(b)
 				defer s.Close()
-				opts := &cas.Options{MaxAttempts: 1 << 20}
-				var next, attempts atomic.Int64
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				for range g {
-					wg.Go(func() {
-						for next.Add(1) <= int64(b.N) {
-							res, err := cas.Update(context.Background(), s, "bench/counter", increment, opts)
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							attempts.Add(int64(res.Attempts))
-						}
-					})
-				}
-				wg.Wait()
-				b.StopTimer()
-				e, err := s.Get(context.Background(), "bench/counter")
-				if err != nil {
-					b.Fatal(err)
-				}
-				if n, _ := strconv.Atoi(string(e.Value)); n != b.N {
-					b.Fatalf("counter = %s after %d updates: a lost or doubled update", e.Value, b.N)
-				}
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "updates/s")
-				b.ReportMetric(float64(attempts.Load())/float64(b.N), "attempts/update")
+				benchContended(b, s, func() store.Store { return s }, g)
 			})
 		}
 	}
+	// Separate clients: every goroutine has its own store value (its own
+	// connections, no turns or contention memory shared with the others),
+	// as separate processes would.
+	for _, g := range []int{8, 64} {
+		b.Run(fmt.Sprintf("server-clients/clients=%d", g), func(b *testing.B) {
+			srv := servertest.Start(b, &servertest.Options{Durable: true})
+			open := func() store.Store {
+				s, err := consulstore.Open(context.Background(), &consulstore.Options{Address: srv.Addr, Prefix: "bench/"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { s.Close() })
+				return s
+			}
+			benchContended(b, open(), open, g)
+		})
+	}
+}
+
+// benchContended runs b.N increments of one key from g goroutines, each
+// with the store client() gives it, and checks the count on s.
+func benchContended(b *testing.B, s store.Store, client func() store.Store, g int) {
+	opts := &cas.Options{MaxAttempts: 1 << 20}
+	var next, attempts atomic.Int64
+	var wg sync.WaitGroup
+	clients := make([]store.Store, g)
+	for i := range clients {
+		clients[i] = client()
+	}
+	b.ResetTimer()
+	for _, c := range clients {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) {
+				res, err := cas.Update(context.Background(), c, "bench/counter", increment, opts)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				attempts.Add(int64(res.Attempts))
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	e, err := s.Get(context.Background(), "bench/counter")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n, _ := strconv.Atoi(string(e.Value)); n != b.N {
+		b.Fatalf("counter = %s after %d updates: a lost or doubled update", e.Value, b.N)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "updates/s")
+	b.ReportMetric(float64(attempts.Load())/float64(b.N), "attempts/update")
 }

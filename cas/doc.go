@@ -16,6 +16,11 @@
 //     optional Timeout stops it from starting new tries; ctx is checked
 //     every turn. Running out of tries returns an error matching
 //     ErrContended that says how many attempts were made.
+//   - No racing yourself. Updates of one key through one store value, in
+//     one process, take turns (one attempt in flight at a time), so 64
+//     goroutines on a hot key cost the store about one read and one write
+//     per update instead of several; only other processes' writes make an
+//     attempt lose.
 //   - Honest outcomes. A write whose outcome is unknown
 //     (store.ErrUnknownOutcome) is resolved by re-reading where that
 //     proves something and returned to the caller where it does not; see

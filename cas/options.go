@@ -45,10 +45,15 @@ type Options struct {
 	// second, so that each Update under contention does not start again
 	// from BaseDelay and lose log2(writers) races before its retries
 	// spread). Whatever its start, no ceiling exceeds MaxDelay, and the
-	// first attempt of an Update never waits.
+	// first attempt of an Update never sleeps a backoff. (It may wait for
+	// another Update of the same key through the same store, in this
+	// process, to finish its attempt: see Update. That wait is not a
+	// backoff, and it too ends after MaxDelay.)
 	BaseDelay time.Duration
 
-	// MaxDelay caps the backoff ceiling. Zero means DefaultMaxDelay.
+	// MaxDelay caps the backoff ceiling, and how long an Update waits for
+	// the turn of its key while one holder keeps it. Zero means
+	// DefaultMaxDelay.
 	MaxDelay time.Duration
 
 	// Timeout, when positive, is a budget for the whole Update: no new

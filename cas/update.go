@@ -30,6 +30,17 @@ type Result struct {
 // key again and calls fn again; it never retries a write with a version it
 // has seen go stale.
 //
+// Updates of one key through one store value, in this process, take
+// turns: each attempt (the read, fn and the write) waits until no other
+// is in flight, so goroutines of one process never race each other for
+// nothing. Writers elsewhere still race, and the write is conditional as
+// ever; a turn is not a lock. An attempt waits at most MaxDelay for one
+// holder (a function or request that hangs), then goes ahead without the
+// turn. Waiting ends with ctx and with Options.Timeout. So fn must not
+// call Update for the same key and store (it would wait MaxDelay for
+// itself, then lose its race to its own write). Stores whose dynamic type
+// cannot be compared with == take no turns.
+//
 // It returns the Result on success (the Decision applied, or fn chose
 // Abort). Otherwise it returns an error, and the Result so far:
 //
@@ -138,39 +149,13 @@ func (u *updater) errorf(format string, args ...any) error {
 
 func (u *updater) run(ctx context.Context) error {
 	for {
-		began := u.start
-		if u.res.Attempts > 0 {
-			began = time.Now()
+		done, err := u.inTurn(ctx)
+		if errors.Is(err, errTimeout) {
+			return &ContendedError{Key: u.key, Attempts: u.res.Attempts, Deadline: true}
 		}
-		base, err := u.read(ctx)
-		if err != nil {
-			return err
-		}
-		u.res.Attempts++
-		d, err := u.fn(base.entry.Value, base.exists)
-		if err != nil {
-			return u.errorf("%w", err)
-		}
-		switch {
-		case d.op == opAbort:
-			u.res = Result{Outcome: Aborted, Entry: base.entry, Exists: base.exists, Attempts: u.res.Attempts}
-			return nil
-		case d.op == opDelete && !base.exists:
-			u.applied(d, "")
-			return nil
-		case d.op == opDelete && !u.caps.CompareAndDelete:
-			return u.errorf("%w: the store does not declare compare-and-delete", store.ErrUnsupported)
-		case d.op == 0:
-			return u.errorf("the function returned the zero Decision")
-		}
-		err = u.write(ctx, base, d)
-		if err == nil {
-			u.learn()
-		}
-		if !errors.Is(err, store.ErrConflict) {
+		if done || !errors.Is(err, store.ErrConflict) {
 			return u.unresolved(err)
 		}
-		u.attempt = time.Since(began)
 		u.conflicts++
 		if u.conflicts >= u.o.MaxAttempts {
 			return &ContendedError{Key: u.key, Attempts: u.res.Attempts}
@@ -182,6 +167,56 @@ func (u *updater) run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// inTurn waits for the key's turn (turns.go) and makes one attempt in it,
+// timing the attempt (u.attempt). It returns errTimeout when
+// Options.Timeout passes while it waits.
+func (u *updater) inTurn(ctx context.Context) (done bool, err error) {
+	release, err := u.takeTurn(ctx)
+	if errors.Is(err, errTimeout) {
+		return false, err
+	}
+	if err != nil {
+		return false, u.errorf("%w", err)
+	}
+	defer release() // also when fn panics
+	began := time.Now()
+	defer func() { u.attempt = time.Since(began) }()
+	return u.try(ctx)
+}
+
+// try makes one attempt: it reads the key, calls fn and writes its
+// Decision. It reports done when the Update is over (applied, aborted, or
+// nothing to delete); otherwise err says why not, and matches
+// store.ErrConflict when the write lost its race.
+func (u *updater) try(ctx context.Context) (done bool, err error) {
+	base, err := u.read(ctx)
+	if err != nil {
+		return false, err
+	}
+	u.res.Attempts++
+	d, err := u.fn(base.entry.Value, base.exists)
+	if err != nil {
+		return false, u.errorf("%w", err)
+	}
+	switch {
+	case d.op == opAbort:
+		u.res = Result{Outcome: Aborted, Entry: base.entry, Exists: base.exists, Attempts: u.res.Attempts}
+		return true, nil
+	case d.op == opDelete && !base.exists:
+		u.applied(d, "")
+		return true, nil
+	case d.op == opDelete && !u.caps.CompareAndDelete:
+		return false, u.errorf("%w: the store does not declare compare-and-delete", store.ErrUnsupported)
+	case d.op == 0:
+		return false, u.errorf("the function returned the zero Decision")
+	}
+	if err := u.write(ctx, base, d); err != nil {
+		return false, err
+	}
+	u.learn()
+	return true, nil
 }
 
 // read returns the key's current state, absorbing transient failures.
