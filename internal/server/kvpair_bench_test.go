@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,6 +41,10 @@ import (
 //     bbolt's per-commit costs (its meta page, the pages it rewrites) are
 //     shared as there. ns/op at 1 client is the pair's latency.
 //
+//   - floor: the same client against a net/http server that only answers
+//     (no routing, no Consul API, no engine): the part of http's cost that
+//     is net/http and the loopback connections, not ours.
+//
 //     go test -run '^$' -bench ConsulCASPair -benchmem ./internal/server
 func BenchmarkConsulCASPair(b *testing.B) {
 	b.Run("handler", benchPairHandler)
@@ -48,6 +53,9 @@ func BenchmarkConsulCASPair(b *testing.B) {
 	}
 	for _, clients := range []int{1, 64} {
 		b.Run(fmt.Sprintf("durable/clients=%d", clients), func(b *testing.B) { benchPairHTTP(b, clients, false) })
+	}
+	for _, clients := range []int{1, 64} {
+		b.Run(fmt.Sprintf("floor/clients=%d", clients), func(b *testing.B) { benchPairFloor(b, clients) })
 	}
 }
 
@@ -137,6 +145,44 @@ func benchPairHTTP(b *testing.B, clients int, noSync bool) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	defer func() { cancel(); <-done }()
+	runPairs(b, clients, ln.Addr().String())
+	if st := srv.engine.Stats(); !noSync && st.Commits > 0 {
+		b.ReportMetric(float64(st.Updates)/float64(st.Commits), "upd/commit")
+	}
+}
+
+// benchPairFloor is the pair against a net/http server that does nothing
+// but answer as the Consul API would (a 200 with X-Consul-Index and an
+// entry of the same size to the GET, "true" to the PUT): what net/http,
+// the loopback connections and the thin client cost by themselves. What
+// http/clients=N costs beyond it is the server's own code.
+func benchPairFloor(b *testing.B, clients int) {
+	entry := []byte(`[{"LockIndex":0,"Key":"bench/pair1","Flags":0,"Value":"` + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("v"), 128)) + `","CreateIndex":5,"ModifyIndex":9}]`)
+	var index atomic.Uint64
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPut {
+			_, _ = io.Copy(io.Discard, r.Body)
+			index.Add(1)
+			_, _ = w.Write([]byte("true"))
+			return
+		}
+		w.Header().Set("X-Consul-Index", strconv.FormatUint(index.Load(), 10))
+		_, _ = w.Write(entry)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := &http.Server{Handler: h}
+	go hs.Serve(ln)
+	defer hs.Close()
+	runPairs(b, clients, ln.Addr().String())
+}
+
+// runPairs drives GET+PUT pairs at addr from clients connections and
+// reports the process's CPU and GC cost per pair.
+func runPairs(b *testing.B, clients int, addr string) {
 	var next atomic.Int64
 	gc0 := gcStats()
 	cpu0 := cpuTime()
@@ -144,13 +190,13 @@ func benchPairHTTP(b *testing.B, clients int, noSync bool) {
 	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		conn, err := net.Dial("tcp", ln.Addr().String())
+		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			b.Error(err)
 			return
 		}
 		defer conn.Close()
-		c := &pairClient{conn: conn, r: bufio.NewReader(conn), host: ln.Addr().String()}
+		c := &pairClient{conn: conn, r: bufio.NewReader(conn), host: addr}
 		key := "/v1/kv/bench/pair" + strconv.FormatInt(next.Add(1), 10)
 		val := bytes.Repeat([]byte("v"), 128)
 		for n := 0; pb.Next(); n++ {
@@ -177,9 +223,6 @@ func benchPairHTTP(b *testing.B, clients int, noSync bool) {
 	gc := gcStats()
 	b.ReportMetric((gc[0]-gc0[0])*1e6/float64(b.N), "gc-cpu-µs/op")
 	b.ReportMetric((gc[1]-gc0[1])*1000/float64(b.N), "gcs/1k-op")
-	if st := srv.engine.Stats(); !noSync && st.Commits > 0 {
-		b.ReportMetric(float64(st.Updates)/float64(st.Commits), "upd/commit")
-	}
 }
 
 // gcStats are the GC's CPU seconds and cycles so far (runtime/metrics),
