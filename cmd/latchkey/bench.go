@@ -60,7 +60,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.IntVar(&cfg.serverPID, "server-pid", 0, "`PID` of the --url server, for its CPU per op (default: found by its loopback port)")
 	fs.IntVar(&cfg.etcdPID, "etcd-pid", 0, "`PID` of etcd, for its CPU per op (default: found by its loopback port)")
 	fs.StringVar(&cfg.clients, "clients", "1,16,64", "comma-separated concurrent client `counts`")
-	fs.StringVar(&cfg.keys, "keys", "distinct,hot", "key `patterns`: distinct (read + CAS on a key of one's own), hot (read + CAS on one shared key), create (create-only writes of fresh keys)")
+	fs.StringVar(&cfg.keys, "keys", "distinct,hot", "key `patterns`: distinct (read + CAS on a key of one's own), hot (read + CAS on one shared key), create (create-only writes of fresh keys), update (cas.Update of one shared key, a store client each)")
 	fs.BoolVar(&cfg.lock, "lock", false, "measure lock handoff instead (release → next holder acquires), with --waiters contenders")
 	fs.StringVar(&cfg.waiters, "waiters", "2,8,32", "with --lock: comma-separated waiter `counts`")
 	fs.BoolVar(&cfg.queue, "queue", false, "measure lock run waiters queued on one lock of --store instead (default --waiters 10,50,100)")
@@ -190,7 +190,7 @@ func openBenchTargets(ctx context.Context, e *env, cfg benchConfig, hc *http.Cli
 		client, clientName = lean, benchClientLean
 	}
 	fmt.Fprintf(e.stdout, "latchkey bench: latchkey through the bench's %s HTTP client (--http-client)\n", clientName)
-	set.add(&consulTarget{base: base, c: client}, pid)
+	set.add(&consulTarget{base: base, token: cfg.token, c: client}, pid)
 	if cfg.etcd != "" {
 		ep := strings.TrimPrefix(strings.TrimPrefix(cfg.etcd, "http://"), "https://")
 		c, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
@@ -315,8 +315,8 @@ func benchScenarios(keys, clients string) ([]benchScenario, error) {
 	var out []benchScenario
 	for _, k := range strings.Split(keys, ",") {
 		k = strings.TrimSpace(k)
-		if k != benchDistinct && k != benchHot && k != benchCreate {
-			return nil, usagef("bench: --keys %q: want distinct, hot or create (comma-separated)", k)
+		if k != benchDistinct && k != benchHot && k != benchCreate && k != benchUpdate {
+			return nil, usagef("bench: --keys %q: want distinct, hot, create or update (comma-separated)", k)
 		}
 		counts, err := benchCounts("--clients", clients)
 		if err != nil {
@@ -467,6 +467,13 @@ as an identical rewrite):
             lose, ops/s counts the winners
   create    each client creates fresh keys (?cas=0, etcd create_revision =
             0): one durable write per request, no read
+  update    every client runs the library's cas.Update on one shared key
+            through a store client of its own (consulstore against
+            latchkey, etcdstore against etcd), as separate programs would:
+            lost races are retried after its backoff. ops/s counts updates,
+            attempts/s the function's calls, conflicts the attempts that
+            lost; p50/p99 are per update. The store clients use net/http
+            (consulstore) and gRPC (etcdstore), whatever --http-client says
 
 The latchkey rows go through the bench's lean HTTP/1.1 client by default
 (--http-client lean): one keep-alive connection per client, each request

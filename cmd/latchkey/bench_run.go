@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/latchkey/latchkey/cas"
+	"github.com/latchkey/latchkey/store"
 )
 
 // Key patterns.
@@ -16,11 +20,12 @@ const (
 	benchDistinct = "distinct" // read + CAS on a key of one's own
 	benchHot      = "hot"      // read + CAS on one shared key
 	benchCreate   = "create"   // create-only writes of fresh keys
+	benchUpdate   = "update"   // cas.Update of one shared key, a store per client
 )
 
 // benchScenario is one measurement: a key pattern and a client count.
 type benchScenario struct {
-	keys    string // benchDistinct, benchHot or benchCreate
+	keys    string // benchDistinct, benchHot, benchCreate or benchUpdate
 	clients int
 }
 
@@ -31,7 +36,7 @@ type benchResult struct {
 	ok        int64 // CAS writes that applied
 	conflicts int64 // CAS writes refused (another client won)
 	elapsed   time.Duration
-	p50, p99  time.Duration // per attempt (read + CAS, or one create)
+	p50, p99  time.Duration // per attempt (read + CAS, one create, or one cas.Update)
 	// serverCPU and clientCPU are the CPU time the target's process and
 	// this process used during the measurement; -1 when unknown.
 	serverCPU, clientCPU time.Duration
@@ -93,10 +98,25 @@ func meter(m cpuMeter) (time.Duration, error) {
 //     the race, as they must. ops/s counts the applied writes.
 //   - create: every client creates fresh keys of its own (Consul cas=0, etcd
 //     create_revision = 0): one durable write per request, no read.
+//   - update: every client runs cas.Update on one shared key through a
+//     store of its own (consulstore, etcdstore), as separate programs
+//     using the library would: its backoff decides when a lost race is
+//     tried again. ops/s counts updates; conflicts the attempts that lost.
 func runBench(ctx context.Context, t benchTarget, sc benchScenario, dur time.Duration, maxOps int64, val []byte, prefix string) (benchResult, error) {
+	res := benchResult{target: t.name(), scenario: sc}
+	stores := make([]store.Store, sc.clients)
+	if sc.keys == benchUpdate {
+		for c := range stores {
+			s, err := t.openStore(ctx)
+			if err != nil {
+				return res, fmt.Errorf("bench %s %s/%d: %w", t.name(), sc.keys, sc.clients, err)
+			}
+			defer s.Close()
+			stores[c] = s
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, dur)
 	defer cancel()
-	res := benchResult{target: t.name(), scenario: sc}
 	var ok, conflicts atomic.Int64
 	var firstErr error
 	var errOnce sync.Once
@@ -110,7 +130,7 @@ func runBench(ctx context.Context, t benchTarget, sc benchScenario, dur time.Dur
 			for n := 0; ctx.Err() == nil; n++ {
 				stamp(v, c, n)
 				t0 := time.Now()
-				applied, err := benchAttempt(ctx, t, sc, prefix, c, n, v)
+				applied, lost, err := benchAttempt(ctx, t, stores[c], sc, prefix, c, n, v)
 				if err != nil {
 					if ctx.Err() == nil {
 						errOnce.Do(func() { firstErr = err; cancel() })
@@ -120,8 +140,8 @@ func runBench(ctx context.Context, t benchTarget, sc benchScenario, dur time.Dur
 				if len(samples[c]) < perClient {
 					samples[c] = append(samples[c], time.Since(t0))
 				}
+				conflicts.Add(int64(lost))
 				if !applied {
-					conflicts.Add(1)
 					continue
 				}
 				if ok.Add(1) == maxOps {
@@ -139,6 +159,11 @@ func runBench(ctx context.Context, t benchTarget, sc benchScenario, dur time.Dur
 	if res.ok == 0 {
 		return res, errors.New("bench: no write applied")
 	}
+	if sc.keys == benchUpdate {
+		if err := checkUpdateCount(context.WithoutCancel(ctx), stores[0], updateKey(prefix, sc), res.ok, sc.clients); err != nil {
+			return res, fmt.Errorf("bench %s %s/%d: %w", t.name(), sc.keys, sc.clients, err)
+		}
+	}
 	all := slices.Concat(samples...)
 	slices.Sort(all)
 	res.p50, res.p99 = percentile(all, 0.50), percentile(all, 0.99)
@@ -152,11 +177,18 @@ func stamp(v []byte, client, n int) {
 	copy(v, s)
 }
 
-func benchAttempt(ctx context.Context, t benchTarget, sc benchScenario, prefix string, client, n int, val []byte) (bool, error) {
+// benchAttempt makes one attempt of sc's pattern (update: one cas.Update
+// through st) and reports whether a write applied and how many writes
+// lost their race.
+func benchAttempt(ctx context.Context, t benchTarget, st store.Store, sc benchScenario, prefix string, client, n int, val []byte) (applied bool, lost int, err error) {
 	var key string
 	switch sc.keys {
 	case benchCreate:
-		return t.create(ctx, fmt.Sprintf("%s/create-%d/%d/%d", prefix, sc.clients, client, n), val)
+		applied, err = t.create(ctx, fmt.Sprintf("%s/create-%d/%d/%d", prefix, sc.clients, client, n), val)
+		return applied, 0, err
+	case benchUpdate:
+		res, err := cas.Update(ctx, st, updateKey(prefix, sc), benchIncrement(val), &cas.Options{MaxAttempts: 1 << 20})
+		return err == nil, max(res.Attempts-1, 0), err
 	case benchDistinct:
 		key = fmt.Sprintf("%s/distinct-%d/%d", prefix, sc.clients, client)
 	default:
@@ -164,9 +196,66 @@ func benchAttempt(ctx context.Context, t benchTarget, sc benchScenario, prefix s
 	}
 	rev, err := t.read(ctx, key)
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
-	return t.cas(ctx, key, val, rev)
+	applied, err = t.cas(ctx, key, val, rev)
+	if !applied {
+		lost = 1
+	}
+	return applied, lost, err
+}
+
+func updateKey(prefix string, sc benchScenario) string {
+	return fmt.Sprintf("%s/update-%d", prefix, sc.clients)
+}
+
+// benchIncrement is the update pattern's function: the value is a counter
+// ("N " and then val's bytes, as long as val or the count), so every write is new and
+// the count tells after the run whether an update was lost.
+func benchIncrement(val []byte) cas.Func {
+	return func(cur []byte, exists bool) (cas.Decision, error) {
+		n := 0
+		if exists {
+			var err error
+			if n, err = benchCount(cur); err != nil {
+				return cas.Decision{}, err
+			}
+		}
+		count := strconv.Itoa(n+1) + " "
+		v := make([]byte, max(len(val), len(count)))
+		copy(v, val)
+		copy(v, count)
+		return cas.Set(v), nil
+	}
+}
+
+// benchCount reads the counter benchIncrement wrote.
+func benchCount(v []byte) (int, error) {
+	digits, _, _ := strings.Cut(string(v), " ")
+	n, err := strconv.Atoi(digits)
+	if err != nil {
+		return 0, fmt.Errorf("the update counter holds %.40q, not a count", v)
+	}
+	return n, nil
+}
+
+// checkUpdateCount fails when the update pattern's counter is below the
+// updates that were acknowledged (a lost update). It may be above them by
+// at most one per client: an Update cut off by the end of the measurement
+// may have applied its write without hearing so.
+func checkUpdateCount(ctx context.Context, s store.Store, key string, acked int64, clients int) error {
+	e, err := s.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("reading the update counter: %w", err)
+	}
+	n, err := benchCount(e.Value)
+	if err != nil {
+		return err
+	}
+	if int64(n) < acked || int64(n) > acked+int64(clients) {
+		return fmt.Errorf("the update counter is %d after %d acknowledged updates from %d clients: an update was lost or applied twice", n, acked, clients)
+	}
+	return nil
 }
 
 func percentile(sorted []time.Duration, p float64) time.Duration {

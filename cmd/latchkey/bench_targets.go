@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,10 @@ import (
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/consulstore"
+	"github.com/latchkey/latchkey/store/etcdstore"
 )
 
 // benchTarget is a server whose durable CAS the bench measures, through
@@ -28,6 +33,9 @@ type benchTarget interface {
 	cas(ctx context.Context, key string, val []byte, rev uint64) (applied bool, err error)
 	// addr is the host:port the target listens on, to find its process.
 	addr() string
+	// openStore opens a store.Store client of the target of its own (the
+	// update pattern).
+	openStore(ctx context.Context) (store.Store, error)
 }
 
 // maxBenchBody bounds what the bench reads from any response.
@@ -54,12 +62,21 @@ func hostOf(base string) string {
 // consulTarget speaks Consul's KV HTTP API: PUT /v1/kv/K?cas=N answers
 // true or false; GET /v1/kv/K gives the ModifyIndex.
 type consulTarget struct {
-	base string // http://host:port
-	c    benchHTTP
+	base  string // http://host:port
+	token string
+	c     benchHTTP
 }
 
 func (t *consulTarget) name() string { return "latchkey" }
 func (t *consulTarget) addr() string { return hostOf(t.base) }
+
+func (t *consulTarget) openStore(ctx context.Context) (store.Store, error) {
+	u, err := url.Parse(t.base)
+	if err != nil {
+		return nil, err
+	}
+	return consulstore.Open(ctx, &consulstore.Options{Address: u.Host, Scheme: u.Scheme, Token: t.token})
+}
 
 func (t *consulTarget) put(ctx context.Context, key string, val []byte, cas uint64) (bool, error) {
 	code, body, err := t.c.do(ctx, http.MethodPut, "/v1/kv/"+escapeKey(key)+"?cas="+strconv.FormatUint(cas, 10), val)
@@ -116,6 +133,10 @@ type etcdTarget struct {
 func (t *etcdTarget) name() string { return "etcd" }
 func (t *etcdTarget) addr() string { return t.endpoint }
 
+func (t *etcdTarget) openStore(ctx context.Context) (store.Store, error) {
+	return etcdstore.Open(ctx, &etcdstore.Options{Endpoints: []string{t.endpoint}})
+}
+
 func (t *etcdTarget) txn(ctx context.Context, key string, val []byte, cmp clientv3.Cmp) (bool, error) {
 	resp, err := t.c.Txn(ctx).If(cmp).Then(clientv3.OpPut(key, string(val))).Commit()
 	if err != nil {
@@ -157,6 +178,10 @@ type etcdGatewayTarget struct {
 
 func (t *etcdGatewayTarget) name() string { return "etcd-json" }
 func (t *etcdGatewayTarget) addr() string { return hostOf(t.base) }
+
+func (t *etcdGatewayTarget) openStore(context.Context) (store.Store, error) {
+	return nil, errors.New("the update pattern needs a store client, and there is none for the JSON gateway")
+}
 
 func b64(s []byte) string { return base64.StdEncoding.EncodeToString(s) }
 

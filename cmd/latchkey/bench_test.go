@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/cas"
+	"github.com/latchkey/latchkey/store/memstore"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -45,16 +50,16 @@ func cpuField(t *testing.T, f string) time.Duration {
 func TestBenchAgainstChildServer(t *testing.T) {
 	t.Setenv(asMain, "1") // the bench starts this binary as latchkey serve
 	c := &cli{t: t, env: map[string]string{}}
-	out := c.ok("bench", "--duration", "300ms", "--clients", "1,4", "--keys", "distinct,hot,create")
+	out := c.ok("bench", "--duration", "300ms", "--clients", "1,4", "--keys", "distinct,hot,create,update")
 	rows := benchRows(out, "latchkey")
-	if len(rows) != 6 {
-		t.Fatalf("want 6 result rows (distinct, hot and create × 1 and 4 clients), got %d:\n%s", len(rows), out)
+	if len(rows) != 8 {
+		t.Fatalf("want 8 result rows (distinct, hot, create and update × 1 and 4 clients), got %d:\n%s", len(rows), out)
 	}
 	for _, f := range rows {
 		if ops, err := strconv.ParseFloat(f[3], 64); err != nil || ops <= 0 {
 			t.Errorf("row %q: ops/s %q", f, f[3])
 		}
-		if f[1] != "hot" && f[7] != "0" {
+		if contended := (f[1] == "hot" || f[1] == "update") && f[2] != "1"; !contended && f[7] != "0" {
 			t.Errorf("row %q: conflicts without contention", f)
 		}
 		if b, err := strconv.ParseFloat(f[8], 64); err != nil || b < 1 {
@@ -113,25 +118,25 @@ func TestBenchEtcdSideBySide(t *testing.T) {
 	t.Setenv(asMain, "1")
 	ep := startEmbeddedEtcd(t)
 	c := &cli{t: t, env: map[string]string{}}
-	out := c.ok("bench", "--duration", "200ms", "--clients", "2", "--keys", "distinct,hot,create", "--etcd", ep)
+	out := c.ok("bench", "--duration", "200ms", "--clients", "2", "--keys", "distinct,hot,create,update", "--etcd", ep)
 	if !strings.Contains(out, "latchkey / etcd") {
 		t.Fatalf("no ratio table:\n%s", out)
 	}
 	rows := benchRows(out, "etcd")
-	if len(rows) != 3 {
-		t.Fatalf("want 3 etcd rows:\n%s", out)
+	if len(rows) != 4 {
+		t.Fatalf("want 4 etcd rows:\n%s", out)
 	}
 	for _, f := range rows {
 		if ops, err := strconv.ParseFloat(f[3], 64); err != nil || ops <= 0 {
 			t.Errorf("no write applied against etcd: %q", f)
 		}
-		if f[1] != "hot" && f[7] != "0" {
+		if f[1] != "hot" && f[1] != "update" && f[7] != "0" {
 			t.Errorf("row %q: conflicts without contention", f)
 		}
 		// etcd runs in this process, found by its port.
 		cpuField(t, f[9])
 	}
-	for _, keys := range []string{"distinct", "hot", "create"} {
+	for _, keys := range []string{"distinct", "hot", "create", "update"} {
 		if !regexp.MustCompile(`(?m)^\s*` + keys + `\s+2\s+\d+\s+\d+\s+[0-9.]+\s`).MatchString(out) {
 			t.Errorf("no ratio row for %s:\n%s", keys, out)
 		}
@@ -287,6 +292,38 @@ func TestBenchEtcdGateway(t *testing.T) {
 	for _, f := range rows {
 		if f[3] == "0" {
 			t.Errorf("no CAS applied against the gateway: %q", f)
+		}
+	}
+}
+
+// The update pattern counts: its writes are a counter, and the check
+// after a run fails when the count is below the acknowledged updates (a
+// lost update) or above them by more than one per client.
+func TestBenchUpdateCountsItsWrites(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	for _, val := range [][]byte{[]byte("x"), bytes.Repeat([]byte("v"), 16)} {
+		key := fmt.Sprintf("count-%d", len(val))
+		for range 12 {
+			if _, err := cas.Update(ctx, s, key, benchIncrement(val), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e, err := s.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := benchCount(e.Value); err != nil || n != 12 || len(e.Value) < len(val) {
+			t.Fatalf("after 12 updates of a %d-byte value: %q (%d, %v)", len(val), e.Value, n, err)
+		}
+		for _, c := range []struct {
+			acked   int64
+			clients int
+			ok      bool
+		}{{12, 1, true}, {11, 1, true}, {10, 1, false}, {13, 1, false}, {9, 3, true}, {8, 3, false}} {
+			if err := checkUpdateCount(ctx, s, key, c.acked, c.clients); (err == nil) != c.ok {
+				t.Errorf("counter 12, %d acknowledged by %d clients: err = %v, want ok %v", c.acked, c.clients, err, c.ok)
+			}
 		}
 	}
 }
