@@ -199,7 +199,7 @@ func benchAttempt(ctx context.Context, t benchTarget, st store.Store, sc benchSc
 		return false, 0, err
 	}
 	applied, err = t.cas(ctx, key, val, rev)
-	if !applied {
+	if err == nil && !applied {
 		lost = 1
 	}
 	return applied, lost, err
