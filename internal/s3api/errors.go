@@ -270,7 +270,7 @@ func writeError(w http.ResponseWriter, r *http.Request, reqID string, err error)
 		HeadersNotSigned: e.HeadersNotSigned,
 		Resource:         r.URL.EscapedPath(), RequestID: reqID, HostID: reqID,
 	}
-	out, merr := xml.Marshal(body)
+	out, merr := marshalXML(body)
 	if merr != nil {
 		w.WriteHeader(http.StatusInternalServerError)
 		return

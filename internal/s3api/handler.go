@@ -238,6 +238,9 @@ func (h *Handler) route(q *request) error {
 }
 
 func (h *Handler) routeBucket(q *request, m string) error {
+	if ok, err := h.routeAbsentConfig(q, m); ok {
+		return err
+	}
 	for _, unsupported := range []string{"acl", "policy", "cors", "lifecycle", "tagging", "website",
 		"encryption", "replication", "logging", "notification", "object-lock", "accelerate",
 		"requestPayment", "ownershipControls", "publicAccessBlock", "analytics", "metrics",
@@ -338,7 +341,7 @@ func (h *Handler) routeObject(q *request, m string) error {
 
 // writeXML sends a 200 XML response.
 func writeXML(w http.ResponseWriter, status int, v any) error {
-	out, err := xml.Marshal(v)
+	out, err := marshalXML(v)
 	if err != nil {
 		return fmt.Errorf("s3api: encode response: %w", err)
 	}
@@ -348,6 +351,18 @@ func writeXML(w http.ResponseWriter, status int, v any) error {
 	_, _ = io.WriteString(w, xml.Header)
 	_, _ = w.Write(out)
 	return nil
+}
+
+// marshalXML is xml.Marshal with '"' in text written as AWS writes it,
+// "&quot;" (ETags), instead of encoding/xml's "&#34;". The swap is exact:
+// encoding/xml writes a literal "&" as "&amp;", so "&#34;" in its output
+// can only be its escape of '"'.
+func marshalXML(v any) ([]byte, error) {
+	out, err := xml.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.ReplaceAll(out, []byte("&#34;"), []byte("&quot;")), nil
 }
 
 // readXML decodes a bounded XML request body into v; anything malformed
