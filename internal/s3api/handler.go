@@ -152,6 +152,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error
 	if r.URL.RawQuery != "" {
 		req.query = r.URL.Query()
 	}
+	if isPostObject(r) {
+		// A browser form upload authenticates itself from its fields.
+		if err := splitPath(h.requestPath(r), req); err != nil {
+			return err
+		}
+		if req.bucket != "" && req.key == "" {
+			return h.postObject(req)
+		}
+	}
 	switch {
 	case h.opts.Auth != nil && !(h.opts.Anonymous && !sigv4.Signed(r)):
 		_, body, err := h.opts.Auth.Verify(r)
@@ -181,14 +190,19 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error
 		defer body.Close()
 		req.body = body
 	}
+	if err := splitPath(h.requestPath(r), req); err != nil {
+		return err
+	}
+	return h.route(req)
+}
+
+// requestPath is the escaped path with a virtual-hosted bucket prepended.
+func (h *Handler) requestPath(r *http.Request) string {
 	path := r.URL.EscapedPath()
 	if b, ok := BucketFromHost(r.Host, h.opts.Domain); ok {
 		path = "/" + url.PathEscape(b) + path
 	}
-	if err := splitPath(path, req); err != nil {
-		return err
-	}
-	return h.route(req)
+	return path
 }
 
 // splitPath takes bucket and key from the escaped path, so that "%2F",

@@ -287,3 +287,12 @@ type deleteResult struct {
 	Deleted []deletedEntry `xml:"Deleted"`
 	Errors  []deleteError  `xml:"Error"`
 }
+
+// postResponse is PostObject's body with success_action_status=201.
+type postResponse struct {
+	XMLName  xml.Name `xml:"PostResponse"`
+	Location string   `xml:"Location"`
+	Bucket   string   `xml:"Bucket"`
+	Key      string   `xml:"Key"`
+	ETag     string   `xml:"ETag"`
+}
