@@ -59,6 +59,11 @@
 // Object tags, kept checksums (composite or full-object for multipart),
 // GetObjectAttributes and virtual-hosted-style addressing (Options.Domain)
 // are implemented; server-side encryption is refused, never pretended.
-// Known restrictions: object keys may not contain NUL; no ACLs, policies or
-// lifecycle. docs/wire-s3.md lists every known difference from AWS.
+// Browser form uploads (PostObject, postobject.go) authenticate from their
+// fields: the SigV4 signature of the policy document (sigv4.VerifyPost),
+// then the policy's expiration and every condition, and every field must
+// be named by one (postpolicy.go); the file is stored as a PutObject body
+// is. Known restrictions: object keys may not contain NUL; no ACLs,
+// policies or lifecycle (reading one answers AWS's "none" 404, setting one
+// 501). docs/wire-s3.md lists every known difference from AWS.
 package s3api
