@@ -47,3 +47,21 @@ func TestHeadersNotSigned(t *testing.T) {
 		t.Fatalf("split signed header: %v, now %q", err, r.Header["X-Amz-Copy-Source"])
 	}
 }
+
+// TestMissingContentSHA256: with header auth x-amz-content-sha256 must be
+// present (AWS: 400 InvalidRequest "Missing required header for this
+// request: x-amz-content-sha256"); a presigned URL defaults to
+// UNSIGNED-PAYLOAD. Part of AWS's signing rule (issue 24 item 1).
+func TestMissingContentSHA256(t *testing.T) {
+	v := New(Credentials{testAK: testSecret}.Lookup, &Options{Now: func() time.Time { return fuzzNow }})
+	r := fuzzRequest("PUT", "/b/k", "", "Content-Type: text/plain", "")
+	signFuzzed(r, "host;x-amz-date", false)
+	if _, _, err := v.Verify(r); !errors.Is(err, ErrMissingContentSHA256) {
+		t.Fatalf("header auth without x-amz-content-sha256: %v", err)
+	}
+	r = fuzzRequest("PUT", "/b/k", "", "Content-Type: text/plain", "")
+	signFuzzed(r, "host", true)
+	if _, _, err := v.Verify(r); err != nil {
+		t.Fatalf("presigned without x-amz-content-sha256: %v", err)
+	}
+}
