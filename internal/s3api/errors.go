@@ -229,7 +229,7 @@ type errorBody struct {
 	MaxSizeAllowed    string   `xml:"MaxSizeAllowed,omitempty"`
 	MinSizeAllowed    string   `xml:"MinSizeAllowed,omitempty"`
 	HeadersNotSigned  string   `xml:"HeadersNotSigned,omitempty"`
-	Resource          string   `xml:"Resource"`
+	Resource          string   `xml:"Resource,omitempty"`
 	RequestID         string   `xml:"RequestId"`
 	HostID            string   `xml:"HostId"`
 }
@@ -274,6 +274,9 @@ func writeError(w http.ResponseWriter, r *http.Request, reqID string, err error)
 		ProposedSize: e.ProposedSize, MinSizeAllowed: e.MinSizeAllowed,
 		HeadersNotSigned: e.HeadersNotSigned,
 		Resource:         r.URL.EscapedPath(), RequestID: reqID, HostID: reqID,
+	}
+	if e.HeadersNotSigned != "" {
+		body.Resource = "" // AWS's HeadersNotSigned error has none (recorded)
 	}
 	out, merr := marshalXML(body)
 	if merr != nil {
