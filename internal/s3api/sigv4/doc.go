@@ -37,6 +37,11 @@
 // rebinds every signed header to its canonical, signed form, so that what
 // the handler reads is what was signed.
 //
+// Browser form uploads (S3's PostObject) carry no signed request: their
+// signature covers the base64 policy document of the form, and
+// Verifier.VerifyPost checks it under the same signing key. The policy's
+// conditions are the caller's to check.
+//
 // A server that also serves unsigned requests (latchkey serve --anonymous)
 // reads their bodies through Dechunk, which decodes and verifies an unsigned
 // aws-chunked body (STREAMING-UNSIGNED-PAYLOAD-TRAILER) the same way and
