@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,14 +45,46 @@ func validBucketName(name string) bool {
 	return true
 }
 
+// MaxListBuckets is the largest max-buckets ListBuckets accepts, AWS's.
+const MaxListBuckets = 10000
+
+// listBuckets answers ListBuckets in name order. Without max-buckets every
+// bucket is listed on one page, as AWS does for accounts under its quota;
+// with it, a page holds at most that many and ContinuationToken (the
+// opaque base64 of the page's last name) asks for the next. prefix
+// filters by name.
 func (h *Handler) listBuckets(q *request) error {
+	limit, paged := 0, q.has("max-buckets")
+	if paged {
+		n, err := strconv.Atoi(q.query.Get("max-buckets"))
+		if err != nil || n < 1 || n > MaxListBuckets {
+			return errInvalidArgument("Argument max-buckets must be an integer between 1 and 10000", "max-buckets", q.query.Get("max-buckets"))
+		}
+		limit = n
+	}
+	after := ""
+	if tok, ok := q.query["continuation-token"]; ok {
+		m, ok := decodeToken(tok[0])
+		if !ok || !validBucketName(m) {
+			return errInvalidArgument("The continuation token provided is incorrect", "continuation-token", tok[0])
+		}
+		after = m
+	}
+	prefix := q.query.Get("prefix")
 	bs, err := h.m.Buckets()
 	if err != nil {
 		return err
 	}
-	res := listAllMyBucketsResult{NS: s3NS, Owner: theOwner, Buckets: make([]bucketInfo, 0, len(bs))}
+	res := listAllMyBucketsResult{NS: s3NS, Owner: theOwner, Buckets: make([]bucketInfo, 0, min(len(bs), MaxListBuckets)), Prefix: prefix}
 	for _, b := range bs {
-		res.Buckets = append(res.Buckets, bucketInfo{Name: b.Name, CreationDate: isoTime(time.Unix(0, b.Created))})
+		if b.Name <= after || !strings.HasPrefix(b.Name, prefix) {
+			continue
+		}
+		if paged && len(res.Buckets) == limit {
+			res.ContinuationToken = encodeToken(res.Buckets[limit-1].Name)
+			break
+		}
+		res.Buckets = append(res.Buckets, bucketInfo{Name: b.Name, CreationDate: isoTime(time.Unix(0, b.Created)), BucketRegion: h.opts.Region})
 	}
 	return writeXML(q.w, http.StatusOK, res)
 }

@@ -145,7 +145,7 @@ func (h *Handler) copyObject(q *request) error {
 		h.discard(in)
 		return err
 	}
-	setVersionHeader(q.w, res.Versioning, res.Version.VersionID)
+	setWrittenVersionHeader(q.w, res.Version.VersionID)
 	if src.VersionID != nullVersion {
 		q.w.Header().Set("X-Amz-Copy-Source-Version-Id", src.VersionID)
 	}

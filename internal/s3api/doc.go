@@ -32,16 +32,16 @@
 //
 // Authentication (the auth rule; docs/security.md has the reasons): the
 // handler acts only on what the SigV4 signature covers. The method, path
-// and query are always signed; Host and every x-amz-* header must be
-// signed (x-amz-copy-source*, x-amz-metadata-directive, x-amz-meta-*,
-// x-amz-checksum-*, x-amz-if-*, x-amz-tagging*, …) except
-// x-amz-content-sha256, whose value the canonical request carries anyway;
-// with header auth, so must the headers stored with an object
-// (Content-Type, Content-Encoding, Cache-Control, Content-Disposition,
-// Content-Language, Expires), which a presigned URL may leave unsigned as
-// S3 allows for browser uploads. Any other is refused before routing with
-// 403 AccessDenied and <HeadersNotSigned>, as S3 does. Content-MD5, the
-// If-* conditions and Range may be unsigned: they can only refuse or
+// and query are always signed; Host, every x-amz-* header and Content-MD5
+// must be signed (x-amz-copy-source*, x-amz-metadata-directive,
+// x-amz-meta-*, x-amz-checksum-*, x-amz-if-*, x-amz-tagging*, …) except
+// x-amz-content-sha256, whose value the canonical request carries anyway.
+// That is AWS's rule, in header auth and presigned URLs alike. Any other is
+// refused before routing with 403 AccessDenied and <HeadersNotSigned>, as
+// S3 does. Content-Type, Content-Encoding, Cache-Control,
+// Content-Disposition, Content-Language, Expires, the If-* conditions and
+// Range may be unsigned, as on AWS (minio-go v7.0.x and the JavaScript SDK
+// v2 never sign Content-Type); the conditions and Range can only refuse or
 // narrow what the signature allows; a presigned URL's signed If-Match or
 // If-None-Match query condition is never replaced by an unsigned header.
 // Signed headers reach the handler in their canonical (signed) form.
@@ -59,6 +59,11 @@
 // Object tags, kept checksums (composite or full-object for multipart),
 // GetObjectAttributes and virtual-hosted-style addressing (Options.Domain)
 // are implemented; server-side encryption is refused, never pretended.
-// Known restrictions: object keys may not contain NUL; no ACLs, policies or
-// lifecycle. docs/wire-s3.md lists every known difference from AWS.
+// Browser form uploads (PostObject, postobject.go) authenticate from their
+// fields: the SigV4 signature of the policy document (sigv4.VerifyPost),
+// then the policy's expiration and every condition, and every field must
+// be named by one (postpolicy.go); the file is stored as a PutObject body
+// is. Known restrictions: object keys may not contain NUL; no ACLs,
+// policies or lifecycle (reading one answers AWS's "none" 404, setting one
+// 501). docs/wire-s3.md lists every known difference from AWS.
 package s3api

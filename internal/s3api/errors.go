@@ -29,6 +29,8 @@ type Error struct {
 	ArgumentName      string
 	ArgumentValue     string
 	MaxSizeAllowed    string
+	ProposedSize      string
+	MinSizeAllowed    string
 	HeadersNotSigned  string
 
 	// Headers are extra response headers (x-amz-delete-marker,
@@ -223,9 +225,11 @@ type errorBody struct {
 	ResourceType      string   `xml:"ResourceType,omitempty"`
 	ArgumentName      string   `xml:"ArgumentName,omitempty"`
 	ArgumentValue     string   `xml:"ArgumentValue,omitempty"`
+	ProposedSize      string   `xml:"ProposedSize,omitempty"`
 	MaxSizeAllowed    string   `xml:"MaxSizeAllowed,omitempty"`
+	MinSizeAllowed    string   `xml:"MinSizeAllowed,omitempty"`
 	HeadersNotSigned  string   `xml:"HeadersNotSigned,omitempty"`
-	Resource          string   `xml:"Resource"`
+	Resource          string   `xml:"Resource,omitempty"`
 	RequestID         string   `xml:"RequestId"`
 	HostID            string   `xml:"HostId"`
 }
@@ -267,10 +271,14 @@ func writeError(w http.ResponseWriter, r *http.Request, reqID string, err error)
 		VersionID: e.VersionID, Condition: e.Condition, Header: e.Header,
 		AdditionalMessage: e.AdditionalMessage, Method: e.Method, ResourceType: e.ResourceType,
 		ArgumentName: e.ArgumentName, ArgumentValue: e.ArgumentValue, MaxSizeAllowed: e.MaxSizeAllowed,
+		ProposedSize: e.ProposedSize, MinSizeAllowed: e.MinSizeAllowed,
 		HeadersNotSigned: e.HeadersNotSigned,
 		Resource:         r.URL.EscapedPath(), RequestID: reqID, HostID: reqID,
 	}
-	out, merr := xml.Marshal(body)
+	if e.HeadersNotSigned != "" {
+		body.Resource = "" // AWS's HeadersNotSigned error has none (recorded)
+	}
+	out, merr := marshalXML(body)
 	if merr != nil {
 		w.WriteHeader(http.StatusInternalServerError)
 		return

@@ -152,6 +152,15 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error
 	if r.URL.RawQuery != "" {
 		req.query = r.URL.Query()
 	}
+	if isPostObject(r) {
+		// A browser form upload authenticates itself from its fields.
+		if err := splitPath(h.requestPath(r), req); err != nil {
+			return err
+		}
+		if req.bucket != "" && req.key == "" {
+			return h.postObject(req)
+		}
+	}
 	switch {
 	case h.opts.Auth != nil && !(h.opts.Anonymous && !sigv4.Signed(r)):
 		_, body, err := h.opts.Auth.Verify(r)
@@ -181,14 +190,19 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, id string) error
 		defer body.Close()
 		req.body = body
 	}
+	if err := splitPath(h.requestPath(r), req); err != nil {
+		return err
+	}
+	return h.route(req)
+}
+
+// requestPath is the escaped path with a virtual-hosted bucket prepended.
+func (h *Handler) requestPath(r *http.Request) string {
 	path := r.URL.EscapedPath()
 	if b, ok := BucketFromHost(r.Host, h.opts.Domain); ok {
 		path = "/" + url.PathEscape(b) + path
 	}
-	if err := splitPath(path, req); err != nil {
-		return err
-	}
-	return h.route(req)
+	return path
 }
 
 // splitPath takes bucket and key from the escaped path, so that "%2F",
@@ -238,6 +252,9 @@ func (h *Handler) route(q *request) error {
 }
 
 func (h *Handler) routeBucket(q *request, m string) error {
+	if ok, err := h.routeAbsentConfig(q, m); ok {
+		return err
+	}
 	for _, unsupported := range []string{"acl", "policy", "cors", "lifecycle", "tagging", "website",
 		"encryption", "replication", "logging", "notification", "object-lock", "accelerate",
 		"requestPayment", "ownershipControls", "publicAccessBlock", "analytics", "metrics",
@@ -338,7 +355,7 @@ func (h *Handler) routeObject(q *request, m string) error {
 
 // writeXML sends a 200 XML response.
 func writeXML(w http.ResponseWriter, status int, v any) error {
-	out, err := xml.Marshal(v)
+	out, err := marshalXML(v)
 	if err != nil {
 		return fmt.Errorf("s3api: encode response: %w", err)
 	}
@@ -348,6 +365,18 @@ func writeXML(w http.ResponseWriter, status int, v any) error {
 	_, _ = io.WriteString(w, xml.Header)
 	_, _ = w.Write(out)
 	return nil
+}
+
+// marshalXML is xml.Marshal with '"' in text written as AWS writes it,
+// "&quot;" (ETags), instead of encoding/xml's "&#34;". The swap is exact:
+// encoding/xml writes a literal "&" as "&amp;", so "&#34;" in its output
+// can only be its escape of '"'.
+func marshalXML(v any) ([]byte, error) {
+	out, err := xml.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.ReplaceAll(out, []byte("&#34;"), []byte("&quot;")), nil
 }
 
 // readXML decodes a bounded XML request body into v; anything malformed

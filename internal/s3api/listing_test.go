@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"bytes"
 	"encoding/xml"
 	"fmt"
 	"net/url"
@@ -231,6 +232,32 @@ func TestListEncodingURL(t *testing.T) {
 		}
 		if strings.Contains(body, "+") {
 			t.Errorf("%s: a + in %s", tc.query, body)
+		}
+	}
+}
+
+// TestXMLETagQuot: ETags in XML bodies are escaped as AWS writes them,
+// "&quot;", not Go's "&#34;" (issue 24 item 4; both are valid XML, but
+// clients that scan the text, and diffs against AWS, see the difference):
+// ListObjects v1 and v2, ListObjectVersions, ListParts, CopyObject and
+// CompleteMultipartUpload.
+func TestXMLETagQuot(t *testing.T) {
+	s := newTestServer(t, nil)
+	s.bucket("quot")
+	s.put("/quot/k", "v")
+	m := s.createMPU("/quot/mp")
+	m.part(1, "abc")
+	bodies := map[string][]byte{
+		"list v1":  s.mustDo(200, "GET", "/quot", nil).Body,
+		"list v2":  s.mustDo(200, "GET", "/quot?list-type=2", nil).Body,
+		"versions": s.mustDo(200, "GET", "/quot?versions", nil).Body,
+		"parts":    s.mustDo(200, "GET", "/quot/mp?uploadId="+m.id, nil).Body,
+		"copy":     s.mustDo(200, "PUT", "/quot/c", nil, "x-amz-copy-source", "/quot/k").Body,
+		"complete": m.complete(nil, 1).Body,
+	}
+	for op, b := range bodies {
+		if !bytes.Contains(b, []byte("<ETag>&quot;")) || bytes.Contains(b, []byte("&#34;")) {
+			t.Errorf("%s: ETag not escaped as &quot;: %s", op, b)
 		}
 	}
 }

@@ -141,7 +141,7 @@ func (h *Handler) completeMultipartUpload(q *request) error {
 	if err != nil {
 		return err
 	}
-	setVersionHeader(q.w, res.Versioning, res.Version.VersionID)
+	setWrittenVersionHeader(q.w, res.Version.VersionID)
 	return writeXML(q.w, http.StatusOK, completeMultipartUploadResult{
 		NS: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: res.Version.ETag,
 		checksumFields: checksumXML(res.Version.Checksum),

@@ -64,7 +64,7 @@ func (h *Handler) putObject(q *request) error {
 		h.discard(in)
 		return err
 	}
-	setVersionHeader(q.w, res.Versioning, res.Version.VersionID)
+	setWrittenVersionHeader(q.w, res.Version.VersionID)
 	setChecksumHeaders(q.w, res.Version.Checksum)
 	q.w.Header().Set("Etag", res.Version.ETag)
 	q.w.WriteHeader(http.StatusOK)
@@ -93,8 +93,21 @@ func (h *Handler) publish(q *request, cond writeCond, snapshot *uint64, v versio
 	return h.m.PutVersion(q.ctx, q.bucket, q.key, cond.decide(q.key, snapshot), v, data)
 }
 
+// setVersionHeader answers the version a read or tagging request acted on:
+// none in a bucket that never had versioning, "null" for the null version
+// of a suspended bucket.
 func setVersionHeader(w http.ResponseWriter, versioning, id string) {
 	if versioning != versioningOff || id != nullVersion {
+		w.Header().Set("X-Amz-Version-Id", id)
+	}
+}
+
+// setWrittenVersionHeader answers the version a PUT, CopyObject or
+// CompleteMultipartUpload created. A write that made the null version (a
+// bucket without versioning, or a suspended one) answers none, as AWS
+// does; GET and HEAD of that version still answer "null".
+func setWrittenVersionHeader(w http.ResponseWriter, id string) {
+	if id != nullVersion {
 		w.Header().Set("X-Amz-Version-Id", id)
 	}
 }

@@ -3,6 +3,7 @@ package s3api
 import (
 	"fmt"
 	"log/slog"
+	"time"
 )
 
 // Defaults used where Options leaves a field zero.
@@ -34,6 +35,9 @@ type Options struct {
 	MinPartSize int64
 	// Logger receives internal errors; nil means slog.Default().
 	Logger *slog.Logger
+	// Now is the clock PostObject checks a policy's expiration against;
+	// nil means time.Now.
+	Now func() time.Time
 }
 
 // withDefaults returns a copy of o (nil allowed) with zero fields set to

@@ -12,15 +12,18 @@ type owner struct {
 var theOwner = owner{ID: "latchkey", DisplayName: "latchkey"}
 
 type listAllMyBucketsResult struct {
-	XMLName xml.Name     `xml:"ListAllMyBucketsResult"`
-	NS      string       `xml:"xmlns,attr"`
-	Owner   owner        `xml:"Owner"`
-	Buckets []bucketInfo `xml:"Buckets>Bucket"`
+	XMLName           xml.Name     `xml:"ListAllMyBucketsResult"`
+	NS                string       `xml:"xmlns,attr"`
+	Owner             owner        `xml:"Owner"`
+	Buckets           []bucketInfo `xml:"Buckets>Bucket"`
+	ContinuationToken string       `xml:"ContinuationToken,omitempty"`
+	Prefix            string       `xml:"Prefix,omitempty"`
 }
 
 type bucketInfo struct {
 	Name         string `xml:"Name"`
 	CreationDate string `xml:"CreationDate"`
+	BucketRegion string `xml:"BucketRegion,omitempty"`
 }
 
 type createBucketConfiguration struct {
@@ -283,4 +286,13 @@ type deleteResult struct {
 	NS      string         `xml:"xmlns,attr"`
 	Deleted []deletedEntry `xml:"Deleted"`
 	Errors  []deleteError  `xml:"Error"`
+}
+
+// postResponse is PostObject's body with success_action_status=201.
+type postResponse struct {
+	XMLName  xml.Name `xml:"PostResponse"`
+	Location string   `xml:"Location"`
+	Bucket   string   `xml:"Bucket"`
+	Key      string   `xml:"Key"`
+	ETag     string   `xml:"ETag"`
 }

@@ -41,11 +41,12 @@ func boto3Python(t *testing.T) string {
 	return py
 }
 
-// runPythonChecks runs a check script (one "PASS name" or "FAIL name: why"
+// runPythonChecks runs a check script (python3 or node: one "PASS name" or "FAIL name: why"
 // line per check) and reports each check as a subtest; fewer than
 // minChecks lines fail the test.
 func runPythonChecks(t *testing.T, py, name string, script []byte, minChecks int, args ...string) {
 	t.Helper()
+	script0 := name
 	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, script, 0o600); err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func runPythonChecks(t *testing.T, py, name string, script []byte, minChecks int
 			t.Run(name, func(t *testing.T) {})
 		case strings.HasPrefix(line, "FAIL "):
 			checks++
-			t.Run(name, func(t *testing.T) { t.Errorf("boto3: %s", strings.TrimSpace(rest)) })
+			t.Run(name, func(t *testing.T) { t.Errorf("%s: %s", script0, strings.TrimSpace(rest)) })
 		default:
 			t.Log(line)
 		}

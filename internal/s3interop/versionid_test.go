@@ -11,8 +11,10 @@ import (
 )
 
 // TestSDKVersionIDHeader: in a bucket that never had versioning the SDK
-// sees no VersionId on PutObject, CopyObject and CompleteMultipartUpload;
-// in a suspended bucket it sees "null".
+// sees no VersionId on PutObject, CopyObject and CompleteMultipartUpload,
+// and in a suspended bucket neither (issue 24 item 3: AWS omits it there,
+// ceph/s3-tests' test_versioning_bucket_*_upload_return_version_id check
+// it), while HeadObject, GetObject and ListObjectVersions report "null".
 func TestSDKVersionIDHeader(t *testing.T) {
 	_, c, bucket := start(t)
 	ctx := context.Background()
@@ -53,7 +55,31 @@ func TestSDKVersionIDHeader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	check("null")
+	check("")
+	for _, k := range []string{"k", "c", "mp"} {
+		head, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: aws.String(k)})
+		if err != nil || aws.ToString(head.VersionId) != "null" {
+			t.Fatalf("HeadObject %s in a suspended bucket: VersionId %q, %v", k, aws.ToString(head.VersionId), err)
+		}
+		get, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String(k)})
+		if err != nil || aws.ToString(get.VersionId) != "null" {
+			t.Fatalf("GetObject %s in a suspended bucket: VersionId %q, %v", k, aws.ToString(get.VersionId), err)
+		}
+		get.Body.Close()
+	}
+	lv, err := c.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: &bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nulls := 0
+	for _, v := range lv.Versions {
+		if aws.ToString(v.VersionId) == "null" && aws.ToBool(v.IsLatest) {
+			nulls++
+		}
+	}
+	if nulls != 3 {
+		t.Fatalf("ListObjectVersions: %d latest \"null\" versions, want 3: %+v", nulls, lv.Versions)
+	}
 }
 
 // TestSDKRepeatedComplete: aws-sdk-go-v2 repeating a CompleteMultipartUpload

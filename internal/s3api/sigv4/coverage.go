@@ -11,27 +11,24 @@ import (
 var ErrHeadersNotSigned = &Error{Code: "AccessDenied", Status: http.StatusForbidden,
 	Message: "There were headers present in the request which were not signed"}
 
-// storedHeaders are the headers other than x-amz-* that S3 stores with an
-// object and returns on GET. Header auth must sign them when present
-// (every SDK signs every header it sends, so only a replay could add one);
-// a presigned URL may leave them unsigned, as S3 allows: a browser sends
-// the file's Content-Type on a URL signed for host only, and the URL's
-// holder chooses the body anyway.
-var storedHeaders = []string{"cache-control", "content-disposition", "content-encoding",
-	"content-language", "content-type", "expires"}
-
 // unsignedHeaders returns, sorted and lower-case, the headers of r that
-// must be signed and are not in the (sorted) signed list: every x-amz-*
-// header and, for header auth, the stored headers. x-amz-content-sha256 is
-// exempt, as in S3: its value is the last line of the canonical request
-// (for a presigned URL it is that line unless the query names one, and is
-// then ignored), so the signature covers it either way.
-func unsignedHeaders(r *http.Request, signed []string, presigned bool) []string {
+// must be signed and are not in the (sorted) signed list. The rule is
+// AWS's, in both header auth and presigned URLs: every x-amz-* header and
+// Content-MD5 (AWS answers HeadersNotSigned: content-md5, although its
+// documentation calls it optional). x-amz-content-sha256 is exempt, as in
+// S3: its value is the last line of the canonical request (for a presigned
+// URL it is that line unless the query names one, and is then ignored), so
+// the signature covers it either way. Host is required by the parser.
+//
+// Content-Type, Content-Encoding, Cache-Control, Content-Disposition,
+// Expires, Range and If-* may go unsigned, as on AWS: minio-go v7.0.x
+// (restic, mc) streams with an unsigned Content-Type and the JavaScript SDK
+// v2 never signs one. Signed, they are covered like any signed header.
+func unsignedHeaders(r *http.Request, signed []string) []string {
 	var out []string
 	for k := range r.Header {
 		lk := strings.ToLower(k)
-		stored := !presigned && slices.Contains(storedHeaders, lk)
-		if !stored && (!strings.HasPrefix(lk, "x-amz-") || lk == "x-amz-content-sha256") {
+		if lk != "content-md5" && (!strings.HasPrefix(lk, "x-amz-") || lk == "x-amz-content-sha256") {
 			continue
 		}
 		if _, found := slices.BinarySearch(signed, lk); !found {

@@ -31,12 +31,16 @@
 //
 // A good signature is not enough: Verify also refuses (403 AccessDenied,
 // ErrHeadersNotSigned with HeadersNotSigned naming them, as S3 does) a
-// request carrying any x-amz-* header but x-amz-content-sha256 that
-// SignedHeaders leaves out, and with header auth any unsigned header S3
-// stores with an object (Content-Type, Content-Encoding, Cache-Control,
-// Content-Disposition, Content-Language, Expires). It then rebinds every
-// signed header to its canonical, signed form, so that what the handler
-// reads is what was signed.
+// request carrying any x-amz-* header but x-amz-content-sha256, or a
+// Content-MD5, that SignedHeaders leaves out (AWS's rule; Content-Type and
+// the other headers S3 stores may be unsigned, as AWS allows). It then
+// rebinds every signed header to its canonical, signed form, so that what
+// the handler reads is what was signed.
+//
+// Browser form uploads (S3's PostObject) carry no signed request: their
+// signature covers the base64 policy document of the form, and
+// Verifier.VerifyPost checks it under the same signing key. The policy's
+// conditions are the caller's to check.
 //
 // A server that also serves unsigned requests (latchkey serve --anonymous)
 // reads their bodies through Dechunk, which decodes and verifies an unsigned

@@ -183,7 +183,7 @@ func (v *Verifier) Verify(r *http.Request) (accessKey string, body io.ReadCloser
 	if !hmac.Equal([]byte(want), []byte(strings.ToLower(ai.signature))) {
 		return "", nil, ErrSignatureDoesNotMatch
 	}
-	if names := unsignedHeaders(r, ai.signed, ai.presigned); len(names) > 0 {
+	if names := unsignedHeaders(r, ai.signed); len(names) > 0 {
 		return "", nil, headersNotSigned(names)
 	}
 	bindSignedHeaders(r, ai.signed)
