@@ -3,6 +3,8 @@ package s3api
 import (
 	"fmt"
 	"log/slog"
+
+	"github.com/latchkey/latchkey/internal/s3api/ssecrypt"
 )
 
 // Defaults used where Options leaves a field zero.
@@ -34,6 +36,11 @@ type Options struct {
 	MinPartSize int64
 	// Logger receives internal errors; nil means slog.Default().
 	Logger *slog.Logger
+	// SSE is the master key of server-side encryption (SSE-S3). nil means
+	// none: a request for AES256 is answered 501 NotImplemented, and an
+	// object sealed earlier cannot be read. New refuses a key other than
+	// the one the data directory's sealed objects were written under.
+	SSE *ssecrypt.Keyring
 }
 
 // withDefaults returns a copy of o (nil allowed) with zero fields set to

@@ -104,6 +104,8 @@ func TestOpenRefusesTampering(t *testing.T) {
 	copy(swapped[HeaderSize+ChunkSize+tagSize:], chunk(0))
 	flipped := bytes.Clone(sealed)
 	flipped[HeaderSize+5] ^= 1
+	flippedLate := bytes.Clone(sealed)
+	flippedLate[HeaderSize+2*(ChunkSize+tagSize)+5] ^= 1
 	other, _ := k.Seal(plain, "b", "k")
 	mixed := bytes.Clone(sealed)
 	copy(mixed[HeaderSize:], other[HeaderSize:HeaderSize+ChunkSize+tagSize])
@@ -122,10 +124,11 @@ func TestOpenRefusesTampering(t *testing.T) {
 		{"another master key", testKeyring(t, 2), sealed, size, "b", "k", 0, size, ErrWrongKey, true},
 		{"another object name", k, sealed, size, "b", "k2", 0, size, ErrCorrupt, true},
 		{"another bucket", k, sealed, size, "b2", "k", 0, size, ErrCorrupt, true},
-		{"chunks swapped", k, swapped, size, "b", "k", 0, 10, ErrCorrupt, false},
-		{"a bit flipped", k, flipped, size, "b", "k", 0, 10, ErrCorrupt, false},
-		{"a chunk of another body", k, mixed, size, "b", "k", 0, 10, ErrCorrupt, false},
-		{"cut at a chunk boundary", k, cut, 2 * ChunkSize, "b", "k", ChunkSize, ChunkSize, ErrCorrupt, false},
+		{"chunks swapped", k, swapped, size, "b", "k", 0, 10, ErrCorrupt, true},
+		{"a bit flipped", k, flipped, size, "b", "k", 0, 10, ErrCorrupt, true},
+		{"a bit flipped in a later chunk", k, flippedLate, size, "b", "k", 0, size, ErrCorrupt, false},
+		{"a chunk of another body", k, mixed, size, "b", "k", 0, 10, ErrCorrupt, true},
+		{"cut at a chunk boundary", k, cut, 2 * ChunkSize, "b", "k", ChunkSize, ChunkSize, ErrCorrupt, true},
 		{"not sealed", k, plain, size, "b", "k", 0, 1, ErrCorrupt, true},
 	}
 	for _, c := range cases {

@@ -204,7 +204,15 @@ func (k *Keyring) OpenRange(src io.ReaderAt, size int64, bucket, key string, off
 	if err != nil {
 		return nil, err
 	}
-	return &Reader{src: src, aead: aead, size: size, pos: off, end: off + n}, nil
+	r := &Reader{src: src, aead: aead, size: size, pos: off, end: off + n}
+	if n > 0 {
+		// The first chunk is checked now, so that a body altered there is
+		// refused before the caller answers anything.
+		if err := r.load(off / ChunkSize); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
 }
 
 // Read serves the range's next bytes.
