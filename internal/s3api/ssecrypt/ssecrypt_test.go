@@ -193,3 +193,25 @@ func TestLoadOrCreate(t *testing.T) {
 		t.Fatal("a missing --sse-master-key-file was not an error")
 	}
 }
+
+func BenchmarkSeal(b *testing.B) {
+	k, _ := New(bytes.Repeat([]byte{1}, KeySize))
+	plain := make([]byte, 1<<20)
+	b.SetBytes(int64(len(plain)))
+	for b.Loop() {
+		w, _ := k.NewWriter(io.Discard, "b", "k")
+		_, _ = w.Write(plain)
+		_ = w.Close()
+	}
+}
+
+func BenchmarkOpenRange(b *testing.B) {
+	k, _ := New(bytes.Repeat([]byte{1}, KeySize))
+	plain := make([]byte, 1<<20)
+	sealed, _ := k.Seal(plain, "b", "k")
+	b.SetBytes(int64(len(plain)))
+	for b.Loop() {
+		r, _ := k.OpenRange(bytes.NewReader(sealed), int64(len(plain)), "b", "k", 0, int64(len(plain)))
+		_, _ = io.Copy(io.Discard, r)
+	}
+}
