@@ -152,11 +152,16 @@ func writeDurably(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("ssecrypt: write master key: %w", err)
 	}
-	// A hard link, unlike rename, never replaces an existing key: two
-	// servers racing here (the data directory lock should prevent it)
-	// cannot swap the key under each other.
-	if err := os.Link(tmp.Name(), path); err != nil {
+	// A hard link, unlike rename, never replaces an existing key: a key
+	// that appeared meanwhile is kept. Where the file system has no hard
+	// links, rename (which would replace one; the data directory lock
+	// keeps a second server out) installs it.
+	if err := os.Link(tmp.Name(), path); errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("ssecrypt: install master key: %w", err)
+	} else if err != nil {
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			return fmt.Errorf("ssecrypt: install master key: %w", err)
+		}
 	}
 	_ = os.Remove(tmp.Name())
 	d, err := os.Open(dir)
