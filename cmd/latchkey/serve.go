@@ -62,6 +62,8 @@ func serveFlags(cfg *server.Config, logs *logOptions) []serveFlag {
 			help: "serve unsigned S3 requests instead of answering 403 AccessDenied"},
 		{name: "s3-domain", env: "LATCHKEY_S3_DOMAIN", arg: "DOMAIN", set: str(&cfg.S3Domain),
 			help: "also serve virtual-hosted-style S3 requests: Host BUCKET.DOMAIN addresses BUCKET (as MinIO's MINIO_DOMAIN)"},
+		{name: "sse-master-key-file", env: "LATCHKEY_SSE_MASTER_KEY_FILE", arg: "FILE", set: str(&cfg.SSEMasterKeyFile),
+			help: "master key of S3 server-side encryption (SSE-S3): 32 raw bytes, 64 hex digits or base64 (default: generated once into the data directory, which protects copies of the data made without it, not the directory itself)"},
 		{name: "tls-cert", env: "LATCHKEY_TLS_CERT", arg: "FILE", set: str(&cfg.TLSCert),
 			help: "serve HTTPS with this PEM certificate (with --tls-key)"},
 		{name: "tls-key", env: "LATCHKEY_TLS_KEY", arg: "FILE", set: str(&cfg.TLSKey),

@@ -147,14 +147,16 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{"key not UTF-8: multipart", "POST", "/bad/%AE%8A-?uploads", "", nil, 400, "InvalidURI"},
 		{"key not UTF-8: copy source", "PUT", "/bad/new", "", []string{"x-amz-copy-source", "/bad/k%FF"}, 400, "InvalidURI"},
 		{"key not UTF-8: GET", "GET", "/bad/%AE%8A-", "", nil, 400, "InvalidURI"},
-		// Server-side encryption is not implemented: refused, never pretended.
-		{"SSE-S3 PUT", "PUT", "/bad/new", "x", []string{"x-amz-server-side-encryption", "AES256"}, 501, "NotImplemented"},
-		{"SSE-KMS PUT", "PUT", "/bad/k", "x", []string{"x-amz-server-side-encryption", "aws:kms", "x-amz-server-side-encryption-aws-kms-key-id", "k1"}, 501, "NotImplemented"},
+		// Without a master key SSE-S3 is refused, never pretended; KMS and
+		// SSE-C get AWS's answers for a missing key and a blocked bucket.
+		{"SSE-S3 PUT without a master key", "PUT", "/bad/new", "x", []string{"x-amz-server-side-encryption", "AES256"}, 501, "NotImplemented"},
+		{"SSE-KMS PUT", "PUT", "/bad/k", "x", []string{"x-amz-server-side-encryption", "aws:kms", "x-amz-server-side-encryption-aws-kms-key-id", "k1"}, 400, "KMS.NotFoundException"},
 		{"SSE unknown method", "PUT", "/bad/new", "x", []string{"x-amz-server-side-encryption", "AES512"}, 400, "InvalidArgument"},
-		{"SSE-S3 multipart", "POST", "/bad/new?uploads", "", []string{"x-amz-server-side-encryption", "AES256"}, 501, "NotImplemented"},
-		{"SSE-S3 copy", "PUT", "/bad/new", "", []string{"x-amz-copy-source", "/bad/k", "x-amz-server-side-encryption", "AES256"}, 501, "NotImplemented"},
-		{"SSE-C PUT", "PUT", "/bad/new", "x", []string{"x-amz-server-side-encryption-customer-algorithm", "AES256"}, 501, "NotImplemented"},
-		{"SSE-C part", "PUT", partPath("3"), "xyz", []string{"x-amz-server-side-encryption-customer-algorithm", "AES256"}, 501, "NotImplemented"},
+		{"SSE-S3 multipart without a master key", "POST", "/bad/new?uploads", "", []string{"x-amz-server-side-encryption", "AES256"}, 501, "NotImplemented"},
+		{"SSE-S3 copy without a master key", "PUT", "/bad/new", "", []string{"x-amz-copy-source", "/bad/k", "x-amz-server-side-encryption", "AES256"}, 501, "NotImplemented"},
+		{"SSE-C PUT", "PUT", "/bad/new", "x", []string{"x-amz-server-side-encryption-customer-algorithm", "AES256"}, 403, "AccessDenied"},
+		{"SSE-C part", "PUT", partPath("3"), "xyz", []string{"x-amz-server-side-encryption-customer-algorithm", "AES256"}, 400, "InvalidRequest"},
+		{"SSE-S3 part", "PUT", partPath("3"), "xyz", []string{"x-amz-server-side-encryption", "AES256"}, 400, "InvalidArgument"},
 		{"SSE-C GET of an unencrypted object", "GET", "/bad/k", "", []string{"x-amz-server-side-encryption-customer-algorithm", "AES256"}, 400, "InvalidRequest"},
 		{"multipart: unknown checksum algorithm", "POST", "/bad/new?uploads", "", []string{"x-amz-checksum-algorithm", "MD4"}, 400, "InvalidRequest"},
 		{"multipart: SHA256 full-object", "POST", "/bad/new?uploads", "", []string{"x-amz-checksum-algorithm", "SHA256", "x-amz-checksum-type", "FULL_OBJECT"}, 400, "InvalidRequest"},

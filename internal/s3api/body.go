@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/latchkey/latchkey/internal/s3api/ssecrypt"
 )
 
 // ingested is a request body made durable: inline bytes or a committed
@@ -36,6 +38,13 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b
 // not grow with size. The caller owns the blob: it must be named by a
 // committed record or removed.
 func (h *Handler) ingest(src io.Reader, size int64, allowInline bool) (ingested, error) {
+	return h.ingestSealed(src, size, allowInline, nil)
+}
+
+// ingestSealed is ingest that, with seal set, stores the body sealed
+// (package ssecrypt): the inline bytes or the blob hold only ciphertext,
+// while size and md5 describe the plaintext, as ETags and checksums do.
+func (h *Handler) ingestSealed(src io.Reader, size int64, allowInline bool, seal *sealing) (ingested, error) {
 	sum := md5.New()
 	if allowInline && size <= inlineMax {
 		buf := make([]byte, size)
@@ -43,17 +52,39 @@ func (h *Handler) ingest(src io.Reader, size int64, allowInline bool) (ingested,
 			return ingested{}, bodyError(err)
 		}
 		sum.Write(buf)
+		if seal != nil {
+			sealed, err := seal.k.Seal(buf, seal.bucket, seal.key)
+			if err != nil {
+				return ingested{}, err
+			}
+			clear(buf)
+			buf = sealed
+		}
 		return ingested{inline: buf, size: size, md5: sum.Sum(nil)}, nil
 	}
 	bw, err := h.e.NewBlob()
 	if err != nil {
 		return ingested{}, err
 	}
+	var dst io.Writer = bw
+	var sw *ssecrypt.Writer
+	if seal != nil {
+		if sw, err = seal.k.NewWriter(bw, seal.bucket, seal.key); err != nil {
+			_ = bw.Abort()
+			return ingested{}, fmt.Errorf("s3api: write blob: %w", err)
+		}
+		dst = sw
+	}
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
-	n, err := copyCounting(io.MultiWriter(bw, sum), io.LimitReader(src, size), *bp)
+	n, err := copyCounting(io.MultiWriter(dst, sum), io.LimitReader(src, size), *bp)
 	if err == nil && n != size {
 		err = errIncompleteBody()
+	}
+	if err == nil && sw != nil {
+		if err = sw.Close(); err != nil {
+			err = fmt.Errorf("s3api: write blob: %w", err)
+		}
 	}
 	if err != nil {
 		_ = bw.Abort()
@@ -112,7 +143,13 @@ func requireEOF(body io.Reader) error {
 // the x-amz-checksum-* header (sum, if any). On any failure nothing is
 // kept.
 func (h *Handler) ingestChecked(body io.Reader, size int64, allowInline bool, wantMD5 []byte, sum *bodyChecksum) (ingested, error) {
-	in, err := h.ingest(body, size, allowInline)
+	return h.ingestCheckedSealed(body, size, allowInline, wantMD5, sum, nil)
+}
+
+// ingestCheckedSealed is ingestChecked storing the body sealed when seal
+// is set (ingestSealed); every check is of the plaintext.
+func (h *Handler) ingestCheckedSealed(body io.Reader, size int64, allowInline bool, wantMD5 []byte, sum *bodyChecksum, seal *sealing) (ingested, error) {
+	in, err := h.ingestSealed(body, size, allowInline, seal)
 	if err != nil {
 		return ingested{}, err
 	}
@@ -250,7 +287,17 @@ func (o *objectReader) Close() error {
 // its open: the version was replaced meanwhile; the caller re-reads.
 var errBlobGone = errors.New("s3api: blob removed concurrently")
 
-func (h *Handler) openRange(v version, data []byte, rng byteRange) (*objectReader, error) {
+// openRange opens the byte range rng of version v of bucket/key (data:
+// its inline body), decrypting a sealed one; a body sealed under another
+// master key, or altered, is refused here, before any byte is served.
+func (h *Handler) openRange(bucket, key string, v version, data []byte, rng byteRange) (*objectReader, error) {
+	if v.Inline && v.SSE != "" {
+		r, err := h.openSealed(bytes.NewReader(data), v.Size, bucket, key, rng.Start, rng.length())
+		if err != nil {
+			return nil, err
+		}
+		return &objectReader{r: r}, nil
+	}
 	if v.Inline {
 		b := data[rng.Start : rng.End+1]
 		return &objectReader{r: bytes.NewReader(b), inline: b}, nil
@@ -275,7 +322,16 @@ func (h *Handler) openRange(v version, data []byte, rng byteRange) (*objectReade
 		o.files = append(o.files, f)
 		from := max(rng.Start, segStart) - segStart
 		to := min(rng.End, segEnd) - segStart
-		readers = append(readers, io.NewSectionReader(f, from, to-from+1))
+		if v.SSE == "" {
+			readers = append(readers, io.NewSectionReader(f, from, to-from+1))
+			continue
+		}
+		r, err := h.openSealed(f, s.Size, bucket, key, from, to-from+1)
+		if err != nil {
+			o.Close()
+			return nil, err
+		}
+		readers = append(readers, r)
 	}
 	o.r = io.MultiReader(readers...)
 	return o, nil

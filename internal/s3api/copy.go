@@ -78,7 +78,7 @@ func (h *Handler) openSource(q *request, cs copySource, rng func(size int64) (by
 		if r.length() <= 0 {
 			return v, &objectReader{r: strings.NewReader("")}, r, nil
 		}
-		body, err := h.openRange(v, data, r)
+		body, err := h.openRange(cs.bucket, cs.key, v, data, r)
 		if errors.Is(err, errBlobGone) && attempt < 3 {
 			continue
 		}
@@ -111,6 +111,10 @@ func (h *Handler) copyObject(q *request) error {
 	if err != nil {
 		return err
 	}
+	sse, err := h.objectSSE(q.bucket, q.sse)
+	if err != nil {
+		return err
+	}
 	src, body, _, err := h.openSource(q, cs, nil)
 	if err != nil {
 		return err
@@ -122,15 +126,19 @@ func (h *Handler) copyObject(q *request) error {
 	if err != nil {
 		return err
 	}
-	if cs.bucket == q.bucket && cs.key == q.key && !cs.byID && directive != "REPLACE" {
+	// An encrypting copy (asked for, or the bucket's default) may be in
+	// place, as on S3.
+	if cs.bucket == q.bucket && cs.key == q.key && !cs.byID && directive != "REPLACE" && sse == "" {
 		return errInvalidRequest("This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.")
 	}
-	in, err := h.ingest(body, src.Size, true)
+	// The destination's encryption is the request's or the bucket's
+	// default, never inherited from the source (as on S3).
+	in, err := h.ingestSealed(body, src.Size, true, h.sealingFor(sse, q.bucket, q.key))
 	if err != nil {
 		return err
 	}
 	v := version{ETag: etagOfMD5(in.md5), Size: in.size, Inline: in.blob == "", Segments: in.segments(),
-		ContentType: src.ContentType, Meta: src.Meta, Headers: src.Headers, Tags: src.Tags}
+		ContentType: src.ContentType, Meta: src.Meta, Headers: src.Headers, Tags: src.Tags, SSE: sse}
 	if directive == "REPLACE" {
 		v.ContentType, v.Meta, v.Headers = ct, meta, hdrs
 	}
@@ -149,6 +157,7 @@ func (h *Handler) copyObject(q *request) error {
 	if src.VersionID != nullVersion {
 		q.w.Header().Set("X-Amz-Copy-Source-Version-Id", src.VersionID)
 	}
+	setSSEHeader(q.w, res.Version.SSE)
 	return writeXML(q.w, http.StatusOK, copyObjectResult{NS: s3NS, ETag: res.Version.ETag, LastModified: isoTime(res.Version.ModTime()),
 		checksumFields: checksumXML(res.Version.Checksum)})
 }
@@ -191,7 +200,7 @@ func (h *Handler) uploadPartCopy(q *request) error {
 	}
 	defer body.Close()
 	src, computed := hashing(body, up.ChecksumAlg)
-	in, err := h.ingest(src, max(r.length(), 0), false)
+	in, err := h.ingestSealed(src, max(r.length(), 0), false, h.sealingFor(up.SSE, q.bucket, q.key))
 	if err != nil {
 		return err
 	}
@@ -201,6 +210,7 @@ func (h *Handler) uploadPartCopy(q *request) error {
 		h.discard(in)
 		return err
 	}
+	setSSEHeader(q.w, up.SSE)
 	return writeXML(q.w, http.StatusOK, copyPartResult{NS: s3NS, ETag: etag, LastModified: isoTime(time.Now()),
 		checksumFields: checksumXML(ck)})
 }

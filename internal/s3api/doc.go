@@ -58,7 +58,15 @@
 //
 // Object tags, kept checksums (composite or full-object for multipart),
 // GetObjectAttributes and virtual-hosted-style addressing (Options.Domain)
-// are implemented; server-side encryption is refused, never pretended.
+// are implemented. Server-side encryption is SSE-S3: an object written
+// with x-amz-server-side-encryption: AES256, or into a bucket whose
+// default encryption is AES256, is sealed at rest under Options.SSE's
+// master key (package ssecrypt; every body its own data key, 64 KiB
+// AES-256-GCM chunks so ranges and partNumber reads decrypt only what they
+// serve) and answered with the header; its ETag and checksums are the
+// plaintext's. Objects written without it are stored as sent and never
+// claimed encrypted. SSE-KMS and SSE-C are refused with AWS's answers
+// (sse.go).
 // Browser form uploads (PostObject, postobject.go) authenticate from their
 // fields: the SigV4 signature of the policy document (sigv4.VerifyPost),
 // then the policy's expiration and every condition, and every field must

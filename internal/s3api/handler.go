@@ -75,6 +75,11 @@ func New(e *engine.Engine, opts *Options) (*Handler, error) {
 	}
 	h := &Handler{e: e, opts: o, log: o.Logger}
 	h.m = s3model.New(e, h.log)
+	if o.SSE != nil {
+		if err := h.m.UseMasterKey(o.SSE.KeyID()); err != nil {
+			return nil, err
+		}
+	}
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	h.reqPfx = strings.ToUpper(hex.EncodeToString(b[:]))
@@ -122,6 +127,8 @@ type request struct {
 	// signed: the SigV4 verifier checked the request and checks its
 	// body's x-amz-checksum-* while it streams.
 	signed bool
+	// sse is the server-side encryption the request asks for (checkSSE).
+	sse string
 }
 
 // ServeHTTP routes one request and renders its error, if any.
@@ -252,11 +259,14 @@ func (h *Handler) route(q *request) error {
 }
 
 func (h *Handler) routeBucket(q *request, m string) error {
+	if q.has("encryption") {
+		return h.bucketEncryption(q, m)
+	}
 	if ok, err := h.routeAbsentConfig(q, m); ok {
 		return err
 	}
 	for _, unsupported := range []string{"acl", "policy", "cors", "lifecycle", "tagging", "website",
-		"encryption", "replication", "logging", "notification", "object-lock", "accelerate",
+		"replication", "logging", "notification", "object-lock", "accelerate",
 		"requestPayment", "ownershipControls", "publicAccessBlock", "analytics", "metrics",
 		"inventory", "intelligent-tiering", "policyStatus"} {
 		if q.has(unsupported) {
@@ -296,9 +306,11 @@ func (h *Handler) routeBucket(q *request, m string) error {
 }
 
 func (h *Handler) routeObject(q *request, m string) error {
-	if err := checkSSE(q.r); err != nil {
+	sse, err := h.checkSSE(q, objectSSEOp(q, m))
+	if err != nil {
 		return err
 	}
+	q.sse = sse
 	if q.has("tagging") {
 		switch m {
 		case http.MethodGet:

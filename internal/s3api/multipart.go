@@ -27,11 +27,16 @@ func (h *Handler) createMultipartUpload(q *request) error {
 	if err != nil {
 		return err
 	}
-	id, err := h.m.CreateUpload(q.ctx, q.bucket, q.key, uploadRec{ContentType: ct, Meta: meta, Headers: hdrs,
-		Tags: tags, ChecksumAlg: alg, ChecksumTyp: typ})
+	sse, err := h.objectSSE(q.bucket, q.sse)
 	if err != nil {
 		return err
 	}
+	id, err := h.m.CreateUpload(q.ctx, q.bucket, q.key, uploadRec{ContentType: ct, Meta: meta, Headers: hdrs,
+		Tags: tags, ChecksumAlg: alg, ChecksumTyp: typ, SSE: sse})
+	if err != nil {
+		return err
+	}
+	setSSEHeader(q.w, sse)
 	if alg != "" {
 		q.w.Header().Set("X-Amz-Checksum-Algorithm", strings.ToUpper(alg))
 		q.w.Header().Set("X-Amz-Checksum-Type", typ)
@@ -76,7 +81,7 @@ func (h *Handler) uploadPart(q *request) error {
 	// The upload's algorithm is computed here too, for parts whose client
 	// sent no checksum, so that Complete can derive the object's.
 	body, computed := hashing(body, up.ChecksumAlg)
-	in, err := h.ingestChecked(body, size, false, wantMD5, sum)
+	in, err := h.ingestCheckedSealed(body, size, false, wantMD5, sum, h.sealingFor(up.SSE, q.bucket, q.key))
 	if err != nil {
 		return err
 	}
@@ -91,6 +96,7 @@ func (h *Handler) uploadPart(q *request) error {
 		return err
 	}
 	setChecksumHeaders(q.w, ck)
+	setSSEHeader(q.w, up.SSE)
 	q.w.Header().Set("Etag", etag)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
@@ -142,6 +148,7 @@ func (h *Handler) completeMultipartUpload(q *request) error {
 		return err
 	}
 	setWrittenVersionHeader(q.w, res.Version.VersionID)
+	setSSEHeader(q.w, res.Version.SSE)
 	return writeXML(q.w, http.StatusOK, completeMultipartUploadResult{
 		NS: s3NS, Location: "/" + q.bucket + "/" + q.key, Bucket: q.bucket, Key: q.key, ETag: res.Version.ETag,
 		checksumFields: checksumXML(res.Version.Checksum),
@@ -170,7 +177,7 @@ func (h *Handler) assemble(up uploadRec, parts []s3model.PartEntry, list []compl
 	for _, p := range parts {
 		byNum[p.Number] = p.Part
 	}
-	v := version{ContentType: up.ContentType, Meta: up.Meta, Headers: up.Headers, Parts: len(list), Tags: up.Tags}
+	v := version{ContentType: up.ContentType, Meta: up.Meta, Headers: up.Headers, Parts: len(list), Tags: up.Tags, SSE: up.SSE}
 	etags := make([]string, 0, len(list))
 	for _, p := range list {
 		rec, ok := byNum[p.PartNumber]

@@ -39,6 +39,10 @@ func (h *Handler) putObject(q *request) error {
 	if size > MaxObjectSize {
 		return errEntityTooLarge()
 	}
+	sse, err := h.objectSSE(q.bucket, q.sse)
+	if err != nil {
+		return err
+	}
 	body, sum, err := checkedBody(q)
 	if err != nil {
 		return err
@@ -48,13 +52,14 @@ func (h *Handler) putObject(q *request) error {
 	if err != nil {
 		return err
 	}
-	in, err := h.ingestChecked(body, size, true, wantMD5, sum)
+	in, err := h.ingestCheckedSealed(body, size, true, wantMD5, sum, h.sealingFor(sse, q.bucket, q.key))
 	if err != nil {
 		return err
 	}
 	v := version{
 		ETag: etagOfMD5(in.md5), Size: in.size, ContentType: ct, Headers: hdrs, Meta: meta,
 		Inline: in.blob == "", Segments: in.segments(), Tags: tags, Checksum: verifiedChecksum(q, sum, nil),
+		SSE: sse,
 	}
 	if v.Checksum != nil {
 		v.Checksum.Type = checksumFullObject
@@ -66,6 +71,7 @@ func (h *Handler) putObject(q *request) error {
 	}
 	setWrittenVersionHeader(q.w, res.Version.VersionID)
 	setChecksumHeaders(q.w, res.Version.Checksum)
+	setSSEHeader(q.w, res.Version.SSE)
 	q.w.Header().Set("Etag", res.Version.ETag)
 	q.w.WriteHeader(http.StatusOK)
 	return nil
@@ -159,7 +165,7 @@ func (h *Handler) getObject(q *request, withBody bool) error {
 		}
 		var body *objectReader
 		if withBody && rng.length() > 0 {
-			body, err = h.openRange(v, data, rng)
+			body, err = h.openRange(q.bucket, q.key, v, data, rng)
 			if errors.Is(err, errBlobGone) && attempt < 3 {
 				continue // replaced between lookup and open: read again
 			}
@@ -222,6 +228,7 @@ func (h *Handler) writeObjectHeaders(q *request, v version, versioning string) {
 	}
 	setVersionHeader(q.w, versioning, v.VersionID)
 	setTagCount(q.w, v.Tags)
+	setSSEHeader(q.w, v.SSE)
 	if len(q.query) == 0 {
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/s3api/ssecrypt"
 )
 
 // Defaults used where Options leaves a field zero.
@@ -38,6 +40,11 @@ type Options struct {
 	// Now is the clock PostObject checks a policy's expiration against;
 	// nil means time.Now.
 	Now func() time.Time
+	// SSE is the master key of server-side encryption (SSE-S3). nil means
+	// none: a request for AES256 is answered 501 NotImplemented, and an
+	// object sealed earlier cannot be read. New refuses a key other than
+	// the one the data directory's sealed objects were written under.
+	SSE *ssecrypt.Keyring
 }
 
 // withDefaults returns a copy of o (nil allowed) with zero fields set to

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/md5"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/s3api/sigv4"
+	"github.com/latchkey/latchkey/internal/s3api/ssecrypt"
 )
 
 // Limits of a PostObject form (browser form upload).
@@ -238,7 +240,12 @@ func (h *Handler) storePost(q *request, f *postForm, minSize, maxSize int64) err
 		}
 	}
 	synth := &http.Request{Method: http.MethodPut, Header: hdr, URL: q.r.URL}
-	if err := checkSSE(synth); err != nil {
+	alg, err := h.checkSSE(&request{r: synth}, sseWrite)
+	if err != nil {
+		return err
+	}
+	sse, err := h.objectSSE(q.bucket, alg)
+	if err != nil {
 		return err
 	}
 	ct, hdrs, meta, err := objectAttrs(synth)
@@ -257,7 +264,7 @@ func (h *Handler) storePost(q *request, f *postForm, minSize, maxSize int64) err
 	if err != nil {
 		return err
 	}
-	in, err := h.ingestUpTo(body, maxSize)
+	in, err := h.ingestUpTo(body, maxSize, h.sealingFor(sse, q.bucket, q.key))
 	if err != nil {
 		return err
 	}
@@ -274,6 +281,7 @@ func (h *Handler) storePost(q *request, f *postForm, minSize, maxSize int64) err
 	v := version{
 		ETag: etagOfMD5(in.md5), Size: in.size, ContentType: ct, Headers: hdrs, Meta: meta,
 		Inline: in.blob == "", Segments: in.segments(), Checksum: verifiedChecksum(q, sum, nil),
+		SSE: sse,
 	}
 	if v.Checksum != nil {
 		v.Checksum.Type = checksumFullObject
@@ -283,6 +291,7 @@ func (h *Handler) storePost(q *request, f *postForm, minSize, maxSize int64) err
 		h.discard(in)
 		return err
 	}
+	setSSEHeader(q.w, res.Version.SSE)
 	return h.answerPost(q, f.fields, res.Version.ETag, res.Version.VersionID)
 }
 
@@ -295,14 +304,14 @@ func postSigField(n string) bool {
 }
 
 // ingestUpTo stores a body of unknown length, at most max bytes (more is
-// 400 EntityTooLarge): inline when it fits, else in a blob.
-func (h *Handler) ingestUpTo(src io.Reader, max int64) (ingested, error) {
+// 400 EntityTooLarge): inline when it fits, else in a blob; with seal set,
+// sealed as ingestSealed stores it.
+func (h *Handler) ingestUpTo(src io.Reader, max int64, seal *sealing) (ingested, error) {
 	head := make([]byte, min(int64(inlineMax), max)+1)
 	n, err := io.ReadFull(src, head)
 	switch {
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-		sum := md5.Sum(head[:n])
-		return ingested{inline: head[:n:n], size: int64(n), md5: sum[:]}, nil
+		return h.ingestSealed(bytes.NewReader(head[:n]), int64(n), true, seal)
 	case err != nil:
 		return ingested{}, postBodyError(err)
 	}
@@ -313,12 +322,26 @@ func (h *Handler) ingestUpTo(src io.Reader, max int64) (ingested, error) {
 	if err != nil {
 		return ingested{}, err
 	}
+	var dst io.Writer = bw
+	var sw *ssecrypt.Writer
+	if seal != nil {
+		if sw, err = seal.k.NewWriter(bw, seal.bucket, seal.key); err != nil {
+			_ = bw.Abort()
+			return ingested{}, fmt.Errorf("s3api: write blob: %w", err)
+		}
+		dst = sw
+	}
 	sum := md5.New()
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
-	total, err := copyCounting(io.MultiWriter(bw, sum), io.LimitReader(io.MultiReader(bytes.NewReader(head), src), max+1), *bp)
+	total, err := copyCounting(io.MultiWriter(dst, sum), io.LimitReader(io.MultiReader(bytes.NewReader(head), src), max+1), *bp)
 	if err == nil && total > max {
 		err = errPostTooLarge(total, max)
+	}
+	if err == nil && sw != nil {
+		if err = sw.Close(); err != nil {
+			err = fmt.Errorf("s3api: write blob: %w", err)
+		}
 	}
 	if err != nil {
 		_ = bw.Abort()

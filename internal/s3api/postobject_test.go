@@ -178,3 +178,47 @@ func md5sumB64(b []byte) string {
 	sum := md5.Sum(b)
 	return base64.StdEncoding.EncodeToString(sum[:])
 }
+
+// TestPostObjectSSE: a form upload asking for AES256 (its
+// x-amz-server-side-encryption field), or into a bucket whose default is
+// AES256, is sealed at rest and answered with the header, inline and as
+// a blob; a form asking for aws:kms is refused and stores nothing.
+func TestPostObjectSSE(t *testing.T) {
+	s := newTestServer(t, &Options{Anonymous: true, MinPartSize: 5, SSE: testMasterKey(t, 1)})
+	s.bucket("pse")
+	s.bucket("pdef")
+	s.mustDo(200, "PUT", "/pdef?encryption", []byte(`<ServerSideEncryptionConfiguration><Rule><ApplyServerSideEncryptionByDefault>`+
+		`<SSEAlgorithm>AES256</SSEAlgorithm></ApplyServerSideEncryptionByDefault></Rule></ServerSideEncryptionConfiguration>`))
+	for _, c := range []struct {
+		bucket string
+		fields []postField
+		size   int
+	}{
+		{"pse", []postField{{"key", "small"}, {"x-amz-server-side-encryption", "AES256"}}, 40},
+		{"pse", []postField{{"key", "big"}, {"x-amz-server-side-encryption", "AES256"}}, 200 << 10},
+		{"pdef", []postField{{"key", "dflt"}}, 40},
+	} {
+		plain := pattern("POST-SECRET-"+c.fields[0].value, c.size)
+		body, ct := postFormBody(t, c.fields, "f", plain)
+		r := s.postForm(c.bucket, body, ct)
+		r.mustStatus(t, 204)
+		if got := r.Header.Get("X-Amz-Server-Side-Encryption"); got != "AES256" {
+			t.Fatalf("%s/%s: answered encryption %q, want AES256", c.bucket, c.fields[0].value, got)
+		}
+		g := s.mustDo(200, "GET", "/"+c.bucket+"/"+c.fields[0].value, nil)
+		if !bytes.Equal(g.Body, plain) || g.Header.Get("X-Amz-Server-Side-Encryption") != "AES256" {
+			t.Fatalf("%s/%s: read back %d bytes, encryption %q", c.bucket, c.fields[0].value, len(g.Body), g.Header.Get("X-Amz-Server-Side-Encryption"))
+		}
+		if hits := findInTree(t, s.e.Dir(), plain[12:36]); len(hits) != 0 {
+			t.Fatalf("%s/%s: plaintext on disk in %v", c.bucket, c.fields[0].value, hits)
+		}
+	}
+	before := s.stateOf()
+	body, ct := postFormBody(t, []postField{{"key", "kms"}, {"x-amz-server-side-encryption", "aws:kms"}}, "f", []byte("x"))
+	if r := s.postForm("pse", body, ct); r.Status != 400 || r.err().Code != "KMS.NotFoundException" {
+		t.Fatalf("aws:kms form: %d %s", r.Status, r.Body)
+	}
+	if after := s.stateOf(); after != before {
+		t.Fatalf("a refused form changed state:\n%s\n%s", before, after)
+	}
+}

@@ -26,6 +26,7 @@
 //	s3m  bucket "/" key                       → index of the key's last mutation (8 BE)
 //	s3u  bucket "/" key "\x00" uploadID       → Upload
 //	s3p  uploadID "/" partNumber (4 BE)       → Part
+//	s3k  "master"                             → ID of the SSE master key that sealed bodies here (sse.go)
 //
 // Bucket names cannot contain "/" and keys cannot contain NUL (ValidKey),
 // so every composite key is unambiguous and s3v sorts by object key, then

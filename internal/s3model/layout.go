@@ -20,10 +20,11 @@ const (
 	tblMod      = "s3m"
 	tblUploads  = "s3u"
 	tblParts    = "s3p"
+	tblSSE      = "s3k"
 )
 
 // numTables is the number of tables; tableIndex numbers them.
-const numTables = 6
+const numTables = 7
 
 func tableIndex(name string) int {
 	switch name {
@@ -37,6 +38,8 @@ func tableIndex(name string) int {
 		return 3
 	case tblUploads:
 		return 4
+	case tblSSE:
+		return 6
 	}
 	return 5 // tblParts
 }

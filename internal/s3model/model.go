@@ -18,6 +18,9 @@ type Model struct {
 	// inflight tracks conditional writes between their start and their
 	// commit (the 409 rule).
 	inflight inflightKeys
+	// keyID is the SSE master key's ID (UseMasterKey), recorded with the
+	// first sealed body.
+	keyID string
 }
 
 // New returns the model over e; log receives blob-removal failures (nil
@@ -38,7 +41,7 @@ func (m *Model) view(fn func(s *records) error) error {
 // engine retries a batch); it must reset what it reports.
 func (m *Model) update(ctx context.Context, fn func(s *records) error) error {
 	_, err := m.e.Update(ctx, func(tx *engine.Tx) error {
-		return fn(&records{tx: tx, keep: m.inflight.holds})
+		return fn(&records{tx: tx, keep: m.inflight.holds, keyID: m.keyID})
 	})
 	return err
 }

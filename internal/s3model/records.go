@@ -23,6 +23,8 @@ const (
 type Bucket struct {
 	Created    int64  `json:"c"` // unix nanoseconds
 	Versioning string `json:"v,omitempty"`
+	// SSE is the bucket's default encryption (SSEAES256), "" for none.
+	SSE string `json:"sse,omitempty"`
 }
 
 // Segment is one blob of an object's body; a multipart object has one per
@@ -57,6 +59,10 @@ type Version struct {
 	Upload      string            `json:"up,omitempty"` // the multipart upload it completed
 	Checksum    *Checksum         `json:"ck,omitempty"`
 	PartSums    []string          `json:"pck,omitempty"` // multipart: each part's checksum (Checksum.Alg)
+	// SSE is the object's server-side encryption (SSEAES256: its inline
+	// body and every segment are sealed, internal/s3api/ssecrypt), "" for
+	// none.
+	SSE string `json:"sse,omitempty"`
 }
 
 // ModTime is the version's Last-Modified.
@@ -81,6 +87,7 @@ type Upload struct {
 	Tags        map[string]string `json:"tg,omitempty"`
 	ChecksumAlg string            `json:"ca,omitempty"` // x-amz-checksum-algorithm, lower case
 	ChecksumTyp string            `json:"cty,omitempty"`
+	SSE         string            `json:"sse,omitempty"` // every part sealed; the object's SSE
 }
 
 // Part is one uploaded part of a multipart upload (s3p).

@@ -14,6 +14,9 @@ type records struct {
 	// keep, when set, reports whether a conditional write is in flight on
 	// "bucket/key", whose mutation record tidyMod must then keep.
 	keep func(string) bool
+	// keyID is the SSE master key's ID, recorded by a write of a sealed
+	// body (noteKey).
+	keyID string
 
 	// tables caches the tables opened in this transaction (index: tableIndex),
 	// written marks those opened for writing.
@@ -238,6 +241,9 @@ func (s *records) putVersionOver(bucket, key, versioning string, v Version, data
 		if ok {
 			dropped = append(dropped, s.removeVersion(bucket, key, old)...)
 		}
+	}
+	if v.SSE != "" {
+		s.noteKey()
 	}
 	vk := versionKey(bucket, key, idx)
 	mustPut(s.write(tblVersions), vk, mustJSON(v))

@@ -171,8 +171,12 @@ func (m *Model) PutPart(ctx context.Context, bucket, key, id string, n int, p Pa
 	var dropped string
 	err := m.update(ctx, func(s *records) error {
 		dropped = ""
-		if _, err := s.mustUpload(bucket, key, id); err != nil {
+		up, err := s.mustUpload(bucket, key, id)
+		if err != nil {
 			return err
+		}
+		if up.SSE != "" {
+			s.noteKey()
 		}
 		if pb := s.read(tblParts); pb != nil {
 			if old := pb.Get(partKey(id, n)); old != nil {

@@ -46,6 +46,13 @@ type Config struct {
 	// of such a host is an object key (none is Consul's /v1/ or /-/).
 	S3Domain string
 
+	// SSEMasterKeyFile is the file holding the master key of S3
+	// server-side encryption (SSE-S3): 32 raw bytes, 64 hex digits or the
+	// base64 of 32 bytes. When empty, a key is generated once into
+	// DataDir (mode 0600), which protects copies of the data that leave
+	// the key file behind, not the data directory itself.
+	SSEMasterKeyFile string
+
 	// TLSCert and TLSKey, when set (both or neither), serve HTTPS.
 	TLSCert, TLSKey string
 

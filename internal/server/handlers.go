@@ -61,11 +61,16 @@ func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 	if credPath != "" {
 		cfg.Logger.Info("s3: credentials", "file", credPath, "access_key_id", ak, "generated", generated)
 	}
+	sseKey, err := loadSSEKey(cfg)
+	if err != nil {
+		return nil, err
+	}
 	a.s3, err = s3api.New(e, &s3api.Options{
 		Auth:      sigv4.New(sigv4.Credentials{ak: sk}.Lookup, nil),
 		Anonymous: cfg.Anonymous,
 		Domain:    cfg.S3Domain,
 		Logger:    cfg.Logger,
+		SSE:       sseKey,
 	})
 	if err != nil {
 		return nil, err
