@@ -89,7 +89,7 @@ func (u *updater) takeTurn(ctx context.Context) (func(), error) {
 func (t *turn) wait(ctx context.Context, stale time.Duration, deadline time.Time) (bool, error) {
 	select {
 	case t.token <- struct{}{}:
-		t.since.Store(time.Now().UnixNano())
+		t.since.Store(now().UnixNano())
 		return true, nil
 	default:
 	}
@@ -97,17 +97,17 @@ func (t *turn) wait(ctx context.Context, stale time.Duration, deadline time.Time
 	defer timer.Stop()
 	var end <-chan time.Time
 	if !deadline.IsZero() {
-		dl := time.NewTimer(time.Until(deadline))
+		dl := time.NewTimer(deadline.Sub(now()))
 		defer dl.Stop()
 		end = dl.C
 	}
 	for {
 		select {
 		case t.token <- struct{}{}:
-			t.since.Store(time.Now().UnixNano())
+			t.since.Store(now().UnixNano())
 			return true, nil
 		case <-timer.C:
-			held := time.Since(time.Unix(0, t.since.Load()))
+			held := now().Sub(time.Unix(0, t.since.Load()))
 			if held >= stale {
 				return false, nil
 			}

@@ -106,7 +106,7 @@ func Update(ctx context.Context, s store.Store, key string, fn Func, opts *Optio
 	if err != nil {
 		return Result{}, fmt.Errorf("cas: update %q: %w", key, err)
 	}
-	u := &updater{s: s, key: key, fn: fn, o: o, caps: s.Capabilities(), start: time.Now()}
+	u := &updater{s: s, key: key, fn: fn, o: o, caps: s.Capabilities(), start: now()}
 	if !u.caps.CreateIfAbsent || !u.caps.CompareAndSwap {
 		return Result{}, u.errorf("%w: the store does not declare create-if-absent and compare-and-swap", store.ErrUnsupported)
 	}
@@ -181,8 +181,8 @@ func (u *updater) inTurn(ctx context.Context) (done bool, err error) {
 		return false, u.errorf("%w", err)
 	}
 	defer release() // also when fn panics
-	began := time.Now()
-	defer func() { u.attempt = time.Since(began) }()
+	began := now()
+	defer func() { u.attempt = now().Sub(began) }()
 	return u.try(ctx)
 }
 
@@ -374,7 +374,7 @@ var errTimeout = errors.New("cas: timeout")
 // every lost race, up to MaxDelay.
 func (u *updater) conflictDelay() time.Duration {
 	if u.conflicts == 1 {
-		u.first = firstCeiling(u.o, u.attempt, recalled(u.s, u.key, time.Now()))
+		u.first = firstCeiling(u.o, u.attempt, recalled(u.s, u.key, now()))
 	}
 	p := backoff.Policy{Base: u.first, Max: u.o.MaxDelay}
 	u.last = p.Ceiling(u.conflicts)
@@ -406,14 +406,14 @@ func (u *updater) learn() {
 	if c <= u.o.BaseDelay {
 		c = 0
 	}
-	remember(u.s, u.key, c, time.Now())
+	remember(u.s, u.key, c, now())
 }
 
 // pause sleeps d, a backoff. It returns errTimeout, without sleeping, when
 // the sleep would end past Options.Timeout, and ctx's cause when ctx ends
 // first.
 func (u *updater) pause(ctx context.Context, d time.Duration) error {
-	if u.o.Timeout > 0 && time.Since(u.start)+d >= u.o.Timeout {
+	if u.o.Timeout > 0 && now().Sub(u.start)+d >= u.o.Timeout {
 		return errTimeout
 	}
 	if backoff.Sleep(ctx, d) != nil {
