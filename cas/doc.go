@@ -44,6 +44,11 @@
 // a counter of their own (lease records, publish pointers) never repeat
 // and are not affected.
 //
+// Every wait, backoff and timeout is measured on the monotonic clock
+// (time.Now's readings compared with each other, never a wall-clock time
+// that went through a number or a record), so a step of the system clock
+// neither stretches nor cuts any of them.
+//
 // The function may run several times and must not have side effects that
 // cannot be repeated; it must not keep or modify the slice it is given.
 //
