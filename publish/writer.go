@@ -23,8 +23,14 @@ type Options struct {
 	// the writer is not fenced. A commit is refused with ErrFenced when the
 	// pointer carries a larger token.
 	Token uint64
-	// Now is the wall clock; nil means time.Now. The time a generation
-	// begins is embedded in its id, for GC.
+	// Now is the clock; nil means time.Now. Its wall-clock readings go
+	// into records for GC and people: the time a generation begins into
+	// its id, the manifest's Created, the pointer's Committed. The limits
+	// on the writer itself (MaxAge, MaxSwapDelay) are measured between two
+	// of its readings, which for time.Now's is the monotonic clock, so a
+	// step of the system clock neither cuts nor stretches them. (A Now
+	// whose readings carry no monotonic reading measures them on its wall
+	// clock.)
 	Now func() time.Time
 	// MaxTransient bounds retries of the pointer write (cas.Options's
 	// MaxTransient: the first attempt and at most this many more) after
@@ -199,7 +205,11 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if err := w.checkAge(); err != nil { // again, just before the commit
 		return Commit{}, w.fail(ctx, err)
 	}
-	m := w.manifest()
+	// created keeps its monotonic reading: the swap delay is measured from
+	// it on the monotonic clock. The manifest records its wall-clock time
+	// (UTC, which drops the monotonic reading) for GC, on other hosts.
+	created := w.opts.Now()
+	m := w.manifest(created)
 	mb, err := json.Marshal(m)
 	if err != nil {
 		return Commit{}, err
@@ -215,7 +225,7 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if err != nil {
 		return Commit{}, err
 	}
-	v, err := w.swapPointer(ctx, pb, m.Created)
+	v, err := w.swapPointer(ctx, pb, created)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -226,8 +236,8 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	return c, nil
 }
 
-func (w *Writer) manifest() Manifest {
-	m := Manifest{Generation: w.id, Base: w.basePt.Generation, Token: w.opts.Token, Created: w.opts.Now().UTC(), Files: []File{}}
+func (w *Writer) manifest(created time.Time) Manifest {
+	m := Manifest{Generation: w.id, Base: w.basePt.Generation, Token: w.opts.Token, Created: created.UTC(), Files: []File{}}
 	for _, f := range w.files {
 		m.Files = append(m.Files, f)
 	}
@@ -236,6 +246,8 @@ func (w *Writer) manifest() Manifest {
 }
 
 // checkAge refuses a writer older than MaxAge: GC may be deleting it.
+// The age is measured between two readings of Options.Now, on the
+// monotonic clock when they carry one (time.Now's do).
 func (w *Writer) checkAge() error {
 	if age := w.opts.Now().Sub(w.began); age > w.opts.MaxAge {
 		return fmt.Errorf("%w: generation %s began %s ago, longer than the writer's maximum age %s",
@@ -275,7 +287,8 @@ func (w *Writer) checkObjects(ctx context.Context) error {
 const MaxSwapDelay = time.Minute
 
 // checkSwapDelay refuses a pointer write more than MaxSwapDelay after the
-// manifest was created.
+// manifest was created: created is the reading of Options.Now taken then,
+// with its monotonic reading (never the manifest's Created, which lost it).
 func (w *Writer) checkSwapDelay(created time.Time) error {
 	if d := w.opts.Now().Sub(created); d > MaxSwapDelay {
 		return fmt.Errorf("%w: generation %s: the pointer swap would come %s after its manifest, more than %s (GC counts the replaced generation's grace from the manifest)",
