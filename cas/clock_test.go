@@ -102,7 +102,7 @@ func TestTimeoutsIgnoreWallClockSteps(t *testing.T) {
 			clk := stepClock(t)
 			s := &stepOnGet{Store: memstore.New(), step: func() { clk.Step(step) }}
 			start := time.Now()
-			_, err := Update(context.Background(), s, "step/t", add, &Options{MaxTransient: 1 << 20, MaxDelay: 10 * time.Millisecond, Timeout: timeout})
+			_, err := Update(context.Background(), s, "step/t", add, &Options{MaxDelay: 10 * time.Millisecond, Timeout: timeout})
 			el := time.Since(start)
 			if !errors.Is(err, store.ErrTransient) {
 				t.Fatalf("err = %v, want the transient failures ended by the timeout", err)

@@ -32,11 +32,6 @@ type Options struct {
 	// whose readings carry no monotonic reading measures them on its wall
 	// clock.)
 	Now func() time.Time
-	// MaxTransient bounds retries of the pointer write (cas.Options's
-	// MaxTransient: the first attempt and at most this many more) after
-	// store.ErrTransient or an unknown outcome known not to have applied.
-	// Zero means DefaultMaxTransient.
-	MaxTransient int
 	// MaxAge bounds a Writer's life: Commit refuses, with ErrAbandoned, a
 	// generation that began longer ago than this, because GC treats an
 	// uncommitted generation older than its grace period as abandoned and
@@ -47,8 +42,6 @@ type Options struct {
 
 // Defaults used where Options leaves a field zero.
 const (
-	// DefaultMaxTransient is Options.MaxTransient when it is zero.
-	DefaultMaxTransient = 5
 	// DefaultMaxAge is a Writer's longest life when Options.MaxAge is
 	// zero: half of DefaultGrace.
 	DefaultMaxAge = DefaultGrace / 2
@@ -62,16 +55,11 @@ func (o *Options) withDefaults() (Options, error) {
 		r = *o
 	}
 	switch {
-	case r.MaxTransient < 0:
-		return r, fmt.Errorf("publish: negative Options.MaxTransient %d (zero means DefaultMaxTransient)", r.MaxTransient)
 	case r.MaxAge < 0:
 		return r, fmt.Errorf("publish: negative Options.MaxAge %v (zero means DefaultMaxAge)", r.MaxAge)
 	}
 	if r.Now == nil {
 		r.Now = time.Now
-	}
-	if r.MaxTransient == 0 {
-		r.MaxTransient = DefaultMaxTransient
 	}
 	if r.MaxAge == 0 {
 		r.MaxAge = DefaultMaxAge
@@ -185,8 +173,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // refusal the generation is deleted, unless an earlier attempt of the
 // pointer write may have applied (then it may have been visible, and GC
 // removes it after the grace period). Transient failures of the pointer
-// write are retried a bounded number of times; an unknown outcome is
-// resolved by reading the pointer back.
+// write are retried with backoff until ctx ends or MaxSwapDelay after the
+// manifest, whichever comes first; an unknown outcome is resolved by
+// reading the pointer back.
 func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if w.done {
 		return Commit{}, ErrFinished
@@ -306,11 +295,13 @@ func definite(err error) bool {
 // swapPointer is the commit: one cas.Update of the pointer, whose
 // function refuses (ErrSuperseded) as soon as the pointer is not the one
 // read at Begin, so a lost race is never retried blindly; transient
-// failures are retried within Options.MaxTransient with cas's jittered
-// backoff. Once a write may have applied (an unknown outcome, a context
-// that ended, an unclassified error), the generation may have been
-// visible to readers, however briefly, so it is never deleted here: only
-// GC may remove it, after the grace period.
+// failures are retried with cas's jittered backoff until ctx ends or
+// until MaxSwapDelay after the manifest (cas.Options.Timeout: no write,
+// not even a resend, is sent later than that). Once a write may have
+// applied (an unknown outcome, a context that ended, an unclassified
+// error), the generation may have been visible to readers, however
+// briefly, so it is never deleted here: only GC may remove it, after the
+// grace period.
 func (w *Writer) swapPointer(ctx context.Context, pb []byte, created time.Time) (store.Version, error) {
 	rs := &recordingStore{Store: w.s}
 	res, err := cas.Update(ctx, rs, w.l.pointer(), func(cur []byte, exists bool) (cas.Decision, error) {
@@ -329,7 +320,8 @@ func (w *Writer) swapPointer(ctx context.Context, pb []byte, created time.Time) 
 			return cas.Decision{}, err
 		}
 		return cas.Set(pb), nil
-	}, &cas.Options{MaxTransient: w.opts.MaxTransient, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, UniqueValues: true})
+	}, &cas.Options{Timeout: max(MaxSwapDelay-w.opts.Now().Sub(created), time.Nanosecond),
+		BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, UniqueValues: true})
 	if err == nil {
 		return res.Entry.Version, nil
 	}
