@@ -71,10 +71,9 @@ type Options struct {
 	// attempt starts and no backoff sleeps past it, and Update then gives
 	// up with a *ContendedError whose Deadline is true (or, when it was
 	// retrying a transient failure, with that failure: see
-	// TransientBudget). An operation in
-	// flight is not interrupted (so it cannot become an unknown outcome
-	// because of the budget); cancel ctx for a hard stop. Zero means no
-	// budget beyond ctx.
+	// TransientBudget). An operation in flight is not interrupted (so it
+	// cannot become an unknown outcome because of the budget); cancel ctx
+	// for a hard stop. Zero means no budget beyond ctx.
 	Timeout time.Duration
 
 	// UniqueValues promises that every value the Func returns is one no
