@@ -74,8 +74,8 @@ type Result struct {
 //   - The key exists at exactly the version the write was conditioned on:
 //     the write has not applied (a key never gets an old version back).
 //     Update sends the same conditional write again, as a retry of a
-//     transient failure (Options.TransientBudget). At most one of the sends can apply, since they
-//     carry the same condition.
+//     transient failure (Options.TransientBudget). At most one of the
+//     sends can apply, since they carry the same condition.
 //   - The key holds exactly the bytes Update wrote, under a version it did
 //     not have, and Options.UniqueValues is set: the write was applied;
 //     Update returns Written with that version.
