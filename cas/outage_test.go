@@ -135,7 +135,7 @@ func TestTransientRetriesEndAtTheDeadline(t *testing.T) {
 				if n, _ := strconv.Atoi(m[1]); n != s.failures {
 					t.Errorf("the error counts %d failures, the store served %d", n, s.failures)
 				}
-				if d, perr := time.ParseDuration(m[2]); perr != nil || d.Round(10*time.Millisecond) != el.Round(10*time.Millisecond) {
+				if d, perr := time.ParseDuration(m[2]); perr != nil || (d-el).Abs() > time.Millisecond {
 					t.Errorf("the error says %s, the Update took %v", m[2], el)
 				}
 				if m[3] != c.why {
