@@ -46,7 +46,7 @@ func TestOptionsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.MaxAttempts != DefaultMaxAttempts || o.MaxTransient != DefaultMaxTransient ||
+	if o.MaxAttempts != DefaultMaxAttempts || o.TransientBudget != DefaultTransientBudget ||
 		o.BaseDelay != DefaultBaseDelay || o.MaxDelay != DefaultMaxDelay || o.Timeout != 0 {
 		t.Fatalf("defaults = %+v", o)
 	}

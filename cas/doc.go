@@ -9,13 +9,19 @@
 //     refused write is never retried with that stale version: the key is
 //     read again and the function runs again on what is there now.
 //   - No endless loop. Lost races (ErrConflict) and transport failures
-//     (ErrTransient) have separate, bounded budgets; between tries Update
-//     sleeps with exponential backoff and full jitter under a cap (after
-//     a lost race starting no lower than the store's round trip and the
-//     contention the last Update of the key met; see Options.BaseDelay); an
-//     optional Timeout stops it from starting new tries; ctx is checked
-//     every turn. Running out of tries returns an error matching
-//     ErrContended that says how many attempts were made.
+//     (ErrTransient) have separate, bounded budgets: a count of lost races
+//     (MaxAttempts), and a time for transport failures, which are retried
+//     until the caller's deadline (ctx's or Timeout) or, without one, for
+//     TransientBudget, so an outage as long as a leader election is
+//     ridden out rather than failed after a handful of quick tries.
+//     Between tries Update sleeps with exponential backoff and full
+//     jitter under a cap (after a lost race starting no lower than the
+//     store's round trip and the contention the last Update of the key
+//     met; see Options.BaseDelay); an optional Timeout stops it from
+//     starting new tries; ctx is checked every turn. Running out of tries
+//     returns an error matching ErrContended that says how many attempts
+//     were made; running out of time for transport failures returns the
+//     last one, saying how many came over how long.
 //   - No racing yourself. Updates of one key through one store value, in
 //     one process, take turns (one attempt in flight at a time), so 64
 //     goroutines on a hot key cost the store about one read and one write
@@ -43,6 +49,11 @@
 // write for not applied and sends it again. Values that carry a nonce or
 // a counter of their own (lease records, publish pointers) never repeat
 // and are not affected.
+//
+// Every wait, backoff and timeout is measured on the monotonic clock
+// (time.Now's readings compared with each other, never a wall-clock time
+// that went through a number or a record), so a step of the system clock
+// neither stretches nor cuts any of them.
 //
 // The function may run several times and must not have side effects that
 // cannot be repeated; it must not keep or modify the slice it is given.

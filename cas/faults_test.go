@@ -61,12 +61,16 @@ func TestTransientBudgetRunsOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fs, _ := faulty(t)
 		fs.Inject(faultstore.Rule{Ops: faultstore.OpPut})
-		_, err := cas.Update(context.Background(), fs, "k", increment, &cas.Options{MaxTransient: 3})
+		start := time.Now()
+		_, err := cas.Update(context.Background(), fs, "k", increment, &cas.Options{TransientBudget: time.Second, MaxDelay: 100 * time.Millisecond})
 		if !errors.Is(err, store.ErrTransient) || errors.Is(err, cas.ErrContended) {
 			t.Fatalf("err = %v, want the transient error, not contended", err)
 		}
-		if fs.Injected() != 4 {
-			t.Fatalf("%d puts tried, want 1 + 3 retries", fs.Injected())
+		if el := time.Since(start); el > time.Second || el < 900*time.Millisecond {
+			t.Fatalf("gave up after %v, want within one backoff (100ms) of the 1s TransientBudget", el)
+		}
+		if fs.Injected() < 10 {
+			t.Fatalf("%d puts tried in 1s with backoffs under 100ms, want at least 10", fs.Injected())
 		}
 		wantValue(t, fs, "41")
 	})
@@ -79,7 +83,7 @@ func TestConflictAndTransientBudgetsAreSeparate(t *testing.T) {
 		fs, _ := faulty(t)
 		fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Err: store.ErrConflict, Count: 3})
 		fs.Inject(faultstore.Rule{Ops: faultstore.OpGet, Count: 4})
-		res, err := cas.Update(context.Background(), fs, "k", increment, &cas.Options{MaxAttempts: 4, MaxTransient: 4})
+		res, err := cas.Update(context.Background(), fs, "k", increment, &cas.Options{MaxAttempts: 4})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +209,7 @@ func counter(t *testing.T, fs *faultstore.Store) int {
 	return n
 }
 
-var hammerOpts = &cas.Options{MaxAttempts: 1000, MaxTransient: 1000, BaseDelay: time.Microsecond, MaxDelay: time.Millisecond}
+var hammerOpts = &cas.Options{MaxAttempts: 1000, TransientBudget: time.Hour, BaseDelay: time.Microsecond, MaxDelay: time.Millisecond}
 
 // Under random transient failures and unknown outcomes that were not
 // applied, concurrent increments lose nothing and apply nothing twice: the
@@ -264,10 +268,10 @@ func TestTimeoutEndsTransientRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fs, _ := faulty(t)
 		fs.Inject(faultstore.Rule{Ops: faultstore.OpGet})
-		opts := &cas.Options{MaxTransient: 1 << 20, BaseDelay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond, Timeout: 50 * time.Millisecond}
+		opts := &cas.Options{BaseDelay: 10 * time.Millisecond, MaxDelay: 10 * time.Millisecond, Timeout: 50 * time.Millisecond}
 		start := time.Now()
 		_, err := cas.Update(context.Background(), fs, "k", increment, opts)
-		if !errors.Is(err, store.ErrTransient) || errors.Is(err, cas.ErrContended) || !strings.Contains(err.Error(), "timeout") {
+		if !errors.Is(err, store.ErrTransient) || errors.Is(err, cas.ErrContended) || !strings.Contains(err.Error(), "Options.Timeout") {
 			t.Fatalf("err = %v, want a transient error ended by the timeout", err)
 		}
 		if el := time.Since(start); el >= 50*time.Millisecond || fs.Injected() < 5 {

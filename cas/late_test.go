@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/latchkey/latchkey/cas"
 	"github.com/latchkey/latchkey/store"
@@ -102,7 +103,7 @@ func TestTransientBudgetAfterUnknownOutcomeStaysUnknown(t *testing.T) {
 		fs, _ := faulty(t)
 		fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Fault: faultstore.FailBefore, Err: store.ErrUnknownOutcome, Count: 1})
 		fs.Inject(faultstore.Rule{Ops: faultstore.OpPut})
-		_, err := cas.Update(context.Background(), fs, "k", increment, &cas.Options{MaxTransient: 2})
+		_, err := cas.Update(context.Background(), fs, "k", increment, &cas.Options{TransientBudget: time.Second})
 		if !errors.Is(err, store.ErrUnknownOutcome) {
 			t.Fatalf("err = %v, want ErrUnknownOutcome", err)
 		}

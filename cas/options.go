@@ -9,10 +9,13 @@ import (
 
 // Defaults used where Options leaves a field zero.
 const (
-	DefaultMaxAttempts  = 10
-	DefaultMaxTransient = 5
-	DefaultBaseDelay    = 2 * time.Millisecond
-	DefaultMaxDelay     = 250 * time.Millisecond
+	DefaultMaxAttempts = 10
+	// DefaultTransientBudget is how long an Update without a deadline
+	// rides out transient failures: longer than a leader election of
+	// etcd or Consul (a few seconds) or a restart of latchkey serve.
+	DefaultTransientBudget = 10 * time.Second
+	DefaultBaseDelay       = 2 * time.Millisecond
+	DefaultMaxDelay        = 250 * time.Millisecond
 )
 
 // Options tune Update. A nil *Options and every zero field mean the
@@ -23,13 +26,21 @@ type Options struct {
 	// *ContendedError. Zero means DefaultMaxAttempts.
 	MaxAttempts int
 
-	// MaxTransient bounds, over the whole Update, the failures that leave
-	// the key untouched and may be retried as they are: ErrTransient from
-	// any operation, an ErrUnknownOutcome on a read, and a write of unknown
-	// outcome that a re-read showed had not been applied. When it runs out,
-	// Update returns the last such error (matching ErrUnknownOutcome too
-	// once a write's outcome was unknown). Zero means DefaultMaxTransient.
-	MaxTransient int
+	// TransientBudget bounds how long an Update without a deadline keeps
+	// retrying the failures that leave the key untouched and may be
+	// retried as they are: ErrTransient from any operation, an
+	// ErrUnknownOutcome on a read, and a write of unknown outcome that a
+	// re-read showed had not been applied. An Update with a deadline (ctx
+	// has one, or Timeout is set) retries them until that deadline,
+	// however many there are, and ignores TransientBudget; one without
+	// retries them until TransientBudget has passed since the first of
+	// them. Each retry waits a backoff (below), so an outage costs a few
+	// requests a second. When no backoff fits before the end, Update
+	// returns the last such error (matching ErrUnknownOutcome too once a
+	// write's outcome was unknown), saying how many failures it met over
+	// how long and what ended the retries. Zero means
+	// DefaultTransientBudget.
+	TransientBudget time.Duration
 
 	// BaseDelay is the least ceiling of the first backoff; the ceiling
 	// doubles with every retry of the same kind up to MaxDelay, and each
@@ -58,10 +69,11 @@ type Options struct {
 
 	// Timeout, when positive, is a budget for the whole Update: no new
 	// attempt starts and no backoff sleeps past it, and Update then gives
-	// up with a *ContendedError whose Deadline is true. An operation in
-	// flight is not interrupted (so it cannot become an unknown outcome
-	// because of the budget); cancel ctx for a hard stop. Zero means no
-	// budget beyond ctx.
+	// up with a *ContendedError whose Deadline is true (or, when it was
+	// retrying a transient failure, with that failure: see
+	// TransientBudget). An operation in flight is not interrupted (so it
+	// cannot become an unknown outcome because of the budget); cancel ctx
+	// for a hard stop. Zero means no budget beyond ctx.
 	Timeout time.Duration
 
 	// UniqueValues promises that every value the Func returns is one no
@@ -83,7 +95,7 @@ func (o *Options) withDefaults() (Options, error) {
 		name  string
 		value int64
 	}{
-		{"MaxAttempts", int64(r.MaxAttempts)}, {"MaxTransient", int64(r.MaxTransient)},
+		{"MaxAttempts", int64(r.MaxAttempts)}, {"TransientBudget", int64(r.TransientBudget)},
 		{"BaseDelay", int64(r.BaseDelay)}, {"MaxDelay", int64(r.MaxDelay)}, {"Timeout", int64(r.Timeout)},
 	} {
 		if f.value < 0 {
@@ -93,8 +105,8 @@ func (o *Options) withDefaults() (Options, error) {
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = DefaultMaxAttempts
 	}
-	if r.MaxTransient == 0 {
-		r.MaxTransient = DefaultMaxTransient
+	if r.TransientBudget == 0 {
+		r.TransientBudget = DefaultTransientBudget
 	}
 	if r.BaseDelay == 0 {
 		r.BaseDelay = DefaultBaseDelay

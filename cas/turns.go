@@ -29,6 +29,8 @@ import (
 // function or a request that hangs) stops waiting and makes its attempt
 // anyway, as it would have without turns. The backoff after a lost race
 // is slept without the turn. Waiting ends with ctx and respects Timeout.
+// How long a holder has held the turn is measured on the monotonic clock,
+// so a step of the wall clock neither stretches nor cuts the wait.
 //
 // Turns are kept in a map of the keys in use, each entry removed when its
 // last user leaves; a store whose dynamic type cannot be compared (see
@@ -40,8 +42,13 @@ type turnKey struct {
 
 type turn struct {
 	token chan struct{} // holds one value while the turn is taken
-	since atomic.Int64  // UnixNano when the current holder took it
-	users int           // Updates holding or waiting for it (under turnsMu)
+	// since is when the current holder took it, as a duration since
+	// origin: a reading of the monotonic clock, which a step of the wall
+	// clock does not move (a UnixNano would: a step back of an hour would
+	// make waiters wait MaxDelay plus the hour).
+	since  atomic.Int64
+	origin time.Time // now() when the turn was created
+	users  int       // Updates holding or waiting for it (under turnsMu)
 }
 
 var (
@@ -60,7 +67,7 @@ func (u *updater) takeTurn(ctx context.Context) (func(), error) {
 	turnsMu.Lock()
 	t := turns[k]
 	if t == nil {
-		t = &turn{token: make(chan struct{}, 1)}
+		t = &turn{token: make(chan struct{}, 1), origin: now()}
 		turns[k] = t
 	}
 	t.users++
@@ -89,7 +96,7 @@ func (u *updater) takeTurn(ctx context.Context) (func(), error) {
 func (t *turn) wait(ctx context.Context, stale time.Duration, deadline time.Time) (bool, error) {
 	select {
 	case t.token <- struct{}{}:
-		t.since.Store(time.Now().UnixNano())
+		t.took()
 		return true, nil
 	default:
 	}
@@ -97,17 +104,17 @@ func (t *turn) wait(ctx context.Context, stale time.Duration, deadline time.Time
 	defer timer.Stop()
 	var end <-chan time.Time
 	if !deadline.IsZero() {
-		dl := time.NewTimer(time.Until(deadline))
+		dl := time.NewTimer(deadline.Sub(now()))
 		defer dl.Stop()
 		end = dl.C
 	}
 	for {
 		select {
 		case t.token <- struct{}{}:
-			t.since.Store(time.Now().UnixNano())
+			t.took()
 			return true, nil
 		case <-timer.C:
-			held := time.Since(time.Unix(0, t.since.Load()))
+			held := now().Sub(t.origin) - time.Duration(t.since.Load())
 			if held >= stale {
 				return false, nil
 			}
@@ -119,6 +126,9 @@ func (t *turn) wait(ctx context.Context, stale time.Duration, deadline time.Time
 		}
 	}
 }
+
+// took records that the turn was taken now.
+func (t *turn) took() { t.since.Store(int64(now().Sub(t.origin))) }
 
 // deadline is when Options.Timeout ends, zero without one.
 func (u *updater) deadline() time.Time {

@@ -52,7 +52,9 @@ type Result struct {
 //     unknown and could not be resolved (below). Once one write's outcome
 //     is unknown, every error Update returns matches it, whatever else it
 //     matches: that write may still apply.
-//   - the last transient error, wrapped, when Options.MaxTransient ran out.
+//   - the last transient error, wrapped, when the retries of transient
+//     failures reached the deadline (ctx's or Options.Timeout) or, without
+//     one, Options.TransientBudget.
 //   - ctx's cause when ctx ends between operations, or the store's error
 //     for an operation ctx interrupted (which may be an unknown outcome).
 //   - any other store error (ErrInvalidKey, ErrUnsupported, ErrClosed, ...)
@@ -71,9 +73,9 @@ type Result struct {
 //
 //   - The key exists at exactly the version the write was conditioned on:
 //     the write has not applied (a key never gets an old version back).
-//     Update sends the same conditional write again, charged to the
-//     MaxTransient budget. At most one of the sends can apply, since they
-//     carry the same condition.
+//     Update sends the same conditional write again, as a retry of a
+//     transient failure (Options.TransientBudget). At most one of the
+//     sends can apply, since they carry the same condition.
 //   - The key holds exactly the bytes Update wrote, under a version it did
 //     not have, and Options.UniqueValues is set: the write was applied;
 //     Update returns Written with that version.
@@ -106,7 +108,7 @@ func Update(ctx context.Context, s store.Store, key string, fn Func, opts *Optio
 	if err != nil {
 		return Result{}, fmt.Errorf("cas: update %q: %w", key, err)
 	}
-	u := &updater{s: s, key: key, fn: fn, o: o, caps: s.Capabilities(), start: time.Now()}
+	u := &updater{s: s, key: key, fn: fn, o: o, caps: s.Capabilities(), start: now()}
 	if !u.caps.CreateIfAbsent || !u.caps.CompareAndSwap {
 		return Result{}, u.errorf("%w: the store does not declare create-if-absent and compare-and-swap", store.ErrUnsupported)
 	}
@@ -131,6 +133,9 @@ type updater struct {
 	res        Result
 	conflicts  int
 	transients int
+	// firstTransient is when the first transient failure came (zero
+	// before one did): TransientBudget counts from it.
+	firstTransient time.Time
 	// unsure is set once a write of this Update has failed with
 	// store.ErrUnknownOutcome: from then on that write may still apply,
 	// so no later failure is proof that nothing was written.
@@ -181,8 +186,8 @@ func (u *updater) inTurn(ctx context.Context) (done bool, err error) {
 		return false, u.errorf("%w", err)
 	}
 	defer release() // also when fn panics
-	began := time.Now()
-	defer func() { u.attempt = time.Since(began) }()
+	began := now()
+	defer func() { u.attempt = now().Sub(began) }()
 	return u.try(ctx)
 }
 
@@ -351,20 +356,40 @@ func (u *updater) applied(d Decision, v store.Version) {
 	u.res.Entry = store.Entry{Key: u.key, Value: d.value, Version: v}
 }
 
-// transient charges one failure (err) to the MaxTransient budget and backs
-// off; it returns an error when the budget or the Timeout runs out.
+// transient records one failure (err) that may be retried as it is and
+// backs off. It returns an error, saying how many failures came over how
+// long, when the backoff would end past the deadline (transientEnd), and
+// ctx's cause when ctx ends during it.
 func (u *updater) transient(ctx context.Context, err error) error {
 	u.transients++
-	if u.transients > u.o.MaxTransient {
-		return u.errorf("gave up after %d transient failures: %w", u.transients, err)
+	t := now()
+	if u.transients == 1 {
+		u.firstTransient = t
 	}
-	if perr := u.pause(ctx, u.o.policy().Delay(u.transients)); perr != nil {
-		if errors.Is(perr, errTimeout) {
-			return u.errorf("timeout after %d transient failures: %w", u.transients, err)
-		}
-		return perr
+	end, why := u.transientEnd(ctx)
+	d := u.o.policy().Delay(u.transients)
+	if !t.Add(d).Before(end) {
+		return u.errorf("gave up after %d transient failures over %v (%s): %w",
+			u.transients, t.Sub(u.start).Round(time.Millisecond), why, err)
+	}
+	if backoff.Sleep(ctx, d) != nil {
+		return u.errorf("%w (after %d transient failures, the last: %v)", context.Cause(ctx), u.transients, err)
 	}
 	return nil
+}
+
+// transientEnd is when retries of transient failures stop, and why: the
+// earlier of Options.Timeout's end and ctx's deadline, or without either
+// TransientBudget after the first transient failure.
+func (u *updater) transientEnd(ctx context.Context) (time.Time, string) {
+	end, why := u.deadline(), "Options.Timeout"
+	if dl, ok := ctx.Deadline(); ok && (end.IsZero() || dl.Before(end)) {
+		end, why = dl, "ctx's deadline"
+	}
+	if end.IsZero() {
+		end, why = u.firstTransient.Add(u.o.TransientBudget), "Options.TransientBudget"
+	}
+	return end, why
 }
 
 var errTimeout = errors.New("cas: timeout")
@@ -374,7 +399,7 @@ var errTimeout = errors.New("cas: timeout")
 // every lost race, up to MaxDelay.
 func (u *updater) conflictDelay() time.Duration {
 	if u.conflicts == 1 {
-		u.first = firstCeiling(u.o, u.attempt, recalled(u.s, u.key, time.Now()))
+		u.first = firstCeiling(u.o, u.attempt, recalled(u.s, u.key, now()))
 	}
 	p := backoff.Policy{Base: u.first, Max: u.o.MaxDelay}
 	u.last = p.Ceiling(u.conflicts)
@@ -406,14 +431,14 @@ func (u *updater) learn() {
 	if c <= u.o.BaseDelay {
 		c = 0
 	}
-	remember(u.s, u.key, c, time.Now())
+	remember(u.s, u.key, c, now())
 }
 
 // pause sleeps d, a backoff. It returns errTimeout, without sleeping, when
 // the sleep would end past Options.Timeout, and ctx's cause when ctx ends
 // first.
 func (u *updater) pause(ctx context.Context, d time.Duration) error {
-	if u.o.Timeout > 0 && time.Since(u.start)+d >= u.o.Timeout {
+	if u.o.Timeout > 0 && now().Sub(u.start)+d >= u.o.Timeout {
 		return errTimeout
 	}
 	if backoff.Sleep(ctx, d) != nil {

@@ -127,7 +127,7 @@ func TestUpdateZeroDecisionIsAnError(t *testing.T) {
 
 func TestUpdateRejectsNegativeOptions(t *testing.T) {
 	for field, o := range map[string]cas.Options{
-		"MaxAttempts": {MaxAttempts: -1}, "MaxTransient": {MaxTransient: -1}, "BaseDelay": {BaseDelay: -1},
+		"MaxAttempts": {MaxAttempts: -1}, "TransientBudget": {TransientBudget: -1}, "BaseDelay": {BaseDelay: -1},
 		"MaxDelay": {MaxDelay: -1}, "Timeout": {Timeout: -1},
 	} {
 		_, err := cas.Update(context.Background(), memstore.New(), "k", increment, &o)

@@ -39,7 +39,11 @@
 // MaxSwapDelay, and the writers' maximum age (Options.MaxAge, past which
 // Commit refuses with ErrAbandoned), plus the worst clock skew between the
 // hosts involved; the default grace is one hour and the default maximum
-// age half of that.
+// age half of that. GC's is the one judgement that compares wall clocks:
+// its own with the times writers recorded, which is all a one-shot GC
+// can go by, so a step of a host's system clock counts as skew. The
+// writer's own limits (MaxAge, MaxSwapDelay) are measured on its
+// monotonic clock, which a step does not move.
 //
 // When writers are serialised by a lease (package lease), Options.Token
 // carries the lease's fencing token: the pointer records it (and keeps

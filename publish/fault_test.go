@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/latchkey/latchkey/publish"
@@ -65,23 +66,30 @@ func TestCommitTransientThenRetry(t *testing.T) {
 }
 
 // TestCommitPersistentFailureCleansUp: a pointer write that keeps failing
-// gives up after a bounded number of attempts and leaves nothing behind.
+// is retried with backoff until MaxSwapDelay after the manifest, no later,
+// then given up, and leaves nothing behind.
 func TestCommitPersistentFailureCleansUp(t *testing.T) {
-	ctx := context.Background()
-	fs := faultstore.New(memstore.New(), 1)
-	w := begin(t, ctx, fs, "pf", &publish.Options{MaxTransient: 3})
-	put(t, ctx, w, "f", "x")
-	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "pf/pointer", Fault: faultstore.FailBefore})
-	_, err := w.Commit(ctx)
-	if !errors.Is(err, store.ErrTransient) {
-		t.Fatalf("Commit = %v, want ErrTransient after giving up", err)
-	}
-	if fs.Injected() != 4 {
-		t.Fatalf("%d attempts, want 4 (the first and MaxTransient retries)", fs.Injected())
-	}
-	for it, err := range store.All(ctx, fs, "pf/") {
-		t.Fatalf("left behind: %v %v", it.Key, err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		fs := faultstore.New(memstore.New(), 1)
+		w := begin(t, ctx, fs, "pf", nil)
+		put(t, ctx, w, "f", "x")
+		fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "pf/pointer", Fault: faultstore.FailBefore})
+		start := time.Now()
+		_, err := w.Commit(ctx)
+		if !errors.Is(err, store.ErrTransient) {
+			t.Fatalf("Commit = %v, want ErrTransient after giving up", err)
+		}
+		if el := time.Since(start); el > publish.MaxSwapDelay || el < publish.MaxSwapDelay-2*time.Second {
+			t.Errorf("gave up after %v, want within a backoff (1s) of MaxSwapDelay (%v)", el, publish.MaxSwapDelay)
+		}
+		if n := fs.Injected(); n < 60 {
+			t.Errorf("%d pointer writes in %v with backoffs under 1s, want at least 60", n, publish.MaxSwapDelay)
+		}
+		for it, err := range store.All(ctx, fs, "pf/") {
+			t.Fatalf("left behind: %v %v", it.Key, err)
+		}
+	})
 }
 
 // TestCommitContextEndedAfterPointerApplied: the pointer write applies but

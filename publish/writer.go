@@ -23,14 +23,15 @@ type Options struct {
 	// the writer is not fenced. A commit is refused with ErrFenced when the
 	// pointer carries a larger token.
 	Token uint64
-	// Now is the wall clock; nil means time.Now. The time a generation
-	// begins is embedded in its id, for GC.
+	// Now is the clock; nil means time.Now. Its wall-clock readings go
+	// into records for GC and people: the time a generation begins into
+	// its id, the manifest's Created, the pointer's Committed. The limits
+	// on the writer itself (MaxAge, MaxSwapDelay) are measured between two
+	// of its readings, which for time.Now's is the monotonic clock, so a
+	// step of the system clock neither cuts nor stretches them. (A Now
+	// whose readings carry no monotonic reading measures them on its wall
+	// clock.)
 	Now func() time.Time
-	// MaxTransient bounds retries of the pointer write (cas.Options's
-	// MaxTransient: the first attempt and at most this many more) after
-	// store.ErrTransient or an unknown outcome known not to have applied.
-	// Zero means DefaultMaxTransient.
-	MaxTransient int
 	// MaxAge bounds a Writer's life: Commit refuses, with ErrAbandoned, a
 	// generation that began longer ago than this, because GC treats an
 	// uncommitted generation older than its grace period as abandoned and
@@ -41,8 +42,6 @@ type Options struct {
 
 // Defaults used where Options leaves a field zero.
 const (
-	// DefaultMaxTransient is Options.MaxTransient when it is zero.
-	DefaultMaxTransient = 5
 	// DefaultMaxAge is a Writer's longest life when Options.MaxAge is
 	// zero: half of DefaultGrace.
 	DefaultMaxAge = DefaultGrace / 2
@@ -56,16 +55,11 @@ func (o *Options) withDefaults() (Options, error) {
 		r = *o
 	}
 	switch {
-	case r.MaxTransient < 0:
-		return r, fmt.Errorf("publish: negative Options.MaxTransient %d (zero means DefaultMaxTransient)", r.MaxTransient)
 	case r.MaxAge < 0:
 		return r, fmt.Errorf("publish: negative Options.MaxAge %v (zero means DefaultMaxAge)", r.MaxAge)
 	}
 	if r.Now == nil {
 		r.Now = time.Now
-	}
-	if r.MaxTransient == 0 {
-		r.MaxTransient = DefaultMaxTransient
 	}
 	if r.MaxAge == 0 {
 		r.MaxAge = DefaultMaxAge
@@ -179,8 +173,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // refusal the generation is deleted, unless an earlier attempt of the
 // pointer write may have applied (then it may have been visible, and GC
 // removes it after the grace period). Transient failures of the pointer
-// write are retried a bounded number of times; an unknown outcome is
-// resolved by reading the pointer back.
+// write are retried with backoff until ctx ends or MaxSwapDelay after the
+// manifest, whichever comes first; an unknown outcome is resolved by
+// reading the pointer back.
 func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if w.done {
 		return Commit{}, ErrFinished
@@ -199,7 +194,11 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if err := w.checkAge(); err != nil { // again, just before the commit
 		return Commit{}, w.fail(ctx, err)
 	}
-	m := w.manifest()
+	// created keeps its monotonic reading: the swap delay is measured from
+	// it on the monotonic clock. The manifest records its wall-clock time
+	// (UTC, which drops the monotonic reading) for GC, on other hosts.
+	created := w.opts.Now()
+	m := w.manifest(created)
 	mb, err := json.Marshal(m)
 	if err != nil {
 		return Commit{}, err
@@ -215,7 +214,7 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	if err != nil {
 		return Commit{}, err
 	}
-	v, err := w.swapPointer(ctx, pb, m.Created)
+	v, err := w.swapPointer(ctx, pb, created)
 	if err != nil {
 		return Commit{}, err
 	}
@@ -226,8 +225,8 @@ func (w *Writer) Commit(ctx context.Context) (Commit, error) {
 	return c, nil
 }
 
-func (w *Writer) manifest() Manifest {
-	m := Manifest{Generation: w.id, Base: w.basePt.Generation, Token: w.opts.Token, Created: w.opts.Now().UTC(), Files: []File{}}
+func (w *Writer) manifest(created time.Time) Manifest {
+	m := Manifest{Generation: w.id, Base: w.basePt.Generation, Token: w.opts.Token, Created: created.UTC(), Files: []File{}}
 	for _, f := range w.files {
 		m.Files = append(m.Files, f)
 	}
@@ -236,6 +235,8 @@ func (w *Writer) manifest() Manifest {
 }
 
 // checkAge refuses a writer older than MaxAge: GC may be deleting it.
+// The age is measured between two readings of Options.Now, on the
+// monotonic clock when they carry one (time.Now's do).
 func (w *Writer) checkAge() error {
 	if age := w.opts.Now().Sub(w.began); age > w.opts.MaxAge {
 		return fmt.Errorf("%w: generation %s began %s ago, longer than the writer's maximum age %s",
@@ -275,7 +276,8 @@ func (w *Writer) checkObjects(ctx context.Context) error {
 const MaxSwapDelay = time.Minute
 
 // checkSwapDelay refuses a pointer write more than MaxSwapDelay after the
-// manifest was created.
+// manifest was created: created is the reading of Options.Now taken then,
+// with its monotonic reading (never the manifest's Created, which lost it).
 func (w *Writer) checkSwapDelay(created time.Time) error {
 	if d := w.opts.Now().Sub(created); d > MaxSwapDelay {
 		return fmt.Errorf("%w: generation %s: the pointer swap would come %s after its manifest, more than %s (GC counts the replaced generation's grace from the manifest)",
@@ -293,11 +295,13 @@ func definite(err error) bool {
 // swapPointer is the commit: one cas.Update of the pointer, whose
 // function refuses (ErrSuperseded) as soon as the pointer is not the one
 // read at Begin, so a lost race is never retried blindly; transient
-// failures are retried within Options.MaxTransient with cas's jittered
-// backoff. Once a write may have applied (an unknown outcome, a context
-// that ended, an unclassified error), the generation may have been
-// visible to readers, however briefly, so it is never deleted here: only
-// GC may remove it, after the grace period.
+// failures are retried with cas's jittered backoff until ctx ends or
+// until MaxSwapDelay after the manifest (cas.Options.Timeout: no write,
+// not even a resend, is sent later than that). Once a write may have
+// applied (an unknown outcome, a context that ended, an unclassified
+// error), the generation may have been visible to readers, however
+// briefly, so it is never deleted here: only GC may remove it, after the
+// grace period.
 func (w *Writer) swapPointer(ctx context.Context, pb []byte, created time.Time) (store.Version, error) {
 	rs := &recordingStore{Store: w.s}
 	res, err := cas.Update(ctx, rs, w.l.pointer(), func(cur []byte, exists bool) (cas.Decision, error) {
@@ -316,7 +320,8 @@ func (w *Writer) swapPointer(ctx context.Context, pb []byte, created time.Time) 
 			return cas.Decision{}, err
 		}
 		return cas.Set(pb), nil
-	}, &cas.Options{MaxTransient: w.opts.MaxTransient, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, UniqueValues: true})
+	}, &cas.Options{Timeout: max(MaxSwapDelay-w.opts.Now().Sub(created), time.Nanosecond),
+		BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second, UniqueValues: true})
 	if err == nil {
 		return res.Entry.Version, nil
 	}

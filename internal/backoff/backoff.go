@@ -3,9 +3,10 @@
 // jitter, and a sleep that ends early when its context does.
 //
 // A Policy holds no state; the caller counts its attempts (each retry loop
-// in the module bounds its attempts differently — cas counts conflicts and
-// transient failures apart, resolve stops at its Attempts, a lease at its
-// deadline) and asks for the delay before attempt n:
+// in the module bounds its attempts differently — cas counts conflicts
+// and retries transient failures until a deadline, resolve stops at its
+// Attempts, a lease at its deadline) and asks for the delay before
+// attempt n:
 //
 //	p := backoff.Policy{Base: 2 * time.Millisecond, Max: 250 * time.Millisecond}
 //	for n := 1; ; n++ {

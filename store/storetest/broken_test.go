@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -30,6 +31,10 @@ type brokenStore struct {
 	// want is the name of a subtest that must fail.
 	want string
 }
+
+// brokenCounts names the broken stores whose subtests run more than once
+// (-test.count), and how often: want must fail in every run.
+var brokenCounts = map[string]int{}
 
 var brokenStores = map[string]brokenStore{
 	// Conditions checked with a Get and then written unconditionally.
@@ -68,15 +73,16 @@ func TestSuiteCatchesBrokenStores(t *testing.T) {
 	for name, b := range brokenStores {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			count := max(brokenCounts[name], 1)
 			cmd := exec.CommandContext(t.Context(), os.Args[0],
-				"-test.run=^TestSuiteCatchesBrokenStores$/^"+b.run, "-test.v", "-test.count=1", "-test.timeout=2m")
+				"-test.run=^TestSuiteCatchesBrokenStores$/^"+b.run, "-test.v", fmt.Sprintf("-test.count=%d", count), "-test.timeout=2m")
 			cmd.Env = append(os.Environ(), brokenEnv+"="+name)
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("the suite passed a store with %s:\n%s", name, tail(out))
 			}
-			if !strings.Contains(string(out), "--- FAIL: TestSuiteCatchesBrokenStores/"+b.want) {
-				t.Errorf("subtest %s did not fail against %s:\n%s", b.want, name, tail(out))
+			if n := strings.Count(string(out), "--- FAIL: TestSuiteCatchesBrokenStores/"+b.want+" "); n != count {
+				t.Errorf("subtest %s failed in %d of %d runs against %s:\n%s", b.want, n, count, name, tail(out))
 			}
 		})
 	}

@@ -99,11 +99,84 @@ func (s *txnPartlyVisible) Txn(ctx context.Context, ops []store.TxnOp) ([]store.
 	return out, nil
 }
 
+// txnOneByOne checks a transaction's conditions and then applies its
+// writes one after another, unconditionally, and does not keep
+// single-key writes out meanwhile. Between two of its writes it pauses
+// until a single-key write has landed (or a few seconds have passed): the
+// hook stands for any delay between the writes, and makes the fault
+// certain to be exercised, so that the suite must catch it every time.
+type txnOneByOne struct {
+	*memstore.Store
+	mu    sync.Mutex    // serialises transactions only
+	wrote chan struct{} // a single-key write applied (capacity 1)
+}
+
+func newTxnOneByOne() *txnOneByOne {
+	return &txnOneByOne{Store: memstore.New(), wrote: make(chan struct{}, 1)}
+}
+
+func (s *txnOneByOne) signal() {
+	select {
+	case s.wrote <- struct{}{}:
+	default:
+	}
+}
+
+func (s *txnOneByOne) Put(ctx context.Context, key string, v []byte, c store.Condition) (store.Version, error) {
+	ver, err := s.Store.Put(ctx, key, v, c)
+	if err == nil {
+		s.signal()
+	}
+	return ver, err
+}
+
+func (s *txnOneByOne) Delete(ctx context.Context, key string, c store.Condition) error {
+	err := s.Store.Delete(ctx, key, c)
+	if err == nil {
+		s.signal()
+	}
+	return err
+}
+
+func (s *txnOneByOne) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := checkTxn(ctx, s.Store, ops); err != nil {
+		return nil, err
+	}
+	select { // forget the writes before this one
+	case <-s.wrote:
+	default:
+	}
+	out := make([]store.Version, len(ops))
+	for i, op := range unconditional(ops) {
+		if i > 0 {
+			select {
+			case <-s.wrote:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		vs, err := s.Store.Txn(ctx, []store.TxnOp{op})
+		if err != nil {
+			return nil, err
+		}
+		out[i] = vs[0]
+	}
+	return out, nil
+}
+
 func init() {
 	brokenStores["txn-not-isolated-from-single-key-writes"] = brokenStore{
 		func() store.Store { return &txnNotIsolated{Store: memstore.New()} }, "Txn/a_Txn_racing",
 		"Txn/a_Txn_racing_PutIfMatch_and_DeleteIfMatch_on_one_version:_exactly_one_wins",
 	}
+	// Caught every time: the child runs the subtest 20 times, and each
+	// run must fail.
+	brokenStores["txn-applied-one-by-one"] = brokenStore{
+		func() store.Store { return newTxnOneByOne() }, "Txn/once_a_Txn",
+		"Txn/once_a_Txn's_write_is_visible,_single-key_writes_on_the_state_it_replaced_lose",
+	}
+	brokenCounts["txn-applied-one-by-one"] = 20
 	brokenStores["txn-partly-visible"] = brokenStore{
 		func() store.Store { return &txnPartlyVisible{Store: memstore.New()} }, "Txn/readers",
 		"Txn/readers_never_see_a_Txn's_writes_partly_applied",

@@ -206,6 +206,7 @@ var txnTests = []subtest{
 	{name: "concurrent transfers between two keys preserve the sum", need: hasTxn, run: testTransfers},
 	{name: "a Txn racing PutIfMatch and DeleteIfMatch on one version: exactly one wins", need: hasTxnCAS, run: testTxnAgainstSingleKeyWrites},
 	{name: "readers never see a Txn's writes partly applied", need: hasTxn, run: testTxnSeenWhole},
+	{name: "once a Txn's write is visible, single-key writes on the state it replaced lose", need: hasTxnCAS, run: testTxnIsolatedWhileApplied},
 }
 
 // testTransfers moves units between two keys with concurrent

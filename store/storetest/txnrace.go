@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -241,6 +242,118 @@ func readPass(ctx context.Context, s store.Store, rng *rand.Rand, reads *atomic.
 			return fmt.Errorf("%q showed generation %d after %q showed %d: a transaction was seen partly applied", snapKeys[i], g, highKey, high)
 		}
 		high, highKey = g, snapKeys[i]
+	}
+	return nil
+}
+
+// testTxnIsolatedWhileApplied checks, deterministically where the race
+// above relies on the scheduler, that a Txn is applied at one instant for
+// single-key writers too. A Txn writes two keys (a side key it creates,
+// and a put or delete of a key on its version v0), in either op order.
+// One watcher polls the side key and, the moment it sees it, writes the
+// key on v0 (PutIfMatch, or DeleteIfMatch where declared); another polls
+// the key and, the moment it sees it changed, creates the side key
+// (PutIfAbsent). On a store that applies the Txn at once, a visible write
+// of it means it committed, so both watchers lose. A store that applies a
+// Txn's writes one after another lets in the watcher of whichever key it
+// wrote first, whenever its writes are far enough apart for one poll and
+// one write: a Txn that pauses between its writes is caught every time.
+func testTxnIsolatedWhileApplied(t *testing.T, h Harness) {
+	ctx, s, tx := openTxn(t, h)
+	cad := s.Capabilities().CompareAndDelete
+	for round := range 4 {
+		key := fmt.Sprintf("txniso/%d/key", round)
+		side := fmt.Sprintf("txniso/%d/side", round)
+		v0 := put(t, ctx, s, key, []byte("start"), store.Unconditional)
+		txnDeletes, keyFirst := round%2 == 1, round/2 == 1
+		op := store.PutOp(key, []byte("txn"), store.IfMatch(v0))
+		if txnDeletes {
+			op = store.DeleteOp(key, store.IfMatch(v0))
+		}
+		ops := []store.TxnOp{store.PutOp(side, []byte("txn"), store.IfAbsent), op}
+		if keyFirst {
+			ops[0], ops[1] = ops[1], ops[0]
+		}
+		done := make(chan struct{})
+		var vs []store.Version
+		var terr error
+		errs := race(3, func(i int) error {
+			switch i {
+			case 0:
+				defer close(done)
+				vs, terr = tx.Txn(ctx, ops)
+				return nil
+			case 1: // sees the side key, writes the key on v0
+				if err := watchUntil(ctx, s, side, done, func(_ store.Entry, err error) bool { return err == nil }); err != nil {
+					return err
+				}
+				if cad && round%2 == 0 {
+					return wantLost("DeleteIfMatch of "+key+" on the version the Txn replaced, once its side key was visible",
+						s.Delete(ctx, key, store.IfMatch(v0)))
+				}
+				_, err := s.Put(ctx, key, []byte("single"), store.IfMatch(v0))
+				return wantLost("PutIfMatch of "+key+" on the version the Txn replaced, once its side key was visible", err)
+			default: // sees the key changed, creates the side key
+				if err := watchUntil(ctx, s, key, done, func(e store.Entry, err error) bool { return err != nil || e.Version != v0 }); err != nil {
+					return err
+				}
+				_, err := s.Put(ctx, side, []byte("single"), store.IfAbsent)
+				return wantLost("PutIfAbsent of "+side+" once the Txn's write of "+key+" was visible", err)
+			}
+		})
+		what := fmt.Sprintf("round %d (Txn %s, %s first)", round, map[bool]string{false: "puts", true: "deletes"}[txnDeletes],
+			map[bool]string{false: "side key", true: "key"}[keyFirst])
+		for _, err := range errs {
+			if err != nil {
+				t.Errorf("%s: %v: the Txn was not applied at one instant", what, err)
+			}
+		}
+		if terr != nil {
+			t.Errorf("%s: Txn: %v; want it applied (no write could come before it committed)", what, terr)
+			continue
+		}
+		wantEntry(t, ctx, s, side, []byte("txn"), vs[slices.IndexFunc(ops, func(o store.TxnOp) bool { return o.Key == side })])
+		if txnDeletes {
+			wantMissing(t, ctx, s, key)
+		} else {
+			wantEntry(t, ctx, s, key, []byte("txn"), vs[slices.IndexFunc(ops, func(o store.TxnOp) bool { return o.Key == key })])
+		}
+	}
+}
+
+// watchUntil polls key until seen says its state is the one awaited, and
+// after done once more: it returns nil when seen said so, and an error
+// when the state never came (the Txn ended without it) or a read failed.
+func watchUntil(ctx context.Context, s store.Store, key string, done <-chan struct{}, seen func(store.Entry, error) bool) error {
+	for {
+		finished := false
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		e, err := s.Get(ctx, key)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("Get(%q): %w", key, err)
+		}
+		if seen(e, err) {
+			return nil
+		}
+		if finished {
+			return fmt.Errorf("Get(%q) after the Txn returned: never showed its write", key)
+		}
+		runtime.Gosched()
+	}
+}
+
+// wantLost returns nil when err is ErrConflict, and an error naming what
+// otherwise.
+func wantLost(what string, err error) error {
+	switch {
+	case err == nil:
+		return fmt.Errorf("%s succeeded", what)
+	case !errors.Is(err, store.ErrConflict):
+		return fmt.Errorf("%s: err = %v, want ErrConflict", what, err)
 	}
 	return nil
 }
