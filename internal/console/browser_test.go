@@ -119,6 +119,14 @@ func (b *tab) shot(name string) {
 
 func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 
+// loginS3 logs the tab in with the server's S3 credentials.
+func (b *tab) loginS3(f *fixture) {
+	b.t.Helper()
+	b.do("login", chromedp.Navigate(f.srv.URL+"/ui/login"), chromedp.WaitVisible(css("#access_key")),
+		chromedp.SendKeys(css("#access_key"), f.srv.AccessKey), chromedp.SendKeys(css("#secret_key"), f.srv.SecretKey),
+		chromedp.Submit(css("#secret_key")), chromedp.WaitVisible(css("#overview")))
+}
+
 // TestBrowser drives every view in headless chromium against a real
 // server whose data was written through the real APIs.
 func TestBrowser(t *testing.T) {
@@ -179,6 +187,7 @@ func TestBrowser(t *testing.T) {
 	}()
 
 	u := f.srv.URL
+	b.loginS3(f)
 	b.do("overview", chromedp.Navigate(u+"/ui/"), chromedp.WaitVisible(css(`#charts[data-samples="3"]`)))
 	text := b.text("#overview")
 	b.shot("overview")
