@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -55,6 +57,39 @@ func TestConsoleS3NeedsS3Credentials(t *testing.T) {
 			code, _, b := f.get(p)
 			if code == http.StatusOK || bytes.Contains(b, []byte("payroll")) || bytes.Contains(b, []byte("leaky")) {
 				t.Errorf("token %q: GET %s without login: %d %s", tok, p, code, b)
+			}
+		}
+	}
+}
+
+// Every object GET and HEAD carries the sandbox and nosniff headers,
+// whatever type the object was stored with or the request overrides.
+func TestObjectResponsesAreSandboxed(t *testing.T) {
+	f := start(t, "")
+	ctx := context.Background()
+	mc := f.s3()
+	if err := mc.MakeBucket(ctx, "sandboxed", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	body := "<script>alert(1)</script>"
+	if _, err := mc.PutObject(ctx, "sandboxed", "x.html", strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{ContentType: "text/html"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{"GET", "HEAD"} {
+		for _, q := range []url.Values{nil, {"response-content-type": {"text/html"}}} {
+			u, err := mc.Presign(ctx, method, "sandboxed", "x.html", time.Hour, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequest(method, u.String(), nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Security-Policy") != "sandbox" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("%s %v: %d, CSP %q, X-Content-Type-Options %q", method, q, resp.StatusCode,
+					resp.Header.Get("Content-Security-Policy"), resp.Header.Get("X-Content-Type-Options"))
 			}
 		}
 	}
