@@ -54,6 +54,16 @@ func serveFlags(cfg *server.Config, logs *logOptions) []serveFlag {
 			help: "serve the Consul API without --acl-token on a non-loopback address (refused otherwise)"},
 		{name: "consul-bump-identical-writes", env: "LATCHKEY_CONSUL_BUMP_IDENTICAL_WRITES", isBool: true, set: boolean(&cfg.ConsulBumpIdenticalWrites),
 			help: "give every Consul KV write a new ModifyIndex, even one identical to the stored entry (Consul skips those)"},
+		{name: "consul-max-sessions", env: "LATCHKEY_CONSUL_MAX_SESSIONS", arg: "N",
+			set: func(v string) error {
+				n, err := strconv.Atoi(v)
+				if err == nil && n <= 0 {
+					err = errors.New("must be positive")
+				}
+				cfg.ConsulMaxSessions = n
+				return err
+			},
+			help: "most live Consul sessions; one more create is answered 429 (default 16384)"},
 		{name: "access-key", env: "LATCHKEY_ACCESS_KEY", arg: "KEY", set: str(&cfg.AccessKey),
 			help: "S3 access key id (with --secret-key; default: a pair generated once and kept in the data directory)"},
 		{name: "secret-key", env: "LATCHKEY_SECRET_KEY", arg: "SECRET", set: str(&cfg.SecretKey),
@@ -62,6 +72,17 @@ func serveFlags(cfg *server.Config, logs *logOptions) []serveFlag {
 			help: "serve unsigned S3 requests instead of answering 403 AccessDenied"},
 		{name: "s3-domain", env: "LATCHKEY_S3_DOMAIN", arg: "DOMAIN", set: str(&cfg.S3Domain),
 			help: "also serve virtual-hosted-style S3 requests: Host BUCKET.DOMAIN addresses BUCKET (as MinIO's MINIO_DOMAIN)"},
+		{name: "allowed-hosts", env: "LATCHKEY_ALLOWED_HOSTS", arg: "NAMES",
+			set: func(v string) error {
+				cfg.AllowedHosts = nil
+				for _, n := range strings.Split(v, ",") {
+					if n = strings.TrimSpace(n); n != "" {
+						cfg.AllowedHosts = append(cfg.AllowedHosts, n)
+					}
+				}
+				return nil
+			},
+			help: "comma-separated Host names (each with its subdomains) answered besides IP addresses and localhost while an API is served without credentials (no --acl-token, or --anonymous); others get 403, against DNS rebinding"},
 		{name: "tls-cert", env: "LATCHKEY_TLS_CERT", arg: "FILE", set: str(&cfg.TLSCert),
 			help: "serve HTTPS with this PEM certificate (with --tls-key)"},
 		{name: "tls-key", env: "LATCHKEY_TLS_KEY", arg: "FILE", set: str(&cfg.TLSKey),

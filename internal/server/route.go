@@ -20,12 +20,19 @@ type router struct {
 	consul, s3, ops http.Handler
 	// s3Domain is Config.S3Domain: hosts under it are S3 only.
 	s3Domain string
+	// hosts refuses foreign Host names while anything is served without
+	// credentials (hosts.go).
+	hosts hostGuard
 }
 
 // ServeHTTP reads only the escaped path and the Host. It parses no query:
 // each API handler parses it once (and consulapi ends its own blocking
 // queries at shutdown: Handler.StopBlocking).
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !rt.hosts.allows(r.Host) {
+		rt.hosts.refuse(w, r.Host)
+		return
+	}
 	p := r.URL.EscapedPath()
 	if _, ok := s3api.BucketFromHost(r.Host, rt.s3Domain); ok {
 		rt.s3.ServeHTTP(w, r)
