@@ -48,7 +48,7 @@ func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 	}()
 
 	consul, err := consulapi.New(e, &consulapi.Options{NodeName: cfg.NodeName, ACLToken: cfg.ACLToken, Logger: cfg.Logger,
-		BumpIdenticalWrites: cfg.ConsulBumpIdenticalWrites})
+		BumpIdenticalWrites: cfg.ConsulBumpIdenticalWrites, MaxSessions: cfg.ConsulMaxSessions})
 	if err != nil {
 		return nil, err
 	}
