@@ -240,7 +240,8 @@ the secret is.
 Endpoints:
   /v1/...      Consul KV API (point consul/api or CONSUL_HTTP_ADDR here)
   /-/health    GET: {"status":"ok","index":N}
-  /-/metrics   GET: Prometheus metrics
+  /-/metrics   GET: Prometheus metrics (with --acl-token, only with the token)
+  /ui/         the web console (login with the ACL token or the S3 keys)
   /BUCKET/KEY  S3 API, path-style (point the S3 endpoint here)
 
 Memory: unless GOGC is set, the Go collector runs at GOGC=400 (the
