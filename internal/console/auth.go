@@ -154,12 +154,23 @@ func safeNext(next string) string {
 
 // loginPage is what the login template shows.
 type loginPage struct {
-	Token, S3 bool // which credentials the form asks for
-	TTL       time.Duration
+	Token, S3 bool   // which credentials the form asks for
+	TTL       string // e.g. "12h"
+}
+
+// shortDur is d without zero minutes and seconds ("12h", not "12h0m0s").
+func shortDur(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
 }
 
 func (h *Handler) renderLogin(w http.ResponseWriter, r *http.Request, code int, msg string) {
-	h.renderMsg(w, r, code, "login", loginPage{Token: h.o.ACLToken != "", S3: h.o.S3Credentials != nil, TTL: h.o.SessionTTL}, msg)
+	h.renderMsg(w, r, code, "login", loginPage{Token: h.o.ACLToken != "", S3: h.o.S3Credentials != nil, TTL: shortDur(h.o.SessionTTL)}, msg)
 }
 
 // login serves the login form (GET) and checks it (POST): the ACL token,
