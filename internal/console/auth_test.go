@@ -3,6 +3,7 @@ package console_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/signer"
 )
 
 // secretBucket fills bucket "secret" with one object and a lease record
@@ -92,5 +94,42 @@ func TestObjectResponsesAreSandboxed(t *testing.T) {
 					resp.Header.Get("Content-Security-Policy"), resp.Header.Get("X-Content-Type-Options"))
 			}
 		}
+	}
+}
+
+// A JSON client proves the S3 keys with a SigV4 signature (as curl
+// --aws-sigv4 sends it); a signature by another secret proves nothing.
+func TestConsoleJSONSignedWithSigV4(t *testing.T) {
+	f := start(t, "acl-token-2")
+	secretBucket(t, f)
+	get := func(secret string) (int, string) {
+		req, _ := http.NewRequest("GET", f.srv.URL+"/-/api/s3?bucket=secret", nil)
+		req.Header.Set("X-Amz-Content-Sha256", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+		req = signer.SignV4(*req, f.srv.AccessKey, secret, "", "us-east-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, b := get(f.srv.SecretKey); code != http.StatusOK || !strings.Contains(b, "payroll-2026.csv") {
+		t.Fatalf("signed with the S3 keys: %d %s", code, b)
+	}
+	if code, b := get("not-the-secret"); code != http.StatusUnauthorized || strings.Contains(b, "payroll") {
+		t.Fatalf("signed with another secret: %d %s", code, b)
+	}
+	// The S3 signature proves nothing about Consul data, which needs the token.
+	req, _ := http.NewRequest("GET", f.srv.URL+"/-/api/kv", nil)
+	req.Header.Set("X-Amz-Content-Sha256", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+	req = signer.SignV4(*req, f.srv.AccessKey, f.srv.SecretKey, "", "us-east-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("S3 signature on a Consul view: %d", resp.StatusCode)
 	}
 }
