@@ -286,6 +286,9 @@ func commitStats(ctx context.Context, hc *http.Client, t benchTarget) (engineCou
 	if err != nil {
 		return engineCounters{}, false
 	}
+	if ct.token != "" { // /-/metrics needs the ACL token when the server has one
+		req.Header.Set("X-Consul-Token", ct.token)
+	}
 	code, body, _, err := do(hc, req)
 	if err != nil || code != http.StatusOK {
 		return engineCounters{}, false

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +19,27 @@ type consoleLock struct {
 	Token              uint64
 }
 
-func consoleLocks(t *testing.T, base, prefix string) []consoleLock {
+// consoleLogin logs in to the console with the server's S3 credentials
+// (the console shows nothing without a login when the server has any) and
+// returns a client that keeps the session cookie.
+func consoleLogin(t *testing.T, srv *servertest.Server) *http.Client {
 	t.Helper()
-	resp, err := http.Get(base + "/-/api/locks?prefix=" + prefix)
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.PostForm(srv.URL+"/ui/login", url.Values{"access_key": {srv.AccessKey}, "secret_key": {srv.SecretKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("console login: %d", resp.StatusCode)
+	}
+	return c
+}
+
+func consoleLocks(t *testing.T, c *http.Client, base, prefix string) []consoleLock {
+	t.Helper()
+	resp, err := c.Get(base + "/-/api/locks?prefix=" + prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +52,11 @@ func consoleLocks(t *testing.T, base, prefix string) []consoleLock {
 }
 
 // waitLock polls the console until key's lock is in state, and returns it.
-func waitLock(t *testing.T, base, key, state string) consoleLock {
+func waitLock(t *testing.T, c *http.Client, base, key, state string) consoleLock {
 	t.Helper()
 	var seen []consoleLock
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		seen = consoleLocks(t, base, "jobs/")
+		seen = consoleLocks(t, c, base, "jobs/")
 		for _, l := range seen {
 			if l.Key == key && l.State == state {
 				return l
@@ -64,7 +84,8 @@ func TestConsoleShowsLockRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	held := waitLock(t, srv.URL, "jobs/rotate", "held")
+	c := consoleLogin(t, srv)
+	held := waitLock(t, c, srv.URL, "jobs/rotate", "held")
 	if held.Holder != "cron@web-3" || held.Token != 1 {
 		t.Fatalf("held lock shown as %+v, want holder cron@web-3, token 1", held)
 	}
@@ -72,7 +93,7 @@ func TestConsoleShowsLockRun(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("lock run: %v; stderr: %s", err, errb.String())
 	}
-	if got := waitLock(t, srv.URL, "jobs/rotate", "released"); got.Token != 1 {
+	if got := waitLock(t, c, srv.URL, "jobs/rotate", "released"); got.Token != 1 {
 		t.Fatalf("released lock shown as %+v, want token 1 kept", got)
 	}
 }

@@ -54,6 +54,16 @@ func serveFlags(cfg *server.Config, logs *logOptions) []serveFlag {
 			help: "serve the Consul API without --acl-token on a non-loopback address (refused otherwise)"},
 		{name: "consul-bump-identical-writes", env: "LATCHKEY_CONSUL_BUMP_IDENTICAL_WRITES", isBool: true, set: boolean(&cfg.ConsulBumpIdenticalWrites),
 			help: "give every Consul KV write a new ModifyIndex, even one identical to the stored entry (Consul skips those)"},
+		{name: "consul-max-sessions", env: "LATCHKEY_CONSUL_MAX_SESSIONS", arg: "N",
+			set: func(v string) error {
+				n, err := strconv.Atoi(v)
+				if err == nil && n <= 0 {
+					err = errors.New("must be positive")
+				}
+				cfg.ConsulMaxSessions = n
+				return err
+			},
+			help: "most live Consul sessions; one more create is answered 429 (default 16384)"},
 		{name: "access-key", env: "LATCHKEY_ACCESS_KEY", arg: "KEY", set: str(&cfg.AccessKey),
 			help: "S3 access key id (with --secret-key; default: a pair generated once and kept in the data directory)"},
 		{name: "secret-key", env: "LATCHKEY_SECRET_KEY", arg: "SECRET", set: str(&cfg.SecretKey),
@@ -64,6 +74,17 @@ func serveFlags(cfg *server.Config, logs *logOptions) []serveFlag {
 			help: "also serve virtual-hosted-style S3 requests: Host BUCKET.DOMAIN addresses BUCKET (as MinIO's MINIO_DOMAIN)"},
 		{name: "sse-master-key-file", env: "LATCHKEY_SSE_MASTER_KEY_FILE", arg: "FILE", set: str(&cfg.SSEMasterKeyFile),
 			help: "master key of S3 server-side encryption (SSE-S3): 32 raw bytes, 64 hex digits or base64 (default: generated once into the data directory, which protects copies of the data made without it, not the directory itself)"},
+		{name: "allowed-hosts", env: "LATCHKEY_ALLOWED_HOSTS", arg: "NAMES",
+			set: func(v string) error {
+				cfg.AllowedHosts = nil
+				for _, n := range strings.Split(v, ",") {
+					if n = strings.TrimSpace(n); n != "" {
+						cfg.AllowedHosts = append(cfg.AllowedHosts, n)
+					}
+				}
+				return nil
+			},
+			help: "comma-separated Host names (each with its subdomains) answered besides IP addresses and localhost while an API is served without credentials (no --acl-token, or --anonymous); others get 403, against DNS rebinding"},
 		{name: "tls-cert", env: "LATCHKEY_TLS_CERT", arg: "FILE", set: str(&cfg.TLSCert),
 			help: "serve HTTPS with this PEM certificate (with --tls-key)"},
 		{name: "tls-key", env: "LATCHKEY_TLS_KEY", arg: "FILE", set: str(&cfg.TLSKey),
@@ -221,7 +242,8 @@ the secret is.
 Endpoints:
   /v1/...      Consul KV API (point consul/api or CONSUL_HTTP_ADDR here)
   /-/health    GET: {"status":"ok","index":N}
-  /-/metrics   GET: Prometheus metrics
+  /-/metrics   GET: Prometheus metrics (with --acl-token, only with the token)
+  /ui/         the web console (login with the ACL token or the S3 keys)
   /BUCKET/KEY  S3 API, path-style (point the S3 endpoint here)
 
 Memory: unless GOGC is set, the Go collector runs at GOGC=400 (the

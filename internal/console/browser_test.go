@@ -119,6 +119,14 @@ func (b *tab) shot(name string) {
 
 func css(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 
+// loginS3 logs the tab in with the server's S3 credentials.
+func (b *tab) loginS3(f *fixture) {
+	b.t.Helper()
+	b.do("login", chromedp.Navigate(f.srv.URL+"/ui/login"), chromedp.WaitVisible(css("#access_key")),
+		chromedp.SendKeys(css("#access_key"), f.srv.AccessKey), chromedp.SendKeys(css("#secret_key"), f.srv.SecretKey),
+		chromedp.Submit(css("#secret_key")), chromedp.WaitVisible(css("#overview")))
+}
+
 // TestBrowser drives every view in headless chromium against a real
 // server whose data was written through the real APIs.
 func TestBrowser(t *testing.T) {
@@ -179,6 +187,7 @@ func TestBrowser(t *testing.T) {
 	}()
 
 	u := f.srv.URL
+	b.loginS3(f)
 	b.do("overview", chromedp.Navigate(u+"/ui/"), chromedp.WaitVisible(css(`#charts[data-samples="3"]`)))
 	text := b.text("#overview")
 	b.shot("overview")
@@ -258,5 +267,57 @@ func TestBrowserACL(t *testing.T) {
 	cookie := run(b, "cookie", chromedp.Evaluate[string](`document.cookie`))
 	if !strings.HasSuffix(loc, "/ui/locks") || status != 200 || cookie != "" {
 		t.Fatalf("after login: at %s, API status %d, document.cookie %q (want it HttpOnly, unseen)", loc, status, cookie)
+	}
+}
+
+// An object a client stored never runs with the console's authority: an
+// HTML page in a bucket, opened (through a presigned URL, as a link in a
+// chat would be) in a browser logged in to the console, tries to read
+// /-/api/ with the operator's session and write what it got into its
+// title. Its script must not run, or get nothing.
+func TestBrowserStoredPageGetsNothing(t *testing.T) {
+	b := browser(t)
+	f := start(t, "")
+	ctx := context.Background()
+	mc := f.s3()
+	if err := mc.MakeBucket(ctx, "uploads", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const page = `<!doctype html><html><head><title>inert</title></head><body><p id="out">inert</p><script>
+document.title = "ran";
+fetch("/-/api/s3?bucket=uploads", {credentials: "include"})
+  .then(function (r) { return r.text().then(function (t) { return r.status + " " + t; }); })
+  .then(function (t) { document.title = "leaked " + t.slice(0, 200); document.getElementById("out").textContent = document.title; },
+        function (e) { document.title = "fetch failed " + e; document.getElementById("out").textContent = document.title; });
+</script></body></html>`
+	for _, o := range []struct{ key, ctype string }{{"evil.html", "text/html"}, {"evil.svg", "image/svg+xml"}} {
+		body := page
+		if o.ctype == "image/svg+xml" {
+			body = `<svg xmlns="http://www.w3.org/2000/svg"><title>inert</title><script>` +
+				`fetch("/-/api/s3?bucket=uploads",{credentials:"include"}).then(function(r){return r.text()}).then(function(t){document.title="leaked "+t.slice(0,200)},function(e){document.title="fetch failed "+e});document.title="ran";` +
+				`</script></svg>`
+		}
+		if _, err := mc.PutObject(ctx, "uploads", o.key, strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{ContentType: o.ctype}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.loginS3(f)
+	if status := b.fetchStatus("/-/api/s3?bucket=uploads"); status != 200 {
+		t.Fatalf("the operator's own session reads /-/api/: %d", status)
+	}
+	for _, key := range []string{"evil.html", "evil.svg"} {
+		u, err := mc.PresignedGetObject(ctx, "uploads", key, time.Hour, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Navigate returns after the load event, so a script that runs
+		// has set the title to "ran" at least; a later "leaked" would
+		// need it to have run.
+		b.do("open "+key, chromedp.Navigate(u.String()))
+		title := run(b, "title", chromedp.Title())
+		text := run(b, "text", chromedp.Evaluate[string](`document.documentElement.textContent`))
+		if title != "inert" || strings.Contains(text, "evil.") {
+			t.Errorf("%s: title %q, text %q: its script ran with the console's origin", key, title, text)
+		}
 	}
 }

@@ -1,9 +1,7 @@
 package console
 
 import (
-	"crypto/subtle"
 	"embed"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/consulapi"
 	"github.com/latchkey/latchkey/internal/engine"
+	"github.com/latchkey/latchkey/internal/s3api/sigv4"
 )
 
 // Paths the console serves. The server routes both prefixes here.
@@ -28,8 +27,19 @@ const (
 	APIPrefix = "/-/api/"
 )
 
-// CookieName is the cookie that carries the ACL token after login.
+// CookieName is the cookie that carries the console session's id after
+// login (never a credential).
 const CookieName = "latchkey_console"
+
+// Defaults of the session and login limits (Options).
+const (
+	DefaultSessionTTL    = 12 * time.Hour
+	DefaultMaxSessions   = 1024
+	DefaultLoginBurst    = 10
+	DefaultLoginInterval = 6 * time.Second
+	// maxLoginClients bounds the addresses the login limiter tracks.
+	maxLoginClients = 4096
+)
 
 // DefaultPageSize is how many records one listing reads at most.
 const DefaultPageSize = 100
@@ -55,9 +65,26 @@ var staticFS embed.FS
 type Options struct {
 	// Engine is the server's engine. Required.
 	Engine *engine.Engine
-	// ACLToken, when set, is required: in the login cookie for pages and
-	// JSON, or as X-Consul-Token / Authorization: Bearer for JSON.
+	// ACLToken, when set, is required for Consul data: a console session
+	// logged in with it, or X-Consul-Token / Authorization: Bearer on a
+	// JSON request. Zero: Consul data is open (as the Consul API is).
 	ACLToken string
+	// S3Credentials, when set, finds the secret of an S3 access key; S3
+	// data then needs a console session logged in with a key and its
+	// secret, or a SigV4-signed JSON request. Nil: S3 data is open (the
+	// S3 API serves unsigned requests).
+	S3Credentials sigv4.SecretLookup
+	// SessionTTL is how long a console session lasts after login.
+	// Default DefaultSessionTTL.
+	SessionTTL time.Duration
+	// MaxSessions caps the live console sessions; a login beyond it ends
+	// the oldest. Default DefaultMaxSessions.
+	MaxSessions int
+	// LoginBurst login attempts are allowed at once from one client
+	// address, then one every LoginInterval; beyond, 429. Defaults
+	// DefaultLoginBurst and DefaultLoginInterval.
+	LoginBurst    int
+	LoginInterval time.Duration
 	// Started is when the server started (uptime). Default: New's time.
 	Started time.Time
 	// Version is the server version. Default: the module version from
@@ -75,7 +102,8 @@ type Options struct {
 	// PageSize is how many records one listing reads at most. Default
 	// DefaultPageSize.
 	PageSize int
-	// Now is the clock (tests). Default time.Now.
+	// Now is the clock (tests): session expiry and the login rate limit.
+	// Default time.Now, whose values carry the monotonic clock.
 	Now func() time.Time
 	// Logger receives errors of page renders. Default slog.Default().
 	Logger *slog.Logger
@@ -83,10 +111,13 @@ type Options struct {
 
 // Handler serves the console under UIPrefix and its JSON under APIPrefix.
 type Handler struct {
-	o      Options
-	pages  map[string]*template.Template
-	static http.Handler
-	views  map[string]view
+	o        Options
+	logins   *sessionStore
+	limiter  *loginLimiter
+	verifier *sigv4.Verifier // nil: S3 data is open
+	pages    map[string]*template.Template
+	static   http.Handler
+	views    map[string]view
 }
 
 // view reads the data of one page (the same for HTML and JSON).
@@ -116,6 +147,20 @@ func (o *Options) withDefaults() (Options, error) {
 		return r, errors.New("console: no engine")
 	case r.PageSize < 0:
 		return r, fmt.Errorf("console: negative Options.PageSize %d (zero means DefaultPageSize)", r.PageSize)
+	case r.SessionTTL < 0 || r.MaxSessions < 0 || r.LoginBurst < 0 || r.LoginInterval < 0:
+		return r, errors.New("console: negative session or login limit in Options (zero means the default)")
+	}
+	if r.SessionTTL == 0 {
+		r.SessionTTL = DefaultSessionTTL
+	}
+	if r.MaxSessions == 0 {
+		r.MaxSessions = DefaultMaxSessions
+	}
+	if r.LoginBurst == 0 {
+		r.LoginBurst = DefaultLoginBurst
+	}
+	if r.LoginInterval == 0 {
+		r.LoginInterval = DefaultLoginInterval
 	}
 	if r.Started.IsZero() {
 		r.Started = time.Now()
@@ -141,7 +186,12 @@ func New(opts *Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{o: o, pages: map[string]*template.Template{}}
+	h := &Handler{o: o, pages: map[string]*template.Template{},
+		logins:  newSessionStore(o.SessionTTL, o.MaxSessions),
+		limiter: newLoginLimiter(o.LoginBurst, o.LoginInterval, maxLoginClients)}
+	if o.S3Credentials != nil {
+		h.verifier = sigv4.New(o.S3Credentials, &sigv4.Options{Now: o.Now})
+	}
 	h.views = map[string]view{
 		"overview":     (*Handler).overview,
 		"locks":        (*Handler).locks,
@@ -213,12 +263,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !getOrHead(w, r) {
 		return
 	}
-	if !h.authorized(r) {
+	a := h.Access(r)
+	if !a.any() {
 		http.Redirect(w, r, UIPrefix+"login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
 	if page == "" {
 		page = "overview"
+	}
+	if msg := denied(a, need(page, r)); msg != "" {
+		h.renderError(w, r, http.StatusForbidden, msg)
+		return
 	}
 	if page == "kv/raw" {
 		h.kvRaw(w, r)
@@ -234,7 +289,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.renderError(w, r, statusOf(err), err.Error())
 		return
 	}
-	h.render(w, r, http.StatusOK, page, data)
+	h.render(w, r, http.StatusOK, page, redact(data, a))
 }
 
 func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, name string) {
@@ -242,8 +297,14 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, name string) 
 	if !getOrHead(w, r) {
 		return
 	}
-	if !h.authorized(r) {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "ACL token required: log in at " + UIPrefix + "login or send X-Consul-Token"})
+	a := h.Access(r)
+	if !a.any() {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "login required: log in at " + UIPrefix +
+			"login, or send the ACL token as X-Consul-Token, or sign the request with an S3 key (SigV4)"})
+		return
+	}
+	if msg := denied(a, need(name, r)); msg != "" {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": msg})
 		return
 	}
 	if name == "kv/raw" {
@@ -260,7 +321,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, name string) 
 		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, data)
+	writeJSON(w, http.StatusOK, redact(data, a))
 }
 
 func statusOf(err error) int {
@@ -314,10 +375,13 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, code int, name 
 	if n, ok := navOf[name]; ok {
 		nav = n
 	}
-	p := page{Title: titles[name], Nav: nav, Auth: h.o.ACLToken != "", Data: data, Status: code,
+	p := page{Title: titles[name], Nav: nav, Auth: h.protected(), Data: data, Status: code,
 		Refresh: name == "locks" || name == "sessions" || name == "overview"}
-	if s, ok := data.(string); ok && (name == "error" || name == "login") {
+	if s, ok := data.(string); ok && name == "error" {
 		p.Error, p.Data = s, nil
+	}
+	if m, ok := data.(withMsg); ok {
+		p.Error, p.Data = m.msg, m.data
 	}
 	var b strings.Builder
 	if err := h.pages[name].Execute(&b, p); err != nil {
@@ -336,104 +400,15 @@ func (h *Handler) renderError(w http.ResponseWriter, r *http.Request, code int, 
 	h.render(w, r, code, "error", msg)
 }
 
-// authorized reports whether the request carries the ACL token (or none
-// is needed): the login cookie, X-Consul-Token or Authorization: Bearer.
-// Every comparison is constant-time.
-func (h *Handler) authorized(r *http.Request) bool {
-	if h.o.ACLToken == "" {
-		return true
-	}
-	if c, err := r.Cookie(CookieName); err == nil {
-		if b, err := base64.RawURLEncoding.DecodeString(c.Value); err == nil && h.tokenOK(string(b)) {
-			return true
-		}
-	}
-	if h.tokenOK(r.Header.Get("X-Consul-Token")) {
-		return true
-	}
-	a := r.Header.Get("Authorization")
-	return len(a) > 7 && strings.EqualFold(a[:7], "bearer ") && h.tokenOK(strings.TrimSpace(a[7:]))
+// renderMsg renders page name with data and an error message.
+func (h *Handler) renderMsg(w http.ResponseWriter, r *http.Request, code int, name string, data any, msg string) {
+	h.render(w, r, code, name, withMsg{data, msg})
 }
 
-func (h *Handler) tokenOK(tok string) bool {
-	return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(h.o.ACLToken)) == 1
-}
-
-// sameOrigin refuses a POST whose Origin (or, lacking it, Referer) names
-// another origin: together with SameSite=Strict this keeps other sites
-// from posting the login or logout forms.
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		o = r.Header.Get("Referer")
-	}
-	if o == "" {
-		return true // not a browser, or a browser that sends neither
-	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
-}
-
-// safeNext returns next if it is a console path, else the overview.
-func safeNext(next string) string {
-	if strings.HasPrefix(next, UIPrefix) && !strings.HasPrefix(next, "//") && !strings.ContainsAny(next, "\\\r\n") &&
-		!strings.HasPrefix(next, UIPrefix+"login") {
-		return next
-	}
-	return UIPrefix
-}
-
-func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Cache-Control", "no-store")
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		if h.o.ACLToken == "" {
-			http.Redirect(w, r, UIPrefix, http.StatusSeeOther)
-			return
-		}
-		h.render(w, r, http.StatusOK, "login", "")
-	case http.MethodPost:
-		if !sameOrigin(r) {
-			h.render(w, r, http.StatusForbidden, "login", "cross-origin login refused")
-			return
-		}
-		r.Body = http.MaxBytesReader(w, r.Body, 8<<10)
-		if err := r.ParseForm(); err != nil {
-			h.render(w, r, http.StatusBadRequest, "login", "bad form")
-			return
-		}
-		if h.o.ACLToken == "" {
-			http.Redirect(w, r, UIPrefix, http.StatusSeeOther)
-			return
-		}
-		tok := r.PostForm.Get("token")
-		if !h.tokenOK(tok) {
-			h.render(w, r, http.StatusForbidden, "login", "that is not the server's ACL token")
-			return
-		}
-		// base64: a token may hold bytes a cookie value cannot (space, ';', '"').
-		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: base64.RawURLEncoding.EncodeToString([]byte(tok)), Path: "/", HttpOnly: true,
-			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
-	default:
-		w.Header().Set("Allow", "GET, HEAD, POST")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-	}
-}
-
-func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", "POST")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	if !sameOrigin(r) {
-		http.Error(w, "cross-origin logout refused", http.StatusForbidden)
-		return
-	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
-	http.Redirect(w, r, UIPrefix+"login", http.StatusSeeOther)
+// withMsg carries an error message beside a page's data to render.
+type withMsg struct {
+	data any
+	msg  string
 }
 
 // param returns a query parameter, refusing one longer than maxParam.

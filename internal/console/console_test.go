@@ -67,7 +67,7 @@ func TestLeaseHeldThenReleased(t *testing.T) {
 		t.Fatalf("released lease shown as %+v", got)
 	}
 	// The HTML page says the same.
-	_, _, page := f.get("/ui/locks?prefix=locks/")
+	_, _, page := f.getIn("/ui/locks?prefix=locks/")
 	if !bytes.Contains(page, []byte("st-released")) || !bytes.Contains(page, []byte("worker-1@host")) {
 		t.Fatalf("locks page lacks the released lease:\n%s", page)
 	}
@@ -156,7 +156,7 @@ func TestConsulSessionLock(t *testing.T) {
 	if e := time.Duration(ss.Sessions[0].ExpiresIn); e <= 30*time.Second || e > time.Minute {
 		t.Fatalf("session expires in %v, want between 30s and 2×30s", e)
 	}
-	if code, _, page := f.get("/ui/sessions"); code != 200 || !strings.Contains(string(page), `<td class="num expires">`) ||
+	if code, _, page := f.getIn("/ui/sessions"); code != 200 || !strings.Contains(string(page), `<td class="num expires">`) ||
 		strings.Contains(string(page), `<td class="num expires">—`) {
 		t.Fatalf("sessions page shows no time to expiry: %d\n%s", code, page)
 	}
@@ -200,14 +200,14 @@ func TestKVValueKinds(t *testing.T) {
 	if !v.Value.Truncated || len(v.Value.Shown) != 64<<10 {
 		t.Fatalf("big value: truncated %v, %d bytes shown", v.Value.Truncated, len(v.Value.Shown))
 	}
-	code, hdr, raw := f.get("/ui/kv/raw?key=cfg/big")
+	code, hdr, raw := f.getIn("/ui/kv/raw?key=cfg/big")
 	if code != 200 || !bytes.Equal(raw, big) || !strings.HasPrefix(hdr.Get("Content-Disposition"), "attachment") {
 		t.Fatalf("download: %d, %d bytes, %q", code, len(raw), hdr.Get("Content-Disposition"))
 	}
-	if code, _, _ := f.get("/-/api/kv?key=cfg/none"); code != http.StatusNotFound {
+	if code, _, _ := f.getIn("/-/api/kv?key=cfg/none"); code != http.StatusNotFound {
 		t.Fatalf("missing key: %d", code)
 	}
-	if code, _, _ := f.get("/-/api/kv?prefix=" + strings.Repeat("a", 3000)); code != http.StatusBadRequest {
+	if code, _, _ := f.getIn("/-/api/kv?prefix=" + strings.Repeat("a", 3000)); code != http.StatusBadRequest {
 		t.Fatalf("overlong prefix: %d", code)
 	}
 }
@@ -384,7 +384,7 @@ func TestS3(t *testing.T) {
 	if len(b.Uploads) != 1 || b.Uploads[0].UploadID != upID || b.Uploads[0].Key != "big.bin" {
 		t.Fatalf("uploads: %+v, want %s", b.Uploads, upID)
 	}
-	if code, _, _ := f.get("/-/api/s3?bucket=nope"); code != http.StatusNotFound {
+	if code, _, _ := f.getIn("/-/api/s3?bucket=nope"); code != http.StatusNotFound {
 		t.Fatalf("missing bucket: %d", code)
 	}
 }
@@ -482,7 +482,7 @@ func TestPagesStrictAndStatic(t *testing.T) {
 		"/ui/publication?prefix=none": "no publication pointer",
 	}
 	for p, want := range pages {
-		_, hdr, b := f.get(p)
+		_, hdr, b := f.getIn(p)
 		if csp := hdr.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "default-src 'none'") {
 			t.Errorf("%s: CSP %q", p, csp)
 		}
@@ -611,7 +611,7 @@ func TestS3StoreLeases(t *testing.T) {
 	if len(got.Locks) != 1 || got.Locks[0].State != console.StateReleased {
 		t.Fatalf("S3 lease after release: %+v", got)
 	}
-	if code, _, _ := f.get("/-/api/locks?bucket=nope"); code != http.StatusNotFound {
+	if code, _, _ := f.getIn("/-/api/locks?bucket=nope"); code != http.StatusNotFound {
 		t.Fatalf("missing bucket: %d", code)
 	}
 }

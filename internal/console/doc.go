@@ -4,7 +4,13 @@
 // Options.PageSize records), with every asset embedded (the charts are a
 // vendored uPlot) and a strict Content-Security-Policy. The pages work
 // without JavaScript; app.js only adds the overview's live charts and a
-// quiet refresh of the locks and sessions pages. When the server has an ACL
-// token, every page and answer needs it (login cookie, X-Consul-Token or
-// Authorization: Bearer). See docs/console.md.
+// quiet refresh of the locks and sessions pages.
+//
+// The console never shows what the caller could not read through the API
+// itself (auth.go): when the server has an ACL token or S3 credentials,
+// every page and answer needs a login, Consul data needs the ACL token and
+// S3 data an access key with its secret (or a SigV4-signed request). A
+// login starts an in-memory session (sessions.go) that names what it
+// proved and never the secret; login attempts are rate-limited per client
+// address (ratelimit.go). See docs/console.md and docs/security.md.
 package console

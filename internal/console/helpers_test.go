@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,9 @@ type fixture struct {
 	srv   *servertest.Server
 	store store.Store
 	token string
+	// session is the console cookie of a login made with every credential
+	// the server has ("Name=value").
+	session string
 }
 
 func start(t testing.TB, aclToken string) *fixture {
@@ -40,7 +44,51 @@ func start(t testing.TB, aclToken string) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return &fixture{t: t, srv: srv, store: s, token: aclToken}
+	f := &fixture{t: t, srv: srv, store: s, token: aclToken}
+	f.session = f.login(url.Values{"token": {aclToken}, "access_key": {srv.AccessKey}, "secret_key": {srv.SecretKey}})
+	return f
+}
+
+// login posts the login form and returns the session cookie it sets
+// ("Name=value"), failing unless the login succeeds.
+func (f *fixture) login(form url.Values) string {
+	f.t.Helper()
+	for k, v := range form {
+		if v[0] == "" {
+			delete(form, k)
+		}
+	}
+	resp := f.postLogin(form)
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		f.t.Fatalf("login: %d, cookies %v", resp.StatusCode, resp.Cookies())
+	}
+	c := resp.Cookies()[0]
+	return c.Name + "=" + c.Value
+}
+
+// postLogin posts the login form as a same-origin browser would.
+func (f *fixture) postLogin(form url.Values) *http.Response {
+	f.t.Helper()
+	req, err := http.NewRequest("POST", f.srv.URL+"/ui/login", strings.NewReader(form.Encode()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", f.srv.URL)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// getIn is get with the fixture's console session.
+func (f *fixture) getIn(path string) (int, http.Header, []byte) {
+	f.t.Helper()
+	return f.get(path, "Cookie", f.session)
 }
 
 func (f *fixture) consul() *consul.Client {
@@ -137,11 +185,7 @@ func (f *fixture) get(path string, hdr ...string) (int, http.Header, []byte) {
 // api fetches a JSON endpoint into v, failing unless it answers 200.
 func (f *fixture) api(path string, v any) {
 	f.t.Helper()
-	var hdr []string
-	if f.token != "" {
-		hdr = []string{"X-Consul-Token", f.token}
-	}
-	code, _, b := f.get(path, hdr...)
+	code, _, b := f.getIn(path)
 	if code != http.StatusOK {
 		f.t.Fatalf("GET %s: %d %s", path, code, b)
 	}

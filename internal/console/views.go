@@ -29,24 +29,28 @@ type Count struct {
 
 // Overview is the overview page.
 type Overview struct {
-	Version         string        `json:"version"`
-	GoVersion       string        `json:"go_version"`
-	DataDir         string        `json:"data_dir"`
-	Started         time.Time     `json:"started"`
-	Uptime          time.Duration `json:"uptime_ns"`
-	Index           uint64        `json:"index"`
-	Failed          string        `json:"failed,omitempty"`
-	Keys            Count         `json:"keys"`
-	Sessions        Count         `json:"sessions"`
-	Buckets         Count         `json:"buckets"`
-	ObjectVersions  Count         `json:"object_versions"`
-	BlockingQueries int           `json:"blocking_queries"`
-	SessionTimers   int           `json:"session_timers"`
-	LockDelays      int           `json:"lock_delays"`
-	HasMetrics      bool          `json:"has_metrics"`
-	Metrics         Metrics       `json:"metrics"`
-	FsyncP50        float64       `json:"fsync_p50_s"` // since start; NaN-free (0 when empty)
-	FsyncP99        float64       `json:"fsync_p99_s"`
+	Version   string        `json:"version"`
+	GoVersion string        `json:"go_version"`
+	DataDir   string        `json:"data_dir"`
+	Started   time.Time     `json:"started"`
+	Uptime    time.Duration `json:"uptime_ns"`
+	Index     uint64        `json:"index"`
+	Failed    string        `json:"failed,omitempty"`
+	// The Consul figures (nil without access to Consul data).
+	Keys            *Count `json:"keys,omitempty"`
+	Sessions        *Count `json:"sessions,omitempty"`
+	BlockingQueries *int   `json:"blocking_queries,omitempty"`
+	SessionTimers   *int   `json:"session_timers,omitempty"`
+	LockDelays      *int   `json:"lock_delays,omitempty"`
+	// The S3 figures (nil without access to S3 data).
+	Buckets        *Count `json:"buckets,omitempty"`
+	ObjectVersions *Count `json:"object_versions,omitempty"`
+	// Metrics are what /-/metrics exports, shown to those who may read it
+	// (the Consul access: the ACL token when there is one).
+	HasMetrics bool    `json:"has_metrics"`
+	Metrics    Metrics `json:"metrics"`
+	FsyncP50   float64 `json:"fsync_p50_s"` // since start; NaN-free (0 when empty)
+	FsyncP99   float64 `json:"fsync_p99_s"`
 }
 
 func (h *Handler) overview(r *http.Request) (any, error) {
@@ -59,8 +63,9 @@ func (h *Handler) overview(r *http.Request) (any, error) {
 	}
 	if h.o.ConsulStats != nil {
 		st := h.o.ConsulStats()
-		o.BlockingQueries, o.SessionTimers, o.LockDelays = st.BlockingQueries, st.SessionTimers, st.LockDelays
+		o.BlockingQueries, o.SessionTimers, o.LockDelays = &st.BlockingQueries, &st.SessionTimers, &st.LockDelays
 	}
+	o.Keys, o.Sessions, o.Buckets, o.ObjectVersions = new(Count), new(Count), new(Count), new(Count)
 	o.Metrics, o.HasMetrics = h.metrics(now.UnixMilli())
 	o.FsyncP50, o.FsyncP99 = finite(o.Metrics.Fsync.Quantile(0.5)), finite(o.Metrics.Fsync.Quantile(0.99))
 	err := e.View(func(tx *engine.Tx) error {
@@ -71,6 +76,23 @@ func (h *Handler) overview(r *http.Request) (any, error) {
 		return nil
 	})
 	return o, err
+}
+
+// redact leaves out of a view's data what a does not cover (only the
+// overview mixes kinds of data; every other view is refused whole).
+func redact(data any, a Access) any {
+	o, ok := data.(Overview)
+	if !ok {
+		return data
+	}
+	if !a.Consul {
+		o.Keys, o.Sessions, o.BlockingQueries, o.SessionTimers, o.LockDelays = nil, nil, nil, nil, nil
+		o.HasMetrics, o.Metrics, o.FsyncP50, o.FsyncP99 = false, Metrics{}, 0, 0
+	}
+	if !a.S3 {
+		o.Buckets, o.ObjectVersions = nil, nil
+	}
+	return o
 }
 
 func finite(f float64) float64 {

@@ -28,6 +28,7 @@ const (
 	DefaultQueryWait          = 5 * time.Minute  // Options.DefaultQueryTime
 	DefaultMaxQueryTime       = 10 * time.Minute
 	DefaultMaxBlockingQueries = 8192
+	DefaultMaxSessions        = 16384
 )
 
 // Options configure a Handler. A nil *Options means all defaults; each
@@ -82,6 +83,11 @@ type Options struct {
 	// holds a connection and a goroutine); one more is answered 429.
 	// Zero: DefaultMaxBlockingQueries.
 	MaxBlockingQueries int
+	// MaxSessions caps the live sessions (each may hold a TTL timer and
+	// locks); a create beyond it is answered 429 "Too many sessions
+	// (limit N)" and writes nothing. Consul has no such limit; clients
+	// see it as they see Consul's rate limits. Zero: DefaultMaxSessions.
+	MaxSessions int
 }
 
 // withDefaults returns a copy of o (nil allowed) with zero fields set to
@@ -98,7 +104,7 @@ func (o *Options) withDefaults() (Options, error) {
 		{"MaxValueSize", v.MaxValueSize}, {"MaxKeyLen", int64(v.MaxKeyLen)}, {"MaxTxnBody", v.MaxTxnBody},
 		{"MaxTxnOps", int64(v.MaxTxnOps)}, {"MinSessionTTL", int64(v.MinSessionTTL)},
 		{"DefaultQueryTime", int64(v.DefaultQueryTime)}, {"MaxQueryTime", int64(v.MaxQueryTime)},
-		{"MaxBlockingQueries", int64(v.MaxBlockingQueries)},
+		{"MaxBlockingQueries", int64(v.MaxBlockingQueries)}, {"MaxSessions", int64(v.MaxSessions)},
 	} {
 		if f.value < 0 {
 			return v, fmt.Errorf("consulapi: negative Options.%s (zero means the default)", f.name)
@@ -140,6 +146,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if v.MaxBlockingQueries == 0 {
 		v.MaxBlockingQueries = DefaultMaxBlockingQueries
+	}
+	if v.MaxSessions == 0 {
+		v.MaxSessions = DefaultMaxSessions
 	}
 	return v, nil
 }

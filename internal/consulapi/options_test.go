@@ -25,6 +25,7 @@ func TestOptionsNegativeIsAnError(t *testing.T) {
 		"DefaultQueryTime":   {DefaultQueryTime: -time.Second},
 		"MaxQueryTime":       {MaxQueryTime: -time.Second},
 		"MaxBlockingQueries": {MaxBlockingQueries: -1},
+		"MaxSessions":        {MaxSessions: -1},
 	} {
 		o.NodeName = "n"
 		h, err := New(e, &o)
@@ -45,7 +46,7 @@ func TestOptionsNegativeIsAnError(t *testing.T) {
 	want := Options{NodeName: h.opts.NodeName, Datacenter: DefaultDatacenter, Logger: h.opts.Logger,
 		MaxValueSize: DefaultMaxValueSize, MaxKeyLen: DefaultMaxKeyLen, MaxTxnBody: DefaultMaxTxnBody,
 		MaxTxnOps: DefaultMaxTxnOps, MinSessionTTL: DefaultMinSessionTTL, DefaultQueryTime: DefaultQueryWait,
-		MaxQueryTime: DefaultMaxQueryTime, MaxBlockingQueries: DefaultMaxBlockingQueries}
+		MaxQueryTime: DefaultMaxQueryTime, MaxBlockingQueries: DefaultMaxBlockingQueries, MaxSessions: DefaultMaxSessions}
 	if h.opts != want || h.opts.NodeName == "" || h.opts.Logger == nil {
 		t.Errorf("defaults %+v, want %+v", h.opts, want)
 	}

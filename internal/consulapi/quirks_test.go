@@ -361,3 +361,26 @@ func TestBlockingQueryLimit(t *testing.T) {
 		t.Fatalf("first blocking query: %d", code)
 	}
 }
+
+// Live sessions are capped: one more is refused with 429 in Consul's
+// plain-text form, writes nothing, and a destroyed session frees a slot.
+func TestSessionLimit(t *testing.T) {
+	s := newTestServer(t, &Options{MaxSessions: 2})
+	var ids []string
+	for range 2 {
+		_, body := s.do(t, "PUT", "/v1/session/create", "")
+		var out struct{ ID string }
+		if err := json.Unmarshal([]byte(body), &out); err != nil || out.ID == "" {
+			t.Fatalf("create: %q %v", body, err)
+		}
+		ids = append(ids, out.ID)
+	}
+	s.expect(t, "PUT", "/v1/session/create", "", 429, "Too many sessions (limit 2)")
+	if _, body := s.do(t, "GET", "/v1/session/list", ""); strings.Count(body, `"ID"`) != 2 {
+		t.Fatalf("after the refusal: %s", body)
+	}
+	s.expect(t, "PUT", "/v1/session/destroy/"+ids[0], "", 200, "true")
+	if resp, body := s.do(t, "PUT", "/v1/session/create", ""); resp.StatusCode != 200 {
+		t.Fatalf("create after a destroy: %d %s", resp.StatusCode, body)
+	}
+}

@@ -141,6 +141,11 @@ func (h *Handler) sessionCreate(w http.ResponseWriter, r *http.Request, q url.Va
 		if err := h.sessionChecksOK(tx, se); err != nil {
 			return err
 		}
+		// Counted in the write transaction, so concurrent creates cannot
+		// overshoot; the walk stops at the limit.
+		if n, _ := SessionCount(tx, h.opts.MaxSessions); n >= h.opts.MaxSessions {
+			return errorf(http.StatusTooManyRequests, "Too many sessions (limit %d)", h.opts.MaxSessions)
+		}
 		saveSession(tx, se)
 		return nil
 	}); err != nil {

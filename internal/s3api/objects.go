@@ -229,6 +229,13 @@ func (h *Handler) writeObjectHeaders(q *request, v version, versioning string) {
 	setVersionHeader(q.w, versioning, v.VersionID)
 	setTagCount(q.w, v.Tags)
 	setSSEHeader(q.w, v.SSE)
+	// A stored object is the client's content, served on the console's
+	// origin: a browser renders it in a sandbox (an opaque origin, no
+	// script, no forms, no cookies of ours) and never sniffs another type
+	// into it. No stored header or response-* override replaces these.
+	// See docs/security.md.
+	hd["Content-Security-Policy"] = objectCSP
+	hd["X-Content-Type-Options"] = nosniff
 	if len(q.query) == 0 {
 		return
 	}
@@ -238,6 +245,11 @@ func (h *Handler) writeObjectHeaders(q *request, v version, versioning string) {
 		}
 	}
 }
+
+var (
+	objectCSP = []string{"sandbox"}
+	nosniff   = []string{"nosniff"}
+)
 
 // responseOverrides are the GET/HEAD query parameters that replace a
 // response header.

@@ -35,6 +35,10 @@ type Config struct {
 	// fresh ModifyIndex, even one identical to the stored entry (which
 	// Consul, and latchkey by default, skip without waking watchers).
 	ConsulBumpIdenticalWrites bool
+	// ConsulMaxSessions caps the live Consul sessions; one more create is
+	// answered 429 in Consul's plain-text form. Zero:
+	// consulapi.DefaultMaxSessions (16384); negative is an error.
+	ConsulMaxSessions int
 
 	// AccessKey and SecretKey are the S3 credentials. When both are empty
 	// the S3 layer generates a pair once and keeps it in DataDir.
@@ -52,6 +56,13 @@ type Config struct {
 	// DataDir (mode 0600), which protects copies of the data that leave
 	// the key file behind, not the data directory itself.
 	SSEMasterKeyFile string
+
+	// AllowedHosts are the Host names (each with its subdomains) a server
+	// that answers without credentials (no ACLToken, or Anonymous) answers
+	// besides IP addresses and localhost; any other Host gets 403, against
+	// DNS rebinding. S3Domain is allowed too. Unused when every API needs
+	// credentials.
+	AllowedHosts []string
 
 	// TLSCert and TLSKey, when set (both or neither), serve HTTPS.
 	TLSCert, TLSKey string
@@ -88,6 +99,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, errors.New("server: --tls-cert and --tls-key go together")
+	}
+	if c.ConsulMaxSessions < 0 {
+		return c, errors.New("server: negative --consul-max-sessions (zero means the default)")
 	}
 	if (c.AccessKey == "") != (c.SecretKey == "") {
 		return c, errors.New("server: --access-key and --secret-key go together")

@@ -8,11 +8,13 @@ import (
 )
 
 // consoleHandler is the web console (internal/console) under /ui/ with its
-// JSON under /-/api/, behind the same ACL token as the Consul API.
-func (s *Server) consoleHandler() http.Handler {
+// JSON under /-/api/, behind the same credentials as the APIs whose data
+// it shows: the ACL token for Consul data, the S3 keys for S3 data.
+func (s *Server) consoleHandler() (http.Handler, func(*http.Request) console.Access) {
 	h, err := console.New(&console.Options{
 		Engine:        s.engine,
 		ACLToken:      s.cfg.ACLToken,
+		S3Credentials: s.apis.s3Secrets,
 		Metrics:       s.metrics.reg,
 		ConsulStats:   s.apis.consulStats,
 		SessionExpiry: s.apis.sessionExpiry,
@@ -21,9 +23,9 @@ func (s *Server) consoleHandler() http.Handler {
 	if err != nil { // embedded templates that do not parse: a build defect
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
-		})
+		}), func(*http.Request) console.Access { return console.Access{} }
 	}
-	return h
+	return h, h.Access
 }
 
 // isConsolePath reports a path the console serves.

@@ -33,8 +33,8 @@ func TestRoutingConsole(t *testing.T) {
 	}
 }
 
-// The console is wired with the server's token, and /-/health and
-// /-/metrics stay where they were.
+// The console is wired with the server's token; /-/health stays open and
+// /-/metrics needs the token.
 func TestConsoleWired(t *testing.T) {
 	s, err := New(Config{DataDir: t.TempDir(), ACLToken: "tok", NoSync: true, AccessKey: "AK", SecretKey: "secret-key-0123456789"})
 	if err != nil {
@@ -51,7 +51,9 @@ func TestConsoleWired(t *testing.T) {
 		{"/-/api/overview", "tok", http.StatusOK},
 		{"/ui/static/app.css", "", http.StatusOK},
 		{"/-/health", "", http.StatusOK},
-		{"/-/metrics", "", http.StatusOK},
+		{"/-/metrics", "", http.StatusUnauthorized},
+		{"/-/metrics", "wrong", http.StatusUnauthorized},
+		{"/-/metrics", "tok", http.StatusOK},
 		{"/-/nothing", "", http.StatusNotFound},
 	} {
 		req, _ := http.NewRequest("GET", ts.URL+c.path, nil)

@@ -12,11 +12,17 @@
 //	/v1/...        Consul KV, txn, session, agent and status endpoints
 //	/-/health      GET: 200 {"status":"ok","index":N} while the engine is open
 //	/-/metrics     GET: Prometheus metrics
+//	/ui/, /-/api/  the web console and its JSON (internal/console)
 //	anything else  S3 (path-style: /bucket/key)
 //
 // "/-/" cannot collide with S3 (bucket names start with a letter or digit)
-// nor with Consul (its API lives under /v1/). The operational endpoints
-// carry no data and are served without authentication.
+// nor with Consul (its API lives under /v1/). /-/health carries no data
+// and is open; /-/metrics needs the ACL token when there is one; the
+// console (/ui/, /-/api/) needs the credentials of the data it shows.
+//
+// While any API answers without credentials (no ACL token, or anonymous
+// S3), requests whose Host is not an IP address, localhost or an allowed
+// name get 403, against DNS rebinding (hosts.go).
 //
 // # Limits
 //

@@ -27,6 +27,9 @@ type apis struct {
 	// s3Key is the S3 access key id; s3CredPath the file holding the pair
 	// ("" when the keys were given).
 	s3Key, s3CredPath string
+	// s3Secrets finds the secret of an access key; nil when the S3 API
+	// serves unsigned requests (--anonymous), so S3 data is open.
+	s3Secrets sigv4.SecretLookup
 }
 
 func (a *apis) close() {
@@ -45,7 +48,7 @@ func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 	}()
 
 	consul, err := consulapi.New(e, &consulapi.Options{NodeName: cfg.NodeName, ACLToken: cfg.ACLToken, Logger: cfg.Logger,
-		BumpIdenticalWrites: cfg.ConsulBumpIdenticalWrites})
+		BumpIdenticalWrites: cfg.ConsulBumpIdenticalWrites, MaxSessions: cfg.ConsulMaxSessions})
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +61,9 @@ func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 		return nil, err
 	}
 	a.s3Key, a.s3CredPath = ak, credPath
+	if !cfg.Anonymous {
+		a.s3Secrets = sigv4.Credentials{ak: sk}.Lookup
+	}
 	if credPath != "" {
 		cfg.Logger.Info("s3: credentials", "file", credPath, "access_key_id", ak, "generated", generated)
 	}

@@ -20,12 +20,19 @@ type router struct {
 	consul, s3, ops http.Handler
 	// s3Domain is Config.S3Domain: hosts under it are S3 only.
 	s3Domain string
+	// hosts refuses foreign Host names while anything is served without
+	// credentials (hosts.go).
+	hosts hostGuard
 }
 
 // ServeHTTP reads only the escaped path and the Host. It parses no query:
 // each API handler parses it once (and consulapi ends its own blocking
 // queries at shutdown: Handler.StopBlocking).
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !rt.hosts.allows(r.Host) {
+		rt.hosts.refuse(w, r.Host)
+		return
+	}
 	p := r.URL.EscapedPath()
 	if _, ok := s3api.BucketFromHost(r.Host, rt.s3Domain); ok {
 		rt.s3.ServeHTTP(w, r)
@@ -41,10 +48,12 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// opsHandler serves /-/health and /-/metrics.
+// opsHandler serves /-/health (open: it says only whether the engine is
+// up, and its index), /-/metrics (with an ACL token, only to those who
+// have it: on the request or in a console session) and the console.
 func (s *Server) opsHandler() http.Handler {
 	metrics := s.metrics.handler()
-	ui := s.consoleHandler()
+	ui, access := s.consoleHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isConsolePath(r.URL.EscapedPath()) {
 			ui.ServeHTTP(w, r)
@@ -59,6 +68,11 @@ func (s *Server) opsHandler() http.Handler {
 		case HealthPath:
 			s.health(w)
 		case MetricsPath:
+			if s.cfg.ACLToken != "" && !access(r).Consul {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="latchkey"`)
+				http.Error(w, "metrics need the ACL token: send it as Authorization: Bearer or X-Consul-Token", http.StatusUnauthorized)
+				return
+			}
 			metrics.ServeHTTP(w, r)
 		default:
 			http.Error(w, "not found: the /-/ prefix holds only "+HealthPath+" and "+MetricsPath, http.StatusNotFound)

@@ -72,6 +72,7 @@ func New(cfg Config) (*Server, error) {
 		s3:       m.instrument("s3", a.s3, cfg.Logger, cfg.LogRequests),
 		ops:      m.instrument("ops", s.opsHandler(), cfg.Logger, cfg.LogRequests),
 		s3Domain: cfg.S3Domain,
+		hosts:    newHostGuard(cfg),
 	}
 	return s, nil
 }

@@ -73,9 +73,9 @@
   var prev = null, samples = 0;
   function field(name, v) {
     var el = document.querySelector('[data-field="' + name + '"]');
-    if (el) el.textContent = v;
+    if (el && v !== undefined) el.textContent = v;
   }
-  function count(c) { return c.n + (c.more ? "+" : ""); }
+  function count(c) { return c ? c.n + (c.more ? "+" : "") : undefined; }
   function poll() {
     fetch(api, { credentials: "same-origin" }).then(function (r) { return r.ok ? r.json() : null; }).then(function (o) {
       if (!o) return;

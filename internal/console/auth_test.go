@@ -1,0 +1,135 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/signer"
+)
+
+// secretBucket fills bucket "secret" with one object and a lease record
+// whose names must never leak.
+func secretBucket(t *testing.T, f *fixture) {
+	t.Helper()
+	ctx := context.Background()
+	mc := f.s3()
+	if err := mc.MakeBucket(ctx, "secret", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for key, body := range map[string]string{
+		"payroll-2026.csv": "alice,100",
+		"jobs/leaky":       `{"holder":"leaky-holder","nonce":"0123456789abcdef0123456789abcdef","token":3,"ttl_ns":60000000000}`,
+	} {
+		if _, err := mc.PutObject(ctx, "secret", key, strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The console never shows what the caller could not read through the API
+// itself: S3 data needs the S3 credentials, whatever else the caller has.
+func TestConsoleS3NeedsS3Credentials(t *testing.T) {
+	for _, tok := range []string{"", "acl-token-1"} {
+		f := start(t, tok)
+		secretBucket(t, f)
+		for _, p := range []string{"/-/api/s3", "/-/api/s3?bucket=secret", "/-/api/locks?bucket=secret&prefix=jobs/", "/-/api/overview"} {
+			for _, hdr := range [][]string{nil, {"X-Consul-Token", tok}, {"X-Consul-Token", "wrong"}} {
+				if hdr != nil && hdr[1] == "" {
+					continue
+				}
+				code, _, b := f.get(p, hdr...)
+				if code != http.StatusUnauthorized && code != http.StatusForbidden && (p != "/-/api/overview" || hdr == nil || hdr[1] != tok) {
+					t.Errorf("token %q: GET %s with %v: %d, want 401 or 403", tok, p, hdr, code)
+				}
+				for _, leak := range []string{"payroll", "leaky", "secret\""} {
+					if bytes.Contains(b, []byte(leak)) {
+						t.Errorf("token %q: GET %s with %v leaks %q: %s", tok, p, hdr, leak, b)
+					}
+				}
+			}
+		}
+		for _, p := range []string{"/ui/s3?bucket=secret", "/ui/locks?bucket=secret"} {
+			code, _, b := f.get(p)
+			if code == http.StatusOK || bytes.Contains(b, []byte("payroll")) || bytes.Contains(b, []byte("leaky")) {
+				t.Errorf("token %q: GET %s without login: %d %s", tok, p, code, b)
+			}
+		}
+	}
+}
+
+// Every object GET and HEAD carries the sandbox and nosniff headers,
+// whatever type the object was stored with or the request overrides.
+func TestObjectResponsesAreSandboxed(t *testing.T) {
+	f := start(t, "")
+	ctx := context.Background()
+	mc := f.s3()
+	if err := mc.MakeBucket(ctx, "sandboxed", minio.MakeBucketOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	body := "<script>alert(1)</script>"
+	if _, err := mc.PutObject(ctx, "sandboxed", "x.html", strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{ContentType: "text/html"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{"GET", "HEAD"} {
+		for _, q := range []url.Values{nil, {"response-content-type": {"text/html"}}} {
+			u, err := mc.Presign(ctx, method, "sandboxed", "x.html", time.Hour, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequest(method, u.String(), nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Security-Policy") != "sandbox" || resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("%s %v: %d, CSP %q, X-Content-Type-Options %q", method, q, resp.StatusCode,
+					resp.Header.Get("Content-Security-Policy"), resp.Header.Get("X-Content-Type-Options"))
+			}
+		}
+	}
+}
+
+// A JSON client proves the S3 keys with a SigV4 signature (as curl
+// --aws-sigv4 sends it); a signature by another secret proves nothing.
+func TestConsoleJSONSignedWithSigV4(t *testing.T) {
+	f := start(t, "acl-token-2")
+	secretBucket(t, f)
+	get := func(secret string) (int, string) {
+		req, _ := http.NewRequest("GET", f.srv.URL+"/-/api/s3?bucket=secret", nil)
+		req.Header.Set("X-Amz-Content-Sha256", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+		req = signer.SignV4(*req, f.srv.AccessKey, secret, "", "us-east-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, b := get(f.srv.SecretKey); code != http.StatusOK || !strings.Contains(b, "payroll-2026.csv") {
+		t.Fatalf("signed with the S3 keys: %d %s", code, b)
+	}
+	if code, b := get("not-the-secret"); code != http.StatusUnauthorized || strings.Contains(b, "payroll") {
+		t.Fatalf("signed with another secret: %d %s", code, b)
+	}
+	// The S3 signature proves nothing about Consul data, which needs the token.
+	req, _ := http.NewRequest("GET", f.srv.URL+"/-/api/kv", nil)
+	req.Header.Set("X-Amz-Content-Sha256", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+	req = signer.SignV4(*req, f.srv.AccessKey, f.srv.SecretKey, "", "us-east-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("S3 signature on a Consul view: %d", resp.StatusCode)
+	}
+}
