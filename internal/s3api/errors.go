@@ -289,3 +289,12 @@ func writeError(w http.ResponseWriter, r *http.Request, reqID string, err error)
 	_, _ = w.Write([]byte(xml.Header))
 	_, _ = w.Write(out)
 }
+
+// WriteAccessDenied answers r with S3's 403 AccessDenied error body
+// carrying message, for refusals decided before the S3 handler runs (the
+// server's Host check).
+func WriteAccessDenied(w http.ResponseWriter, r *http.Request, message string) {
+	e := errAccessDenied()
+	e.Message = message
+	writeError(w, r, "", e)
+}

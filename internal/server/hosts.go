@@ -2,7 +2,6 @@ package server
 
 import (
 	"net"
-	"net/http"
 	"strings"
 )
 
@@ -53,11 +52,12 @@ func (g hostGuard) allows(host string) bool {
 	return false
 }
 
-func (g hostGuard) refuse(w http.ResponseWriter, host string) {
-	http.Error(w, "latchkey: Host "+quote(host)+" refused: this server answers requests without credentials, so it answers only "+
-		"IP addresses, localhost and the names given with --allowed-hosts (LATCHKEY_ALLOWED_HOSTS), to keep pages on other sites "+
-		"from reaching it by DNS rebinding; add this name there, or give the server an ACL token and S3 credentials",
-		http.StatusForbidden)
+// refusal is the message a refused Host gets (in the 403 of the API the
+// request was for).
+func (g hostGuard) refusal(host string) string {
+	return "latchkey: Host " + quote(host) + " refused: this server answers requests without credentials, so it answers only " +
+		"IP addresses, localhost and the names given with --allowed-hosts (LATCHKEY_ALLOWED_HOSTS), to keep pages on other sites " +
+		"from reaching it by DNS rebinding; add this name there, or give the server an ACL token and S3 credentials"
 }
 
 func quote(s string) string {

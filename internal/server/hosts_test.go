@@ -49,6 +49,10 @@ func TestForeignHostRefusedWithoutCredentials(t *testing.T) {
 			if refused != c.refused {
 				t.Errorf("%s: GET %s with Host %q: %d %q, want refused=%v", c.name, path, c.host, w.Code, w.Body.String(), c.refused)
 			}
+			// Each API refuses in its own format: S3's XML error, Consul's plain text.
+			if s3 := path == "/bucket/key"; refused && s3 != strings.Contains(w.Body.String(), "<Code>AccessDenied</Code>") {
+				t.Errorf("%s: GET %s with Host %q: refusal %q not in the format of its API", c.name, path, c.host, w.Body.String())
+			}
 		}
 		s.Close()
 	}

@@ -29,23 +29,32 @@ type router struct {
 // each API handler parses it once (and consulapi ends its own blocking
 // queries at shutdown: Handler.StopBlocking).
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, s3 := rt.handler(r)
 	if !rt.hosts.allows(r.Host) {
-		rt.hosts.refuse(w, r.Host)
+		msg := rt.hosts.refusal(r.Host)
+		if s3 {
+			s3api.WriteAccessDenied(w, r, msg)
+			return
+		}
+		http.Error(w, msg, http.StatusForbidden) // Consul's errors are plain text
 		return
 	}
+	h.ServeHTTP(w, r)
+}
+
+// handler is the API that serves r, and whether it is S3's.
+func (rt *router) handler(r *http.Request) (h http.Handler, s3 bool) {
 	p := r.URL.EscapedPath()
 	if _, ok := s3api.BucketFromHost(r.Host, rt.s3Domain); ok {
-		rt.s3.ServeHTTP(w, r)
-		return
+		return rt.s3, true
 	}
 	switch {
 	case p == "/v1" || strings.HasPrefix(p, "/v1/"):
-		rt.consul.ServeHTTP(w, r)
+		return rt.consul, false
 	case strings.HasPrefix(p, "/-/"), isConsolePath(p): // "ui" is too short for a bucket name
-		rt.ops.ServeHTTP(w, r)
-	default:
-		rt.s3.ServeHTTP(w, r)
+		return rt.ops, false
 	}
+	return rt.s3, true
 }
 
 // opsHandler serves /-/health (open: it says only whether the engine is
