@@ -122,8 +122,8 @@ func testDeletedRecord(t *testing.T, e *env) {
 	}
 }
 
-// barrierGets, once armed, holds the next n Gets of key until all n
-// have arrived: n goroutines sharing a Locker then all read the record
+// barrierGets, once armed, holds the answers of the next n Gets of key
+// until all n have read: n goroutines sharing a Locker then all read the record
 // before any of them acts on it. Before that, its next Put of key lands
 // but reports store.ErrUnknownOutcome and the Get after it fails, so the
 // acquisition's outcome stays unknown.
@@ -164,6 +164,9 @@ func (s *barrierGets) Get(ctx context.Context, key string) (store.Entry, error) 
 	}
 	all := s.all
 	s.mu.Unlock()
+	// Read first, then wait: each of the n reads happens before any of
+	// them returns.
+	ent, err := s.Store.Get(ctx, key)
 	if wait {
 		select {
 		case <-all:
@@ -171,7 +174,7 @@ func (s *barrierGets) Get(ctx context.Context, key string) (store.Entry, error) 
 			return store.Entry{}, ctx.Err()
 		}
 	}
-	return s.Store.Get(ctx, key)
+	return ent, err
 }
 
 // testSharedLockerAdoptsOnce: an acquiring write of unknown outcome that
