@@ -19,15 +19,22 @@
 //     on its own monotonic clock. Wall clocks of different hosts are never
 //     compared.
 //   - The fencing token goes up by one on every acquisition (takeover,
-//     re-acquire after release) and never goes backwards: release keeps the
-//     token and normal operation never deletes the record. A record deleted
-//     by hand (latchkey kv delete) does not restart it either: the count of
-//     records created at the key lives at EpochKey(key), outside the lock's
-//     own prefix, and the first token of the n-th record is (n−1)·2³²+1.
-//     (A creation whose write may still land uses up its epoch, so the
-//     next token can jump although no record was deleted.) Deleting the
-//     epoch key as well does restart the tokens; Inspect and
-//     Lease.Recreated tell when a record was deleted.
+//     re-acquire after release) and never goes backwards: every token
+//     handed to a holder is above every token handed out at the key
+//     before, whatever order requests land in. Release keeps the token
+//     and normal operation never deletes the record. A record deleted by
+//     hand (latchkey kv delete) does not restart it either: the count of
+//     records created at the key lives at EpochKey(key), outside the
+//     lock's own prefix, and the first token of the n-th record is
+//     (n−1)·2³²+1. A creation advances that count in the same step as it
+//     creates the record: in one transaction where the store has them,
+//     and otherwise by creating the record pending (no token), then
+//     advancing the count, then giving the record its token by CAS (see
+//     Record.Pending), so a create that lands late, after the record was
+//     deleted and others held it, cannot start below them. Deleting (or
+//     rewriting) the epoch key as well does restart the tokens; see
+//     docs/locks.md for what that allows. Inspect and Lease.Recreated
+//     tell when a record was deleted.
 //   - Only a holder's own Lease.Release lets a contender in at once.
 //     ForceRelease and ReleaseHolder, which cannot stop the holder, mark
 //     the record Forced, and a contender takes it over only after seeing it

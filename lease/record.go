@@ -40,7 +40,7 @@ type Record struct {
 	// count itself is kept at EpochKey(key), which survives the deletion
 	// of the record. Tokens of epoch n start at (n−1)·2³²+1, so a record
 	// deleted by hand does not restart the tokens. Zero in records written
-	// before epochs existed.
+	// before epochs existed, and in pending records.
 	Epoch uint64 `json:"epoch,omitempty"`
 	// Pending marks a record created on a store without transactions
 	// that has no token yet: its creator is between the record's
