@@ -32,6 +32,12 @@ type Queue struct {
 	// Tickets are in ascending Seq order; the first is the head, the only
 	// waiter that polls the lease record.
 	Tickets []Ticket `json:"tickets"`
+	// Pace is how long the line took to move one place lately: the time
+	// the last waiter served stood at the head before it took the lease,
+	// on its own monotonic clock (a duration, never a wall time),
+	// averaged with the one before. Waiters that have not yet seen the
+	// line move time their reads by it. Zero: not known.
+	Pace time.Duration `json:"pace_ns,omitempty"`
 	// Stamp is fresh on every write, so that every write has new bytes
 	// (and a new version on stores whose version is a digest).
 	Stamp string `json:"stamp"`

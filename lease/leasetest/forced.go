@@ -156,7 +156,12 @@ func (s *barrierGets) Get(ctx context.Context, key string) (store.Entry, error) 
 		return store.Entry{}, &store.OpError{Op: "get", Key: key, Kind: store.ErrTransient, Err: errors.New("injected")}
 	}
 	wait := key == s.key && s.all != nil && s.arrived < s.n
+	var ent store.Entry
+	var err error
 	if wait {
+		// Read first, then count the arrival: each of the n reads
+		// happens before any of them returns.
+		ent, err = s.Store.Get(ctx, key)
 		s.arrived++
 		if s.arrived == s.n {
 			close(s.all)
@@ -164,15 +169,13 @@ func (s *barrierGets) Get(ctx context.Context, key string) (store.Entry, error) 
 	}
 	all := s.all
 	s.mu.Unlock()
-	// Read first, then wait: each of the n reads happens before any of
-	// them returns.
-	ent, err := s.Store.Get(ctx, key)
-	if wait {
-		select {
-		case <-all:
-		case <-ctx.Done():
-			return store.Entry{}, ctx.Err()
-		}
+	if !wait {
+		return s.Store.Get(ctx, key)
+	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return store.Entry{}, ctx.Err()
 	}
 	return ent, err
 }
