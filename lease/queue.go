@@ -24,6 +24,16 @@ const queuePrefix = ".latchkey/lease-queue/"
 // tickets back, with their places.
 func QueueKey(key string) string { return queuePrefix + key }
 
+// movedPrefix is where the line-moved signals live (see MovedKey).
+const movedPrefix = ".latchkey/lease-queue-moved/"
+
+// MovedKey returns the key that a waiter served from the queue of the
+// lease at key rewrites (a fresh nonce) as it leaves, on a store with a
+// native watch: waiters far back in a line that has stood still for a
+// TTL block on it rather than poll, and learn at once that the line
+// moves again. Deleting it is harmless.
+func MovedKey(key string) string { return movedPrefix + key }
+
 // Queue is the waiting line stored at QueueKey(key), as JSON: the tickets
 // of the waiters in the order they are served.
 type Queue struct {

@@ -23,8 +23,9 @@ type churn struct {
 }
 
 // runChurn runs n contenders, each with its own Locker (its own
-// process), for d of fake time, holding for hold each time.
-func runChurn(t *testing.T, s store.Store, n int, o lease.Options, hold, d time.Duration) churn {
+// process), for d of fake time, holding for hold each time. Holdings and
+// gaps are counted from begin on (the first gap from begin).
+func runChurn(t *testing.T, s store.Store, n int, o lease.Options, hold, begin, d time.Duration) churn {
 	t.Helper()
 	var (
 		mu       sync.Mutex
@@ -32,7 +33,7 @@ func runChurn(t *testing.T, s store.Store, n int, o lease.Options, hold, d time.
 		released time.Time
 		holding  bool
 	)
-	start := time.Now()
+	start := time.Now().Add(begin)
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -60,8 +61,10 @@ func runChurn(t *testing.T, s store.Store, n int, o lease.Options, hold, d time.
 				if released.IsZero() {
 					gap = time.Since(start)
 				}
-				res.longestGap = max(res.longestGap, gap)
-				res.holdings++
+				if !time.Now().Before(start) {
+					res.longestGap = max(res.longestGap, gap)
+					res.holdings++
+				}
 				mu.Unlock()
 				time.Sleep(hold)
 				mu.Lock()
@@ -100,10 +103,10 @@ func TestQueueThroughput(t *testing.T) {
 					}
 					return noWatch{memstore.New()}
 				}
-				q := runChurn(t, newStore(), n, o, hold, d)
+				q := runChurn(t, newStore(), n, o, hold, 0, d)
 				free := o
 				free.NoQueue = true
-				f := runChurn(t, newStore(), n, free, hold, d)
+				f := runChurn(t, newStore(), n, free, hold, 0, d)
 				t.Logf("%d contenders, watch %v: queued %d holdings (longest gap %v), free-for-all %d (longest gap %v)",
 					n, watch, q.holdings, q.longestGap, f.holdings, f.longestGap)
 				if !watch {
@@ -128,4 +131,40 @@ func TestQueueThroughput(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestQueueThroughputAfterLongHold: the lease is held for 20s (five
+// TTLs) while 32 contenders queue, then released; from then on they
+// churn as in TestQueueThroughput. After a TTL of standing still the
+// waiters behind the window read on the budget, seconds apart; with a
+// native watch they block on lease.MovedKey and follow the line as soon
+// as it moves. It made 3-4 holdings in the 10s after the release.
+func TestQueueThroughputAfterLongHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const hold, long, d = 100 * time.Millisecond, 20 * time.Second, 30 * time.Second
+		o := lease.Options{TTL: 4 * time.Second}
+		s := memstore.New()
+		first := o
+		first.Holder = "first"
+		lk, err := lease.NewLocker(s, "locks/churn", &first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := lk.Hold(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(long)
+			l.Release(t.Context())
+		}()
+		q := runChurn(t, s, 32, o, hold, long, d)
+		t.Logf("after a hold of %v: %d holdings in %v, longest gap %v", long, q.holdings, d-long, q.longestGap)
+		if max := int((d - long) / hold); q.holdings*5 < max*4 {
+			t.Errorf("%d holdings in the %v after the long hold, want at least 80%% of %d", q.holdings, d-long, max)
+		}
+		if q.longestGap > hold+o.TTL/10 {
+			t.Errorf("longest gap %v, want at most a hold and a poll interval", q.longestGap)
+		}
+	})
 }

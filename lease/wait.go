@@ -41,6 +41,7 @@ type waiter struct {
 	// the version of the queue the last watch of it waited on, and when
 	qWatched   store.Version
 	qWatchedAt time.Time
+	movedAt    time.Time  // when the last watch of MovedKey began ("" once it waited d out)
 	lastHeld   *HeldError // the last read of the record that found it held
 	heldAt     time.Time
 }
@@ -172,7 +173,7 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 			if i < win {
 				wait = min(wait, time.Until(w.nextBeat))
 			}
-			if err := w.waitQueue(ctx, max(wait, 0), i <= win); err != nil {
+			if err := w.waitQueue(ctx, max(wait, 0), i, win); err != nil {
 				continue
 			}
 			if err := w.read(ctx); err != nil {
@@ -314,9 +315,18 @@ func (w *waiter) waitForRecord(ctx context.Context, held *HeldError, wake <-chan
 // the head leaves it, having taken the lease, so that the next in line
 // becomes the head at once rather than at its next read, however short
 // the holds. Each queue write then costs each of them a read.
-func (w *waiter) waitQueue(ctx context.Context, d time.Duration, watchQueue bool) error {
+//
+// Behind them, a waiter that the line has not moved for a TTL (the lease
+// is held for long, and it reads on the budget, seconds apart) blocks on
+// MovedKey instead, which the waiter served writes as it leaves the queue
+// (where the store has a native watch): when the line starts moving
+// again, it reads at once and follows the line's pace from then on.
+func (w *waiter) waitQueue(ctx context.Context, d time.Duration, i, win int) error {
 	wr := w.watcher()
-	if wr == nil || !watchQueue || w.ver == "" {
+	if wr != nil && i > win && time.Since(w.placeAt) >= w.lk.opts.TTL {
+		return w.waitMoved(ctx, wr, d)
+	}
+	if wr == nil || i > win || w.ver == "" {
 		return backoff.Sleep(ctx, d)
 	}
 	if w.ver == w.qWatched && time.Since(w.qWatchedAt) < w.lk.opts.PollInterval/4 {
@@ -329,6 +339,29 @@ func (w *waiter) waitQueue(ctx context.Context, d time.Duration, watchQueue bool
 	if err := wr.WaitChange(wctx, w.key(), w.ver); err != nil && wctx.Err() == nil {
 		// The watch failed: sleep what is left of d.
 		return backoff.Sleep(ctx, d-time.Since(w.qWatchedAt))
+	}
+	return ctx.Err()
+}
+
+// waitMoved waits d, or until MovedKey changes.
+func (w *waiter) waitMoved(ctx context.Context, wr store.Watcher, d time.Duration) error {
+	key := MovedKey(w.lk.key)
+	if store.ValidateKey(key) != nil || time.Since(w.movedAt) < w.lk.opts.PollInterval/4 {
+		// No such key, or the last watch returned early: sleep this turn.
+		return backoff.Sleep(ctx, d)
+	}
+	e, err := w.lk.s.Get(ctx, key)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return backoff.Sleep(ctx, d)
+	}
+	w.movedAt = time.Now()
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if err := wr.WaitChange(wctx, key, e.Version); err != nil && wctx.Err() == nil {
+		return backoff.Sleep(ctx, d-time.Since(w.movedAt))
+	}
+	if wctx.Err() != nil {
+		w.movedAt = time.Time{} // waited it out: no early return
 	}
 	return ctx.Err()
 }
@@ -420,7 +453,7 @@ func (w *waiter) observe() {
 	i := w.q.index(w.t.ID)
 	w.in = i >= 0
 	w.pace(i)
-	if w.perPlace <= 0 && w.q.Pace > 0 {
+	if w.perPlace <= 0 && w.q.Pace > 0 && w.q.Pace < w.lk.opts.TTL {
 		// Until we have seen the line move, believe the pace the last
 		// waiter served measured.
 		w.perPlace = w.q.Pace
@@ -452,7 +485,11 @@ func (w *waiter) pace(i int) {
 		// First look, or we were put back further: start again here.
 	case i < w.place:
 		sample := now.Sub(w.placeAt) / time.Duration(w.place-i)
-		if w.perPlace == 0 {
+		if sample >= w.lk.opts.TTL {
+			// The line stood (a long hold) rather than moved at that
+			// pace; what follows the hold may be quick.
+			w.perPlace = 0
+		} else if w.perPlace == 0 {
 			w.perPlace = sample
 		} else {
 			w.perPlace = min(sample, (w.perPlace+sample)/2)
@@ -672,7 +709,7 @@ func (w *waiter) leave() {
 		if !q.remove(w.t.ID) {
 			return false
 		}
-		if w.served > 0 {
+		if w.served > 0 && w.served < w.lk.opts.TTL {
 			// The time we stood at the head is the time between the
 			// last two departures: how long the line takes to move
 			// one place, for those who have not seen it move yet.
@@ -685,6 +722,10 @@ func (w *waiter) leave() {
 		return true
 	}); err != nil {
 		return
+	}
+	if w.served > 0 && w.watcher() != nil && store.ValidateKey(MovedKey(w.lk.key)) == nil {
+		// Wake the waiters that sleep on the line standing still.
+		_, _ = w.lk.s.Put(ctx, MovedKey(w.lk.key), []byte(newNonce()), store.Unconditional)
 	}
 	if len(w.q.Tickets) == 0 && w.ver != "" && w.lk.s.Capabilities().CompareAndDelete {
 		// The last one out deletes the emptied line, if nobody has
