@@ -104,7 +104,10 @@
 //     no sooner than 0.6 times how long the line has stood still, up to a
 //     TTL. With a native watch the window and the one behind it block on
 //     the queue record and read it on every change, so the next in line
-//     becomes the head as soon as the head leaves.
+//     becomes the head as soon as the head leaves; and the waiters behind
+//     that the line has not moved for a TTL block on MovedKey(key),
+//     which the waiter served rewrites as it leaves, so that they follow
+//     a line that starts moving after a long hold.
 //   - A ticket of the window that another waiter of the window, or one
 //     behind it, sees unchanged for half the ticket's TTL, on its own
 //     monotonic clock, is taken for dead and removed, with any other
