@@ -19,15 +19,22 @@
 //     on its own monotonic clock. Wall clocks of different hosts are never
 //     compared.
 //   - The fencing token goes up by one on every acquisition (takeover,
-//     re-acquire after release) and never goes backwards: release keeps the
-//     token and normal operation never deletes the record. A record deleted
-//     by hand (latchkey kv delete) does not restart it either: the count of
-//     records created at the key lives at EpochKey(key), outside the lock's
-//     own prefix, and the first token of the n-th record is (n−1)·2³²+1.
-//     (A creation whose write may still land uses up its epoch, so the
-//     next token can jump although no record was deleted.) Deleting the
-//     epoch key as well does restart the tokens; Inspect and
-//     Lease.Recreated tell when a record was deleted.
+//     re-acquire after release) and never goes backwards: every token
+//     handed to a holder is above every token handed out at the key
+//     before, whatever order requests land in. Release keeps the token
+//     and normal operation never deletes the record. A record deleted by
+//     hand (latchkey kv delete) does not restart it either: the count of
+//     records created at the key lives at EpochKey(key), outside the
+//     lock's own prefix, and the first token of the n-th record is
+//     (n−1)·2³²+1. A creation advances that count in the same step as it
+//     creates the record: in one transaction where the store has them,
+//     and otherwise by creating the record pending (no token), then
+//     advancing the count, then giving the record its token by CAS (see
+//     Record.Pending), so a create that lands late, after the record was
+//     deleted and others held it, cannot start below them. Deleting (or
+//     rewriting) the epoch key as well does restart the tokens; see
+//     docs/locks.md for what that allows. Inspect and Lease.Recreated
+//     tell when a record was deleted.
 //   - Only a holder's own Lease.Release lets a contender in at once.
 //     ForceRelease and ReleaseHolder, which cannot stop the holder, mark
 //     the record Forced, and a contender takes it over only after seeing it
@@ -91,8 +98,16 @@
 //     chosen from the PollBudget so that all of them together read at most
 //     80% of what the budget leaves after the head and the heartbeats
 //     (Σ 1/(p·c) is a harmonic number over c), and at least PollInterval.
-//     A line that stands still costs that; a waiter that sees the line
-//     move reads again before it could have moved into the window.
+//     A line that stands still costs that; a waiter that knows the
+//     line's pace (seen, or Queue.Pace, written by the last waiter
+//     served) reads again before it could have moved into the window, and
+//     no sooner than 0.6 times how long the line has stood still, up to a
+//     TTL. With a native watch the window and the one behind it block on
+//     the queue record and read it on every change, so the next in line
+//     becomes the head as soon as the head leaves; and the waiters behind
+//     that the line has not moved for a TTL block on MovedKey(key),
+//     which the waiter served rewrites as it leaves, so that they follow
+//     a line that starts moving after a long hold.
 //   - A ticket of the window that another waiter of the window, or one
 //     behind it, sees unchanged for half the ticket's TTL, on its own
 //     monotonic clock, is taken for dead and removed, with any other
@@ -139,7 +154,9 @@
 // and once to leave (a write); a CAS lost to
 // another waiter's queue write costs one more read and write, with
 // backoff from QueueRetryDelay. A line that moves costs each waiter about
-// log(n) reads more over its wait, to follow it. A free lease with nobody
+// log(n) reads more over its wait, to follow it (with a native watch the
+// window and the one behind it read once per queue write instead). A free
+// lease with nobody
 // waiting costs what it did: a read of the record, one of the queue, and
 // the acquiring write. After a lost race Acquire retries at once at most
 // three times, then waits a poll interval; store failures are retried
@@ -147,8 +164,11 @@
 // ReleaseHolder are each one cas.Update: a bounded number of attempts
 // with jittered backoff, then an error matching ErrContended. The handoff
 // from a release to the next holder takes about half the head's poll
-// interval on average, whatever the number of waiters, as long as holds
-// last longer than about 1.5·c (the next in line has noticed its turn).
+// interval on average, whatever the number of waiters; with a native
+// watch it is immediate, and the next in line takes its turn as soon as
+// the head leaves, however short the holds (TestQueueThroughput). On a
+// store that must be polled, holds shorter than a poll interval are
+// served at most about once per head poll interval.
 //
 // Per service: S3 and Azure serve a few requests per second per key
 // comfortably, and the default budget fits. GCS takes about one write

@@ -30,27 +30,37 @@ type epochValue struct {
 // epochToken is the first token of a record of epoch n (n ≥ 1).
 func epochToken(n uint64) uint64 { return (n-1)<<32 + 1 }
 
-// readEpoch returns the number of records created at key so far (0 when
-// the counter is absent).
-func readEpoch(ctx context.Context, s store.Store, key string) (uint64, error) {
+// readEpoch returns the number of records created at key so far and the
+// counter's version (0 and "" when the counter is absent).
+func readEpoch(ctx context.Context, s store.Store, key string) (uint64, store.Version, error) {
 	e, err := s.Get(ctx, EpochKey(key))
 	if errors.Is(err, store.ErrNotFound) {
-		return 0, nil
+		return 0, "", nil
 	}
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	var v epochValue
 	if err := json.Unmarshal(e.Value, &v); err != nil {
-		return 0, fmt.Errorf("lease: %q: %w: %v", EpochKey(key), ErrCorrupt, err)
+		return 0, "", fmt.Errorf("lease: %q: %w: %v", EpochKey(key), ErrCorrupt, err)
 	}
-	return v.Creations, nil
+	return v.Creations, e.Version, nil
+}
+
+// encodeEpoch is the counter's value at n, with a fresh nonce.
+func encodeEpoch(n uint64) []byte {
+	b, err := json.Marshal(epochValue{Creations: n, Nonce: newNonce()})
+	if err != nil {
+		panic(err) // a number and a string always encode
+	}
+	return b
 }
 
 // bumpEpoch advances the counter of key by one, or (atLeast1) only makes
-// sure it is at least 1, and returns its new value. It runs before the
-// record is created, so a creation that loses its race only wastes an
-// epoch.
+// sure it is at least 1, and returns its new value. On a store without
+// transactions it runs after a pending record was created and before that
+// record gets its token (see Locker.create); a bump whose record then
+// loses its race only wastes an epoch.
 func bumpEpoch(ctx context.Context, s store.Store, key string, atLeast1 bool) (uint64, error) {
 	var n uint64
 	_, err := cas.Update(ctx, s, EpochKey(key), func(cur []byte, exists bool) (cas.Decision, error) {
@@ -65,11 +75,7 @@ func bumpEpoch(ctx context.Context, s store.Store, key string, atLeast1 bool) (u
 			return cas.Abort(), nil
 		}
 		n++
-		b, err := json.Marshal(epochValue{Creations: n, Nonce: newNonce()})
-		if err != nil {
-			return cas.Decision{}, err
-		}
-		return cas.Set(b), nil
+		return cas.Set(encodeEpoch(n)), nil
 	}, &cas.Options{UniqueValues: true})
 	if errors.Is(err, cas.ErrContended) {
 		return 0, fmt.Errorf("lease: acquire %q: %w (epoch counter: %w)", key, ErrLostRace, err)

@@ -112,13 +112,7 @@ func (lk *Locker) tryAcquire(ctx context.Context, mayTake func(context.Context) 
 		if err := free(); err != nil {
 			return nil, err
 		}
-		// The counter of creations survives a deletion of the record, so
-		// a record deleted by hand does not restart the tokens.
-		n, err := bumpEpoch(ctx, lk.s, lk.key, false)
-		if err != nil {
-			return nil, err
-		}
-		return lk.write(ctx, Record{Token: epochToken(n), Epoch: n, created: true}, store.IfAbsent)
+		return lk.create(ctx)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, err)
@@ -146,8 +140,17 @@ func (lk *Locker) tryAcquire(ctx context.Context, mayTake func(context.Context) 
 }
 
 // takeOver writes the record at version v, read as rec, as ours with the
-// next token. A record from before epochs existed first gets its counter.
+// next token. A pending record (see Record.Pending) has no token: its
+// taker starts a new epoch, as its creator would have. A record from
+// before epochs existed first gets its counter.
 func (lk *Locker) takeOver(ctx context.Context, rec Record, v store.Version) (*Lease, error) {
+	if rec.Pending {
+		n, err := bumpEpoch(ctx, lk.s, lk.key, false)
+		if err != nil {
+			return nil, err
+		}
+		return lk.write(ctx, Record{Token: epochToken(n), Epoch: n}, store.IfMatch(v))
+	}
 	epoch := rec.Epoch
 	if epoch == 0 {
 		n, err := bumpEpoch(ctx, lk.s, lk.key, true)
@@ -170,50 +173,127 @@ func (lk *Locker) setObs(v store.Version) time.Time {
 	return lk.obs.since
 }
 
+// create makes the absent record ours, with a token above every token
+// handed out at the key before, whatever order our requests and anyone
+// else's land in, and even if the record was deleted meanwhile.
+//
+// With multi-key transactions (store.Transactor), the epoch counter's
+// increment and the record's create-if-absent are one transaction,
+// conditioned on the counter's version as we read it: it applies only if
+// no record was created at the key since that read, so a transaction
+// that lands late fails.
+//
+// Without them (S3, GCS, Azure) the creation takes three steps: the
+// record is created pending, holding no token; the counter is
+// incremented to n; the pending record is swapped, by CAS on the version
+// the create returned, for the first record of epoch n. A create that
+// lands late only makes a pending record, which its creator (or, after a
+// TTL unchanged, anyone) completes with a new epoch at that time; a swap
+// that lands late fails, since any token handed out after our increment
+// was written into the record at the key and changed its version.
+func (lk *Locker) create(ctx context.Context) (*Lease, error) {
+	if tx, ok := lk.s.(store.Transactor); ok && lk.s.Capabilities().Transactions {
+		return lk.createTxn(ctx, tx)
+	}
+	return lk.write(ctx, Record{Pending: true, created: true}, store.IfAbsent)
+}
+
+// createTxn is create on a store with transactions.
+func (lk *Locker) createTxn(ctx context.Context, tx store.Transactor) (*Lease, error) {
+	n, ver, err := readEpoch(ctx, lk.s, lk.key)
+	if err != nil {
+		return nil, fmt.Errorf("lease: acquire %q: epoch counter: %w", lk.key, err)
+	}
+	cond := store.IfAbsent
+	if ver != "" {
+		cond = store.IfMatch(ver)
+	}
+	n++
+	counter := encodeEpoch(n)
+	return lk.send(ctx, Record{Token: epochToken(n), Epoch: n, created: true}, func(b []byte) (store.Version, error) {
+		vs, err := tx.Txn(ctx, []store.TxnOp{
+			store.PutOp(EpochKey(lk.key), counter, cond),
+			store.PutOp(lk.key, b, store.IfAbsent),
+		})
+		if err != nil {
+			return "", err
+		}
+		return vs[1], nil
+	})
+}
+
 // write tries to make the record ours with rec's token under cond.
 func (lk *Locker) write(ctx context.Context, rec Record, cond store.Condition) (*Lease, error) {
+	return lk.send(ctx, rec, func(b []byte) (store.Version, error) { return lk.s.Put(ctx, lk.key, b, cond) })
+}
+
+// send fills in rec as ours and tries to make it the record with put,
+// which writes the encoded record and returns its new version.
+func (lk *Locker) send(ctx context.Context, rec Record, put func([]byte) (store.Version, error)) (*Lease, error) {
 	now := lk.opts.Now()
 	rec.Holder, rec.Nonce, rec.TTL = lk.opts.Holder, newNonce(), lk.opts.TTL
 	rec.Acquired, rec.Renewed = now, now
 	start := time.Now()
-	v, err := lk.s.Put(ctx, lk.key, rec.encode(), cond)
+	v, err := put(rec.encode())
 	if err == nil {
-		return lk.newLease(rec, v, start), nil
+		return lk.acquired(ctx, rec, v, start)
 	}
 	if errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrUnknownOutcome) {
 		// A backend that retried our write internally may report the
 		// retry's conflict; read back once to tell.
-		if l, ok := lk.readBack(ctx, rec, start); ok {
-			return l, nil
+		if l, ok, err := lk.readBack(ctx, rec, start); ok {
+			return l, err
 		}
 		return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, ErrLostRace)
 	}
 	if !errors.Is(err, store.ErrUnknownOutcome) && !errors.Is(err, store.ErrTransient) {
 		return nil, fmt.Errorf("lease: acquire %q: %w", lk.key, err)
 	}
-	lk.mu.Lock()
-	lk.pending = &pendingWrite{nonce: rec.Nonce, start: start, rec: rec}
-	lk.mu.Unlock()
-	if l, ok := lk.readBack(ctx, rec, start); ok {
-		return l, nil
+	lk.setPending(rec, start)
+	if l, ok, err := lk.readBack(ctx, rec, start); ok {
+		return l, err
 	}
 	// Not ours, or we could not tell: the write may still land. The pending
 	// nonce is remembered, and a later read that finds it adopts it.
 	return nil, fmt.Errorf("lease: acquire %q: %w (after %w)", lk.key, ErrLostRace, err)
 }
 
+func (lk *Locker) setPending(rec Record, start time.Time) {
+	lk.mu.Lock()
+	lk.pending = &pendingWrite{nonce: rec.Nonce, start: start, rec: rec}
+	lk.mu.Unlock()
+}
+
+// acquired follows our write of rec, at version v, sent at start: the
+// lease, or, for a pending record, the rest of its creation (see create).
+// Should the epoch counter fail, the pending record is remembered as an
+// acquiring write, so that the next attempt completes it (or, once ctx
+// has ended, Acquire releases it).
+func (lk *Locker) acquired(ctx context.Context, rec Record, v store.Version, start time.Time) (*Lease, error) {
+	if !rec.Pending {
+		return lk.newLease(rec, v, start), nil
+	}
+	lk.setPending(rec, start)
+	n, err := bumpEpoch(ctx, lk.s, lk.key, false)
+	if err != nil {
+		return nil, err
+	}
+	return lk.write(ctx, Record{Token: epochToken(n), Epoch: n, created: rec.created}, store.IfMatch(v))
+}
+
 // readBack reports whether the record now carries rec's nonce, and if so
-// returns our lease.
-func (lk *Locker) readBack(ctx context.Context, rec Record, start time.Time) (*Lease, bool) {
+// goes on as acquired.
+func (lk *Locker) readBack(ctx context.Context, rec Record, start time.Time) (*Lease, bool, error) {
 	e, err := lk.s.Get(ctx, lk.key)
 	if err != nil {
-		return nil, false
+		return nil, false, nil
 	}
 	got, err := decodeRecord(lk.key, e.Value)
 	if err != nil || got.Nonce != rec.Nonce {
-		return nil, false
+		return nil, false, nil
 	}
-	return lk.newLease(rec, e.Version, start), true
+	l, err := lk.acquired(ctx, rec, e.Version, start)
+	return l, true, err
 }
 
 // adoptPending handles a read that finds the nonce of an earlier acquiring
@@ -236,6 +316,10 @@ func (lk *Locker) adoptPending(ctx context.Context, rec Record, v store.Version)
 	}
 	if p == nil {
 		return nil, false, nil
+	}
+	if p.rec.Pending && time.Now().Before(p.start.Add(lk.opts.TTL-lk.opts.Margin)) {
+		l, err := lk.acquired(ctx, p.rec, v, p.start)
+		return l, true, err
 	}
 	l := lk.newLease(p.rec, v, p.start)
 	if !l.expired() {

@@ -24,6 +24,16 @@ const queuePrefix = ".latchkey/lease-queue/"
 // tickets back, with their places.
 func QueueKey(key string) string { return queuePrefix + key }
 
+// movedPrefix is where the line-moved signals live (see MovedKey).
+const movedPrefix = ".latchkey/lease-queue-moved/"
+
+// MovedKey returns the key that a waiter served from the queue of the
+// lease at key rewrites (a fresh nonce) as it leaves, on a store with a
+// native watch: waiters far back in a line that has stood still for a
+// TTL block on it rather than poll, and learn at once that the line
+// moves again. Deleting it is harmless.
+func MovedKey(key string) string { return movedPrefix + key }
+
 // Queue is the waiting line stored at QueueKey(key), as JSON: the tickets
 // of the waiters in the order they are served.
 type Queue struct {
@@ -32,6 +42,12 @@ type Queue struct {
 	// Tickets are in ascending Seq order; the first is the head, the only
 	// waiter that polls the lease record.
 	Tickets []Ticket `json:"tickets"`
+	// Pace is how long the line took to move one place lately: the time
+	// the last waiter served stood at the head before it took the lease,
+	// on its own monotonic clock (a duration, never a wall time),
+	// averaged with the one before. Waiters that have not yet seen the
+	// line move time their reads by it. Zero: not known.
+	Pace time.Duration `json:"pace_ns,omitempty"`
 	// Stamp is fresh on every write, so that every write has new bytes
 	// (and a new version on stores whose version is a digest).
 	Stamp string `json:"stamp"`

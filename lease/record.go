@@ -40,8 +40,16 @@ type Record struct {
 	// count itself is kept at EpochKey(key), which survives the deletion
 	// of the record. Tokens of epoch n start at (n−1)·2³²+1, so a record
 	// deleted by hand does not restart the tokens. Zero in records written
-	// before epochs existed.
+	// before epochs existed, and in pending records.
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Pending marks a record created on a store without transactions
+	// that has no token yet: its creator is between the record's
+	// create-if-absent and the increment of the epoch counter, after
+	// which it swaps the record, by CAS, for the first record of the new
+	// epoch. It counts as held (for its TTL) like any record; whoever
+	// takes it over starts a new epoch too, never Token+1. See
+	// Locker.TryAcquire.
+	Pending bool `json:"pending,omitempty"`
 	// Acquired is when the holding began, on the holder's wall clock.
 	Acquired time.Time `json:"acquired"`
 	// Renewed is when the record was last written, on the writer's wall
@@ -116,7 +124,7 @@ func decodeRecord(key string, b []byte) (Record, error) {
 func Inspect(ctx context.Context, s store.Store, key string) (Record, store.Version, error) {
 	e, err := s.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
-		if n, eerr := readEpoch(ctx, s, key); eerr == nil && n > 0 {
+		if n, _, eerr := readEpoch(ctx, s, key); eerr == nil && n > 0 {
 			return Record{}, "", fmt.Errorf("lease: inspect %q: %w: %w (%d records were created there; the next holder's token continues above theirs)",
 				key, err, ErrDeleted, n)
 		}

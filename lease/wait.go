@@ -31,13 +31,19 @@ type waiter struct {
 	looks    int                   // how many times we read or wrote q
 
 	wasHead   bool
-	inWindow  bool      // we were in the window, behind the head, at our last look
-	nextBeat  time.Time // when the head writes its ticket again
-	nextPoll  time.Time // when the head reads the record again
+	headSince time.Time     // when we saw that we had become the head
+	served    time.Duration // how long we were the head before we took the lease
+	inWindow  bool          // we were in the window, behind the head, at our last look
+	nextBeat  time.Time     // when the head writes its ticket again
+	nextPoll  time.Time     // when the head reads the record again
 	watched   store.Version
 	watchedAt time.Time
-	lastHeld  *HeldError // the last read of the record that found it held
-	heldAt    time.Time
+	// the version of the queue the last watch of it waited on, and when
+	qWatched   store.Version
+	qWatchedAt time.Time
+	movedAt    time.Time  // when the last watch of MovedKey began ("" once it waited d out)
+	lastHeld   *HeldError // the last read of the record that found it held
+	heldAt     time.Time
 }
 
 // watcher returns the store's native watch, or nil.
@@ -167,7 +173,7 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 			if i < win {
 				wait = min(wait, time.Until(w.nextBeat))
 			}
-			if err := backoff.Sleep(ctx, max(wait, 0)); err != nil {
+			if err := w.waitQueue(ctx, max(wait, 0), i, win); err != nil {
 				continue
 			}
 			if err := w.read(ctx); err != nil {
@@ -183,7 +189,7 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 				// Our turn: heartbeat at once (the others have been
 				// timing our ticket since it became the head), and poll,
 				// unless the arrival's read of the record is fresh.
-				w.wasHead, w.nextPoll = true, time.Now()
+				w.wasHead, w.nextPoll, w.headSince = true, time.Now(), time.Now()
 				if !w.justWritten() {
 					w.nextBeat = time.Now()
 				}
@@ -208,6 +214,7 @@ func (lk *Locker) acquireQueued(ctx context.Context) (*Lease, error) {
 			}
 			l, err := lk.TryAcquire(ctx)
 			if err == nil {
+				w.served = time.Since(w.headSince)
 				return l, nil
 			}
 			var held *HeldError
@@ -302,6 +309,63 @@ func (w *waiter) waitForRecord(ctx context.Context, held *HeldError, wake <-chan
 	}
 }
 
+// waitQueue waits d before the next read of the queue. The waiters of the
+// window and the first one behind it, on a store with a native watch
+// (watchQueue), wake as soon as the queue changes instead: above all when
+// the head leaves it, having taken the lease, so that the next in line
+// becomes the head at once rather than at its next read, however short
+// the holds. Each queue write then costs each of them a read.
+//
+// Behind them, a waiter that the line has not moved for a TTL (the lease
+// is held for long, and it reads on the budget, seconds apart) blocks on
+// MovedKey instead, which the waiter served writes as it leaves the queue
+// (where the store has a native watch): when the line starts moving
+// again, it reads at once and follows the line's pace from then on.
+func (w *waiter) waitQueue(ctx context.Context, d time.Duration, i, win int) error {
+	wr := w.watcher()
+	if wr != nil && i > win && time.Since(w.placeAt) >= w.lk.opts.TTL {
+		return w.waitMoved(ctx, wr, d)
+	}
+	if wr == nil || i > win || w.ver == "" {
+		return backoff.Sleep(ctx, d)
+	}
+	if w.ver == w.qWatched && time.Since(w.qWatchedAt) < w.lk.opts.PollInterval/4 {
+		// The last watch returned early without a change: sleep this turn.
+		return backoff.Sleep(ctx, d)
+	}
+	w.qWatched, w.qWatchedAt = w.ver, time.Now()
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if err := wr.WaitChange(wctx, w.key(), w.ver); err != nil && wctx.Err() == nil {
+		// The watch failed: sleep what is left of d.
+		return backoff.Sleep(ctx, d-time.Since(w.qWatchedAt))
+	}
+	return ctx.Err()
+}
+
+// waitMoved waits d, or until MovedKey changes.
+func (w *waiter) waitMoved(ctx context.Context, wr store.Watcher, d time.Duration) error {
+	key := MovedKey(w.lk.key)
+	if store.ValidateKey(key) != nil || time.Since(w.movedAt) < w.lk.opts.PollInterval/4 {
+		// No such key, or the last watch returned early: sleep this turn.
+		return backoff.Sleep(ctx, d)
+	}
+	e, err := w.lk.s.Get(ctx, key)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return backoff.Sleep(ctx, d)
+	}
+	w.movedAt = time.Now()
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if err := wr.WaitChange(wctx, key, e.Version); err != nil && wctx.Err() == nil {
+		return backoff.Sleep(ctx, d-time.Since(w.movedAt))
+	}
+	if wctx.Err() != nil {
+		w.movedAt = time.Time{} // waited it out: no early return
+	}
+	return ctx.Err()
+}
+
 // waitAsHead sleeps d, or until the heartbeat is due or a lease of this
 // Locker is released (then the head polls at once).
 func (w *waiter) waitAsHead(ctx context.Context, d time.Duration, wake <-chan struct{}) {
@@ -326,14 +390,42 @@ func (w *waiter) waitAsHead(ctx context.Context, d time.Duration, wake <-chan st
 type seenTicket struct {
 	beat  string
 	since time.Time
+	// behind: we saw it just behind the window, not in it, as it is.
+	behind bool
+	// unnoticed: it moved into the window without being written since,
+	// as far as we saw: its waiter has not noticed yet.
+	unnoticed bool
 }
 
 // left is how long ticket j of the window has left before it may be
 // taken for gone: its ticketExpiry from when we first saw it, as it is,
 // in the window.
+//
+// On a store with a native watch the waiters of the window see every move
+// of the line at once, and a ticket that moved into the window unnoticed
+// by its waiter (asleep behind it, timing its reads by the line's pace)
+// holds up the line if it reaches the head: it gets noticeGrace rather
+// than half a TTL. A waiter taken for gone that way puts its ticket back
+// with its old place when it wakes, so it loses little.
 func (w *waiter) left(j int) time.Duration {
 	t := w.q.Tickets[j]
-	return ticketExpiry(t, w.lk.opts.TTL) - time.Since(w.seen[t.ID].since)
+	s := w.seen[t.ID]
+	exp := ticketExpiry(t, w.lk.opts.TTL)
+	if s.unnoticed && !t.Pulled && w.watcher() != nil {
+		exp = min(exp, w.noticeGrace())
+	}
+	return exp - time.Since(s.since)
+}
+
+// noticeGrace is how long a waiter that the line moved into the window
+// has to notice, when the line is seen to move: four places' time (it
+// reads about every 0.6 of the time the line takes to bring it there),
+// and at least a poll interval.
+func (w *waiter) noticeGrace() time.Duration {
+	if w.perPlace <= 0 {
+		return w.lk.opts.TTL
+	}
+	return max(4*w.perPlace, w.lk.opts.PollInterval)
 }
 
 // expired returns the first ticket of the window, other than ours at
@@ -361,12 +453,20 @@ func (w *waiter) observe() {
 	i := w.q.index(w.t.ID)
 	w.in = i >= 0
 	w.pace(i)
+	if w.perPlace <= 0 && w.q.Pace > 0 && w.q.Pace < w.lk.opts.TTL {
+		// Until we have seen the line move, believe the pace the last
+		// waiter served measured.
+		w.perPlace = w.q.Pace
+	}
 	win := w.lk.opts.queueWindow()
-	seen := make(map[string]seenTicket, win)
-	for _, t := range w.q.Tickets[:min(win, len(w.q.Tickets))] {
+	seen := make(map[string]seenTicket, win+1)
+	for k, t := range w.q.Tickets[:min(win+1, len(w.q.Tickets))] {
 		s, ok := w.seen[t.ID]
-		if !ok || s.beat != t.Beat {
-			s = seenTicket{beat: t.Beat, since: time.Now()}
+		switch {
+		case !ok || s.beat != t.Beat:
+			s = seenTicket{beat: t.Beat, since: time.Now(), behind: k == win}
+		case s.behind && k < win:
+			s = seenTicket{beat: t.Beat, since: time.Now(), unnoticed: true}
 		}
 		seen[t.ID] = s
 	}
@@ -385,7 +485,11 @@ func (w *waiter) pace(i int) {
 		// First look, or we were put back further: start again here.
 	case i < w.place:
 		sample := now.Sub(w.placeAt) / time.Duration(w.place-i)
-		if w.perPlace == 0 {
+		if sample >= w.lk.opts.TTL {
+			// The line stood (a long hold) rather than moved at that
+			// pace; what follows the hold may be quick.
+			w.perPlace = 0
+		} else if w.perPlace == 0 {
 			w.perPlace = sample
 		} else {
 			w.perPlace = min(sample, (w.perPlace+sample)/2)
@@ -404,19 +508,49 @@ func (w *waiter) pace(i int) {
 // the budgeted wait as it is; one that moves costs about log(n) reads
 // per waiter over its wait, the reads a waiter needs to follow it.
 func (w *waiter) movingRead(i, win int, wait time.Duration) time.Duration {
+	if i <= win && w.watcher() != nil {
+		return wait // they wake on every change of the queue (waitQueue)
+	}
+	stood := time.Since(w.placeAt)
+	if stood >= w.lk.opts.TTL {
+		// The line has not moved us for a TTL: it is held, and the
+		// budgeted wait applies until we see it move again.
+		return wait
+	}
+	per := w.perPlace
+	if per <= 0 {
+		// We have not seen the line move, nor has anyone told us its
+		// pace (Queue.Pace): it may move as fast as we may read.
+		per = w.readFloor()
+	}
+	// The window and the one behind it, polling, read before the head
+	// can have left: the next in line then becomes the head within
+	// about one place's time.
+	places := max(i-win, 1)
 	if i <= win {
-		return wait
+		places = i
 	}
-	if w.perPlace <= 0 {
-		if w.looks < 2 {
-			// Our first look since we arrived: soon, to see whether
-			// the line moves (an arrival's one read more).
-			return min(wait, w.lk.opts.TTL/4)
-		}
-		return wait
+	// A line that has stood still since we saw ourselves here may start
+	// again at its pace at any moment, but it may also be held for long:
+	// read no sooner than 0.6 times the time it has stood, so that reads
+	// grow geometrically apart while it stands (a few reads more per
+	// waiter after the line stops, up to the budgeted wait).
+	ahead := max(time.Duration(places)*per, stood)
+	d := time.Duration(float64(ahead) * (0.6 + 0.1*rand.Float64()))
+	return min(wait, max(d, w.readFloor()))
+}
+
+// readFloor is the shortest wait between two reads of the queue by a
+// waiter behind the window that follows a moving line: PollInterval, or
+// on a store with a native watch, where the window wakes on every queue
+// change and so takes its turn at once, MinPollInterval, so that the
+// line behind keeps up with holds shorter than a poll interval (the reads
+// a waiter needs to follow the line stay about log(n) over its wait).
+func (w *waiter) readFloor() time.Duration {
+	if w.watcher() != nil {
+		return MinPollInterval
 	}
-	d := time.Duration(float64(i-win) * float64(w.perPlace) * (0.6 + 0.1*rand.Float64()))
-	return min(wait, max(d, w.lk.opts.PollInterval))
+	return w.lk.opts.PollInterval
 }
 
 func (w *waiter) key() string { return QueueKey(w.lk.key) }
@@ -571,8 +705,27 @@ func (w *waiter) leave() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), w.lk.opts.TTL)
 	defer cancel()
-	if err := w.update(ctx, func(q *Queue) bool { return q.remove(w.t.ID) }); err != nil {
+	if err := w.update(ctx, func(q *Queue) bool {
+		if !q.remove(w.t.ID) {
+			return false
+		}
+		if w.served > 0 && w.served < w.lk.opts.TTL {
+			// The time we stood at the head is the time between the
+			// last two departures: how long the line takes to move
+			// one place, for those who have not seen it move yet.
+			if q.Pace > 0 {
+				q.Pace = min(w.served, (q.Pace+w.served)/2)
+			} else {
+				q.Pace = w.served
+			}
+		}
+		return true
+	}); err != nil {
 		return
+	}
+	if w.served > 0 && w.watcher() != nil && store.ValidateKey(MovedKey(w.lk.key)) == nil {
+		// Wake the waiters that sleep on the line standing still.
+		_, _ = w.lk.s.Put(ctx, MovedKey(w.lk.key), []byte(newNonce()), store.Unconditional)
 	}
 	if len(w.q.Tickets) == 0 && w.ver != "" && w.lk.s.Capabilities().CompareAndDelete {
 		// The last one out deletes the emptied line, if nobody has

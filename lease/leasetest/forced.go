@@ -122,8 +122,8 @@ func testDeletedRecord(t *testing.T, e *env) {
 	}
 }
 
-// barrierGets, once armed, holds the next n Gets of key until all n
-// have arrived: n goroutines sharing a Locker then all read the record
+// barrierGets, once armed, holds the answers of the next n Gets of key
+// until all n have read: n goroutines sharing a Locker then all read the record
 // before any of them acts on it. Before that, its next Put of key lands
 // but reports store.ErrUnknownOutcome and the Get after it fails, so the
 // acquisition's outcome stays unknown.
@@ -156,7 +156,12 @@ func (s *barrierGets) Get(ctx context.Context, key string) (store.Entry, error) 
 		return store.Entry{}, &store.OpError{Op: "get", Key: key, Kind: store.ErrTransient, Err: errors.New("injected")}
 	}
 	wait := key == s.key && s.all != nil && s.arrived < s.n
+	var ent store.Entry
+	var err error
 	if wait {
+		// Read first, then count the arrival: each of the n reads
+		// happens before any of them returns.
+		ent, err = s.Store.Get(ctx, key)
 		s.arrived++
 		if s.arrived == s.n {
 			close(s.all)
@@ -164,14 +169,15 @@ func (s *barrierGets) Get(ctx context.Context, key string) (store.Entry, error) 
 	}
 	all := s.all
 	s.mu.Unlock()
-	if wait {
-		select {
-		case <-all:
-		case <-ctx.Done():
-			return store.Entry{}, ctx.Err()
-		}
+	if !wait {
+		return s.Store.Get(ctx, key)
 	}
-	return s.Store.Get(ctx, key)
+	select {
+	case <-all:
+	case <-ctx.Done():
+		return store.Entry{}, ctx.Err()
+	}
+	return ent, err
 }
 
 // testSharedLockerAdoptsOnce: an acquiring write of unknown outcome that
