@@ -64,6 +64,7 @@ type Engine struct {
 	syncFault  func() error  // tests: a non-nil result fails a commit whose writes reached the file (an fsync EIO)
 
 	log         *logState    // the write-ahead log; nil without (NoSync)
+	mode        atomic.Value // Mode: how commits are made durable now
 	appendFault func() error // tests: a non-nil result fails the log append before it writes (ENOSPC)
 }
 
@@ -120,9 +121,23 @@ func (e *Engine) open() error {
 	if err != nil {
 		return err
 	}
+	if st, err := os.Stat(dbPath); err == nil && st.Size() > e.opts.mmapSize/2 {
+		useLog = false // see Engine.leaveLog
+		e.opts.Logger.Info("engine: the database is past half the log's memory map; commits fsync bbolt itself",
+			"size", st.Size(), "threshold", e.opts.mmapSize/2)
+	}
+	// Decided once, from the final choice: with the log, bbolt needs no
+	// fsync of its own; without it, only Options.NoSync may skip them.
+	mode := ModeFsync
+	switch {
+	case e.opts.NoSync:
+		mode = ModeNoSync
+	case useLog:
+		mode = ModeLog
+	}
 	bopts := &bbolt.Options{
 		Timeout:      time.Second,
-		NoSync:       e.opts.NoSync || useLog,
+		NoSync:       mode != ModeFsync,
 		FreelistType: bbolt.FreelistMapType,
 		// As etcd: the freelist is rebuilt at open instead of written by
 		// every commit, so a commit writes (and fsyncs) fewer pages.
@@ -132,11 +147,8 @@ func (e *Engine) open() error {
 		// takes a lock per transaction.
 		NoStatistics: true,
 	}
-	if st, err := os.Stat(dbPath); err == nil && st.Size() > walMmapSize/2 {
-		useLog = false // see Engine.leaveLog
-	}
 	if useLog {
-		bopts.InitialMmapSize = walMmapSize
+		bopts.InitialMmapSize = int(e.opts.mmapSize)
 	}
 	db, err := bbolt.Open(dbPath, 0o600, bopts)
 	if err != nil {
@@ -191,6 +203,9 @@ func (e *Engine) open() error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("engine: initialise %s: %w", e.dir, err)
+	}
+	if err := e.setMode(mode); err != nil {
+		return err
 	}
 	e.watch.base = e.index.Load()
 	e.synced = make(chan struct{})
