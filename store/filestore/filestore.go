@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/fsutil"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -122,7 +123,9 @@ func (s *Store) Dir() string { return s.dir }
 // initLayout creates or checks the directory layout under an exclusive
 // flock of the directory itself, and returns the store's stripe count.
 func (s *Store) initLayout(stripes int) (int, error) {
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	// The directories made on the way (the CLI's default store's
+	// parents) are durable before anything in the store is.
+	if err := fsutil.MkdirAll(s.dir, 0o755); err != nil {
 		return 0, err
 	}
 	d, err := os.Open(s.dir)

@@ -101,6 +101,12 @@ func (s *Store) checkConds(ops []store.TxnOp) error {
 func (s *Store) commit(stripes []int, j journal, journaled *bool) (kind, err error) {
 	name := ""
 	if len(j.Ops) > 1 {
+		// The journal names the staged files: their names in tmp/ must
+		// be durable before it is, or a power cut after the journal
+		// leaves a transaction nobody can finish.
+		if err := s.syncDir(filepath.Join(s.dir, tmpDir)); err != nil {
+			return store.ErrTransient, err
+		}
 		if name, err = s.commitJournal(stripes, j); err != nil {
 			_, serr := os.Stat(filepath.Join(s.dir, txnDir, name))
 			if errors.Is(serr, os.ErrNotExist) {
