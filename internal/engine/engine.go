@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/fsutil"
 	"go.etcd.io/bbolt"
 )
 
@@ -87,7 +88,9 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Every directory made on the way is durable before anything in it
+	// is acknowledged.
+	if err := fsutil.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("engine: create data directory: %w", err)
 	}
 	lock, err := lockDir(dir)
@@ -212,7 +215,13 @@ func (e *Engine) open() error {
 	if err := db.View(func(btx *bbolt.Tx) error { e.durableTx.Store(uint64(btx.ID())); return nil }); err != nil {
 		return fmt.Errorf("engine: initialise %s: %w", e.dir, err)
 	}
-	return e.sweepBlobs()
+	if err := e.sweepBlobs(); err != nil {
+		return err
+	}
+	// The names Open made or found (latchkey.db, LOCK, wal/, blobs/) are
+	// durable before the first acknowledgement: the data directory's own
+	// entries are synced here, wal/'s by openLog, blobs/'s by sweepBlobs.
+	return syncDir(e.dir)
 }
 
 // Dir is the data directory.

@@ -286,6 +286,11 @@ func (e *Engine) leaveLog() error {
 	if err := os.RemoveAll(walDir(e.dir)); err != nil {
 		return fmt.Errorf("engine: leave log: %w", err)
 	}
+	// Not needed for recovery (a log left behind holds no record past
+	// bbolt's logseq), but the directory should say what the engine does.
+	if err := syncDir(e.dir); err != nil {
+		return fmt.Errorf("engine: leave log: %w", err)
+	}
 	e.log = nil
 	e.db.NoSync = false
 	return e.setMode(ModeFsync)

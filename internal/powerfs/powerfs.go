@@ -33,6 +33,13 @@
 // links are modelled; unlinked files are kept alive in a hidden graveyard
 // for the mount's lifetime so that no inode number is reused.
 //
+// Code that maps files of the mount into memory (bbolt) must run in
+// another process than the test that mounts it: a page fault on a FUSE
+// mount served by the same process cannot be preempted, and the Go
+// runtime's stop-the-world then waits for it forever. File data is copied
+// into the image at each sync (only the ranges written since the last one),
+// so keep synced files small.
+//
 // Mounting needs /dev/fuse and root (the mount is made with mount(2)
 // directly, so fusermount is not needed); Mount skips the test where that
 // is not available, and fails it under CI=true. The mount has no writeback
@@ -90,6 +97,14 @@ type FS struct {
 	img     image
 	renames []rename // not yet durable (Strict)
 	graveN  int
+	dirty   map[uint64]*dirty // writes since the file's last sync
+}
+
+// dirty is what changed in a file since its last sync: the byte ranges
+// written, and the smallest size it was truncated to (-1: none).
+type dirty struct {
+	ranges  [][2]int64
+	minSize int64
 }
 
 // rename is one rename not yet durable under Strict.
@@ -291,21 +306,87 @@ func inoOf(path string) (uint64, os.FileMode, error) {
 	return fi.Sys().(*syscall.Stat_t).Ino, fi.Mode(), nil
 }
 
-// snapshotFile makes a file's current content durable. The caller holds mu.
+// snapshotFile makes a file's current content durable: the ranges
+// written since its last sync, or all of it if the image has none. The
+// caller holds mu.
 func (p *FS) snapshotFile(path string) error {
 	if p.cut.Load() {
 		return nil
 	}
-	ino, _, err := inoOf(path)
+	fi, err := os.Lstat(path)
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(path)
+	ino, size := fi.Sys().(*syscall.Stat_t).Ino, fi.Size()
+	d, known := p.dirty[ino], p.img.files[ino] != nil
+	delete(p.dirty, ino)
+	if !known || d == nil {
+		if known && d == nil && int64(len(p.img.files[ino])) == size {
+			return nil // nothing written since the last sync
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		p.img.files[ino] = b
+		return nil
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	p.img.files[ino] = b
+	defer f.Close()
+	data := p.img.files[ino]
+	if d.minSize >= 0 && d.minSize < int64(len(data)) {
+		data = data[:d.minSize]
+	}
+	if int64(len(data)) < size {
+		data = append(data, make([]byte, size-int64(len(data)))...)
+	}
+	data = data[:size]
+	for _, r := range d.ranges {
+		from, to := min(r[0], size), min(r[1], size)
+		if from < to {
+			if _, err := f.ReadAt(data[from:to], from); err != nil {
+				return err
+			}
+		}
+	}
+	p.img.files[ino] = data
 	return nil
+}
+
+// wrote records that ino's bytes [off, off+n) changed.
+func (p *FS) wrote(ino uint64, off, n int64) {
+	if n <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.dirty[ino]
+	if d == nil {
+		d = &dirty{minSize: -1}
+		p.dirty[ino] = d
+	}
+	if k := len(d.ranges); k > 0 && d.ranges[k-1][1] >= off && d.ranges[k-1][0] <= off {
+		d.ranges[k-1][1] = max(d.ranges[k-1][1], off+n)
+		return
+	}
+	d.ranges = append(d.ranges, [2]int64{off, off + n})
+}
+
+// truncated records that ino was cut to size.
+func (p *FS) truncated(ino uint64, size int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.dirty[ino]
+	if d == nil {
+		d = &dirty{minSize: -1}
+		p.dirty[ino] = d
+	}
+	if d.minSize < 0 || size < d.minSize {
+		d.minSize = size
+	}
 }
 
 // snapshotDir makes the current entries of the directory at rel durable,
@@ -377,6 +458,7 @@ func (p *FS) snapshotAll() error {
 	first := p.img.dirs == nil
 	if first {
 		p.img = image{dirs: map[uint64]map[string]uint64{}, files: map[uint64][]byte{}, links: map[uint64]string{}}
+		p.dirty = map[uint64]*dirty{}
 		ino, _, err := inoOf(p.backing)
 		if err != nil {
 			return err
@@ -557,6 +639,42 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 type file struct {
 	*fs.LoopbackFile
 	n *node
+}
+
+func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	n, errno := f.LoopbackFile.Write(ctx, data, off)
+	f.n.p.wrote(f.n.StableAttr().Ino, off, int64(n))
+	return n, errno
+}
+
+func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, syscall.Errno) {
+	n, errno := f.LoopbackFile.Writev(ctx, data, off)
+	f.n.p.wrote(f.n.StableAttr().Ino, off, int64(n))
+	return n, errno
+}
+
+func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if sz, ok := in.GetSize(); ok {
+		f.n.p.truncated(f.n.StableAttr().Ino, int64(sz))
+	}
+	return f.LoopbackFile.Setattr(ctx, in, out)
+}
+
+func (f *file) Allocate(ctx context.Context, off, size uint64, mode uint32) syscall.Errno {
+	errno := f.LoopbackFile.Allocate(ctx, off, size, mode)
+	f.n.p.wrote(f.n.StableAttr().Ino, int64(off), int64(size))
+	return errno
+}
+
+// Setattr without a handle (truncate(2) by path).
+func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if sz, ok := in.GetSize(); ok {
+		n.p.truncated(n.StableAttr().Ino, int64(sz))
+	}
+	if f, ok := fh.(*file); ok {
+		fh = f.LoopbackFile
+	}
+	return n.LoopbackNode.Setattr(ctx, fh, in, out)
 }
 
 func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno {
