@@ -155,7 +155,7 @@ func TestJournalingModelAndCutAfter(t *testing.T) {
 	}
 }
 
-// Hard links, removals and a database's pwrite + fdatasync + mmap pattern.
+// Hard links, removals and a database's pwrite + fdatasync pattern.
 func TestLinksAndRemovals(t *testing.T) {
 	p := Mount(t, "", Options{Model: Strict})
 	d := p.Dir()
@@ -183,14 +183,9 @@ func TestLinksAndRemovals(t *testing.T) {
 	if err := syscall.Fdatasync(int(f.Fd())); err != nil {
 		t.Fatal(err)
 	}
-	m, err := syscall.Mmap(int(f.Fd()), 0, 1, syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m[0] != 'B' {
-		t.Errorf("mmap reads %q", m[0])
-	}
-	syscall.Munmap(m)
+	// No mmap here: a page fault on a mount this process serves can
+	// stall the Go runtime (see the package doc); the engine's tests map
+	// bbolt's file from a child process.
 	f.Close()
 	out := after(t, p)
 	for name, want := range map[string]string{"a": "B", "b": "B"} {
