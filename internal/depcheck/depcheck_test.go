@@ -147,7 +147,7 @@ func TestViolationsAreFound(t *testing.T) {
 
 // testOnly are the helper packages for tests: no package's non-test code
 // may import them (go list's Deps leaves test-only imports out).
-var testOnly = []string{"internal/testutil"}
+var testOnly = []string{"internal/testutil", "internal/powerfs"}
 
 // testOnlyViolations returns one line per package whose code (not its
 // tests) reaches a test-only helper.

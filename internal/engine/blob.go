@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/latchkey/latchkey/internal/fsutil"
 	"go.etcd.io/bbolt"
 )
 
@@ -143,14 +144,10 @@ func validBlobID(id string) bool {
 	return strings.Trim(id, "0123456789abcdef") == ""
 }
 
+// syncDir makes dir's entries durable (see internal/fsutil).
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("engine: sync dir: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("engine: sync dir: %w", err)
+	if err := fsutil.SyncDir(dir); err != nil {
+		return fmt.Errorf("engine: %w", err)
 	}
 	return nil
 }
@@ -164,6 +161,8 @@ func (e *Engine) sweepBlobs() error {
 	if err := os.MkdirAll(e.tmpDir(), 0o700); err != nil {
 		return fmt.Errorf("engine: blob dir: %w", err)
 	}
+	// blobs/ may be new: its entry in the data directory is synced by
+	// Open; tmp/ in it is only ever a staging area.
 	if e.opts.LiveBlobs == nil {
 		return nil
 	}

@@ -36,6 +36,8 @@ func TestMain(m *testing.M) {
 		childWriter(os.Getenv(childDirEnv))
 	case "open":
 		childOpen(os.Getenv(childDirEnv))
+	case "powerwriter":
+		childPowerWriter(os.Getenv(childDirEnv))
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode")
 		os.Exit(3)

@@ -39,6 +39,10 @@
 //     names layers Touch (S3, sessions) are separate: Wait and WaitTouched.
 //   - Blobs: large bodies stream to files under dir/blobs, fsynced and named
 //     before a transaction adopts them by id.
+//   - Names: Open creates dir with internal/fsutil.MkdirAll (each created
+//     parent fsynced) and syncs dir once latchkey.db, LOCK, wal/ and blobs/
+//     exist, before the first Update; Mode reports how commits are made
+//     durable (the log, or bbolt's own fsyncs past the log's size limit).
 //
 // Layers above keep their own records in raw bbolt buckets (Tx.Bucket,
 // an engine Bucket with bbolt's method names whose writes also reach the

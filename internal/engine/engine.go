@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/fsutil"
 	"go.etcd.io/bbolt"
 )
 
@@ -64,6 +65,7 @@ type Engine struct {
 	syncFault  func() error  // tests: a non-nil result fails a commit whose writes reached the file (an fsync EIO)
 
 	log         *logState    // the write-ahead log; nil without (NoSync)
+	mode        atomic.Value // Mode: how commits are made durable now
 	appendFault func() error // tests: a non-nil result fails the log append before it writes (ENOSPC)
 }
 
@@ -86,7 +88,9 @@ func Open(dir string, opts *Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Every directory made on the way is durable before anything in it
+	// is acknowledged.
+	if err := fsutil.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("engine: create data directory: %w", err)
 	}
 	lock, err := lockDir(dir)
@@ -120,9 +124,23 @@ func (e *Engine) open() error {
 	if err != nil {
 		return err
 	}
+	if st, err := os.Stat(dbPath); err == nil && st.Size() > e.opts.mmapSize/2 {
+		useLog = false // see Engine.leaveLog
+		e.opts.Logger.Info("engine: the database is past half the log's memory map; commits fsync bbolt itself",
+			"size", st.Size(), "threshold", e.opts.mmapSize/2)
+	}
+	// Decided once, from the final choice: with the log, bbolt needs no
+	// fsync of its own; without it, only Options.NoSync may skip them.
+	mode := ModeFsync
+	switch {
+	case e.opts.NoSync:
+		mode = ModeNoSync
+	case useLog:
+		mode = ModeLog
+	}
 	bopts := &bbolt.Options{
 		Timeout:      time.Second,
-		NoSync:       e.opts.NoSync || useLog,
+		NoSync:       mode != ModeFsync,
 		FreelistType: bbolt.FreelistMapType,
 		// As etcd: the freelist is rebuilt at open instead of written by
 		// every commit, so a commit writes (and fsyncs) fewer pages.
@@ -132,11 +150,8 @@ func (e *Engine) open() error {
 		// takes a lock per transaction.
 		NoStatistics: true,
 	}
-	if st, err := os.Stat(dbPath); err == nil && st.Size() > walMmapSize/2 {
-		useLog = false // see Engine.leaveLog
-	}
 	if useLog {
-		bopts.InitialMmapSize = walMmapSize
+		bopts.InitialMmapSize = int(e.opts.mmapSize)
 	}
 	db, err := bbolt.Open(dbPath, 0o600, bopts)
 	if err != nil {
@@ -192,12 +207,21 @@ func (e *Engine) open() error {
 	}); err != nil {
 		return fmt.Errorf("engine: initialise %s: %w", e.dir, err)
 	}
+	if err := e.setMode(mode); err != nil {
+		return err
+	}
 	e.watch.base = e.index.Load()
 	e.synced = make(chan struct{})
 	if err := db.View(func(btx *bbolt.Tx) error { e.durableTx.Store(uint64(btx.ID())); return nil }); err != nil {
 		return fmt.Errorf("engine: initialise %s: %w", e.dir, err)
 	}
-	return e.sweepBlobs()
+	if err := e.sweepBlobs(); err != nil {
+		return err
+	}
+	// The names Open made or found (latchkey.db, LOCK, wal/, blobs/) are
+	// durable before the first acknowledgement: the data directory's own
+	// entries are synced here, wal/'s by openLog, blobs/'s by sweepBlobs.
+	return syncDir(e.dir)
 }
 
 // Dir is the data directory.

@@ -127,7 +127,7 @@ func (e *Engine) openLog(seq uint64, slot int) error {
 	l := &logState{seq: seq, slot: slot, pageSize: e.db.Info().PageSize,
 		jobs: make(chan ckptJob), stopped: make(chan struct{}), lastCkpt: time.Now()}
 	l.idle = sync.NewCond(&l.mu)
-	l.leaveAt.Store(walMmapSize / 2)
+	l.leaveAt.Store(e.opts.mmapSize / 2)
 	e.log = l
 	if err := os.MkdirAll(walDir(e.dir), 0o700); err != nil {
 		return fmt.Errorf("engine: log dir: %w", err)
@@ -286,9 +286,14 @@ func (e *Engine) leaveLog() error {
 	if err := os.RemoveAll(walDir(e.dir)); err != nil {
 		return fmt.Errorf("engine: leave log: %w", err)
 	}
+	// Not needed for recovery (a log left behind holds no record past
+	// bbolt's logseq), but the directory should say what the engine does.
+	if err := syncDir(e.dir); err != nil {
+		return fmt.Errorf("engine: leave log: %w", err)
+	}
 	e.log = nil
 	e.db.NoSync = false
-	return nil
+	return e.setMode(ModeFsync)
 }
 
 // maybeCheckpoint starts a checkpoint after a commit when the active log

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"time"
 )
 
@@ -62,6 +64,10 @@ type Options struct {
 	// it voids the durability promise.
 	NoSync bool
 
+	// Logger receives the engine's few messages: the durability mode it
+	// opened in and any change of it (see Mode). Nil discards them.
+	Logger *slog.Logger
+
 	// noLog commits with bbolt's own fsyncs instead of the log (tests and
 	// benchmarks compare the two).
 	noLog bool
@@ -72,6 +78,10 @@ type Options struct {
 	// maxSize caps the database file (bbolt's MaxSize); tests use it to
 	// make a commit fail for real.
 	maxSize int
+
+	// mmapSize replaces walMmapSize (tests): the log's memory map, half
+	// of which is the size past which the engine leaves the log.
+	mmapSize int64
 }
 
 // withDefaults returns a copy of o (nil allowed) with zero fields set to
@@ -101,6 +111,12 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if r.CheckpointInterval == 0 {
 		r.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if r.Logger == nil {
+		r.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if r.mmapSize == 0 {
+		r.mmapSize = walMmapSize
 	}
 	return r, nil
 }

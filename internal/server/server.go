@@ -53,6 +53,7 @@ func New(cfg Config) (*Server, error) {
 		OnCommit:  m.onCommit,
 		LiveBlobs: s3api.LiveBlobs,
 		NoSync:    cfg.NoSync,
+		Logger:    cfg.Logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -210,7 +211,7 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 		s.printNotices(cfg.Notices, s.Scheme()+"://"+ln.Addr().String())
 	}
 	s.log.Info("serving", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
-		"tls", s.cfg.TLSCert != "", "fsync", !s.cfg.NoSync, "index", s.engine.Index(),
+		"tls", s.cfg.TLSCert != "", "fsync", !s.cfg.NoSync, "durability", s.engine.Mode(), "index", s.engine.Index(),
 		"gogc", gcPercent(), "gomemlimit", memoryLimit())
 	return s.Serve(ctx, ln)
 }

@@ -68,9 +68,11 @@
 // # Transactions and crashes
 //
 // A transaction stages its values under tmp/ (fsynced), locks its stripes,
-// checks every condition, and then, when it writes more than one key,
-// writes a journal txn/j-<stripe bitmap>-<id> (fsynced, published by
-// rename, txn/ fsynced): the commit point. It applies the renames and
+// checks every condition and that its staged files are still there, and
+// then, when it writes more than one key, fsyncs tmp/ (so the staged
+// names are durable before anything names them) and writes a journal
+// txn/j-<stripe bitmap>-<id> (fsynced, published by rename, txn/ fsynced):
+// the commit point. It applies the renames and
 // unlinks, fsyncs the touched directories, removes the journal and fsyncs
 // txn/, and only then unlocks. If the process dies, the next process to
 // lock any stripe the journal names finishes the transaction first, before
@@ -91,8 +93,16 @@
 // failed. One window remains: a process killed between publishing a value
 // and fsyncing its directory leaves the value visible to others at once
 // but durable only once the kernel writes the directory back, so a power
-// loss in that moment can undo a value another process has already read. Open removes temporary files older than StaleTempAge that no
-// journal names.
+// loss in that moment can undo a value another process has already read.
+// The directories Open creates on the way to dir are fsynced into their
+// parents (internal/fsutil.MkdirAll), so a power cut cannot take the
+// whole store with them.
+//
+// Open removes temporary files older than StaleTempAge that no journal
+// names and no live writer holds: a writer keeps a shared flock(2) on each
+// value it stages until it is published or given up, so one paused for
+// longer than StaleTempAge keeps its files; should they vanish anyway, its
+// transaction fails with store.ErrTransient before writing a journal.
 //
 // # Limits
 //

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/fsutil"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -122,7 +123,9 @@ func (s *Store) Dir() string { return s.dir }
 // initLayout creates or checks the directory layout under an exclusive
 // flock of the directory itself, and returns the store's stripe count.
 func (s *Store) initLayout(stripes int) (int, error) {
-	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+	// The directories made on the way (the CLI's default store's
+	// parents) are durable before anything in the store is.
+	if err := fsutil.MkdirAll(s.dir, 0o755); err != nil {
 		return 0, err
 	}
 	d, err := os.Open(s.dir)
@@ -222,14 +225,43 @@ func readDirNames(dir string) ([]string, error) {
 }
 
 // cleanTemps removes temporary files older than StaleTempAge that no
-// committed journal names: leftovers of crashed writers. Errors are
-// ignored; a leftover costs only disk space.
+// committed journal names and no live writer holds: leftovers of crashed
+// writers. A writer holds a shared flock(2) on each value it stages until
+// it is published or given up (see stage), so a writer paused for longer
+// than StaleTempAge keeps its files. The candidates are locked first and
+// the journals read after, so a journal written by a writer that died in
+// between still protects its files. Errors are ignored; a leftover costs
+// only disk space.
 func (s *Store) cleanTemps() {
+	var locked []*os.File
+	defer func() {
+		for _, f := range locked {
+			f.Close()
+		}
+	}()
+	names, _ := readDirNames(filepath.Join(s.dir, tmpDir))
+	for _, n := range names {
+		path := filepath.Join(s.dir, tmpDir, n)
+		if !isStale(path) {
+			continue
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			continue
+		}
+		if flock(int(f.Fd()), true, true) != nil { // a live writer's
+			f.Close()
+			continue
+		}
+		locked = append(locked, f)
+	}
 	keep := make(map[string]bool)
-	names, _ := readDirNames(filepath.Join(s.dir, txnDir))
+	names, _ = readDirNames(filepath.Join(s.dir, txnDir))
 	for _, n := range names {
 		if !strings.HasPrefix(n, journalPrefix) {
-			s.removeIfStale(filepath.Join(s.dir, txnDir, n))
+			if path := filepath.Join(s.dir, txnDir, n); isStale(path) {
+				os.Remove(path)
+			}
 			continue
 		}
 		if j, err := s.readJournal(n); err == nil {
@@ -238,18 +270,16 @@ func (s *Store) cleanTemps() {
 			}
 		}
 	}
-	names, _ = readDirNames(filepath.Join(s.dir, tmpDir))
-	for _, n := range names {
-		if !keep[n] {
-			s.removeIfStale(filepath.Join(s.dir, tmpDir, n))
+	for _, f := range locked {
+		if !keep[filepath.Base(f.Name())] {
+			os.Remove(f.Name())
 		}
 	}
 }
 
-func (s *Store) removeIfStale(path string) {
-	if fi, err := os.Lstat(path); err == nil && time.Since(fi.ModTime()) > StaleTempAge {
-		os.Remove(path)
-	}
+func isStale(path string) bool {
+	fi, err := os.Lstat(path)
+	return err == nil && time.Since(fi.ModTime()) > StaleTempAge
 }
 
 // Capabilities implements store.Store: every conditional operation and

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/latchkey/latchkey/internal/fsutil"
 )
 
 // Names inside the store's directory. Value files live only under dataDir,
@@ -189,15 +191,7 @@ func (s *Store) syncDir(dir string) error {
 	if s.noSync {
 		return nil
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return fsutil.SyncDir(dir)
 }
 
 func (s *Store) syncFile(f *os.File) error {

@@ -93,10 +93,11 @@ func (s *Store) put(ctx context.Context, key string, r io.Reader, size int64, co
 	if err != nil {
 		return "", opErr(op, key, store.ErrTransient, err)
 	}
-	staged, err := s.stage(ctx, key, v, r, size)
+	staged, release, err := s.stage(ctx, key, v, r, size)
 	if err != nil {
 		return "", opErr(op, key, store.ErrTransient, err)
 	}
+	defer release()
 	defer os.Remove(staged) // a no-op once published by rename
 	if err := s.ensureBucket(key); err != nil {
 		return "", opErr(op, key, store.ErrTransient, err)
@@ -156,40 +157,48 @@ func (s *Store) publish(key, staged string, cond store.Condition) (published boo
 
 // stage writes key's value file, header and all, under tmp/ and fsyncs
 // it. size is the value's length, or -1 when it is known only at EOF (the
-// header's length field is patched then). It returns the file's path.
-func (s *Store) stage(ctx context.Context, key string, version uint64, r io.Reader, size int64) (path string, err error) {
+// header's length field is patched then). It returns the file's path and
+// release, which the caller calls once the file is published or given up:
+// until then the file stays open with a shared flock(2) on it, which tells
+// cleanTemps (in any process) that a live writer owns it however long that
+// writer is paused.
+func (s *Store) stage(ctx context.Context, key string, version uint64, r io.Reader, size int64) (path string, release func(), err error) {
 	f, err := createTemp(filepath.Join(s.dir, tmpDir), "v-")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
 		if err != nil {
+			f.Close()
 			os.Remove(f.Name())
 		}
 	}()
+	if err := flock(int(f.Fd()), false, true); err != nil {
+		return "", nil, err
+	}
 	if err := hook("stage"); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if _, err := f.Write(encodeHeader(key, version, uint64(max(size, 0)))); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	n, err := io.Copy(f, ctxReader{ctx, r})
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if size < 0 {
 		var b [8]byte
 		binary.BigEndian.PutUint64(b[:], uint64(n))
 		if _, err := f.WriteAt(b[:], lengthOff); err != nil {
-			return "", err
+			return "", nil, err
 		}
 	} else if n != size {
-		return "", io.ErrUnexpectedEOF
+		return "", nil, io.ErrUnexpectedEOF
 	}
-	return f.Name(), s.syncFile(f)
+	if err := s.syncFile(f); err != nil {
+		return "", nil, err
+	}
+	return f.Name(), func() { f.Close() }, nil
 }
 
 // ctxReader stops a copy once ctx is done.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -28,6 +29,12 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 
 	out := make([]store.Version, len(ops))
 	var j journal
+	var releases []func() // the staged files' locks, dropped last
+	defer func() {
+		for _, r := range releases {
+			r()
+		}
+	}()
 	journaled := false // a journal may name the staged files: they are recovery's
 	defer func() {     // staged files not published (a no-op for published ones)
 		if journaled {
@@ -44,10 +51,11 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		keys[i] = o.Key
 		switch o.Kind {
 		case store.OpPut:
-			jo, err := s.stageOp(ctx, o)
+			jo, release, err := s.stageOp(ctx, o)
 			if err != nil {
 				return nil, opErr(op, o.Key, store.ErrTransient, err)
 			}
+			releases = append(releases, release)
 			j.Ops = append(j.Ops, jo)
 			out[i] = formatVersionString(jo.Version)
 		case store.OpDelete:
@@ -68,6 +76,9 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		return out, nil
 	}
 	_ = hook("checked")
+	if err := s.checkStaged(j); err != nil {
+		return nil, opErr(op, ops[0].Key, store.ErrTransient, err)
+	}
 	kind, err := s.commit(stripes, j, &journaled)
 	if err != nil {
 		return nil, opErr(op, ops[0].Key, kind, err)
@@ -101,6 +112,12 @@ func (s *Store) checkConds(ops []store.TxnOp) error {
 func (s *Store) commit(stripes []int, j journal, journaled *bool) (kind, err error) {
 	name := ""
 	if len(j.Ops) > 1 {
+		// The journal names the staged files: their names in tmp/ must
+		// be durable before it is, or a power cut after the journal
+		// leaves a transaction nobody can finish.
+		if err := s.syncDir(filepath.Join(s.dir, tmpDir)); err != nil {
+			return store.ErrTransient, err
+		}
 		if name, err = s.commitJournal(stripes, j); err != nil {
 			_, serr := os.Stat(filepath.Join(s.dir, txnDir, name))
 			if errors.Is(serr, os.ErrNotExist) {
@@ -130,22 +147,46 @@ func (s *Store) commit(stripes []int, j journal, journaled *bool) (kind, err err
 	return nil, nil
 }
 
-// stageOp stages the value of an OpPut and makes sure its bucket exists.
-func (s *Store) stageOp(ctx context.Context, o store.TxnOp) (journalOp, error) {
+// stageOp stages the value of an OpPut and makes sure its bucket exists;
+// release drops the staged file's lock (see stage).
+func (s *Store) stageOp(ctx context.Context, o store.TxnOp) (journalOp, func(), error) {
 	v, err := s.newVersion(ctx)
 	if err != nil {
-		return journalOp{}, err
+		return journalOp{}, nil, err
 	}
-	path, err := s.stage(ctx, o.Key, v, bytes.NewReader(o.Value), int64(len(o.Value)))
+	path, release, err := s.stage(ctx, o.Key, v, bytes.NewReader(o.Value), int64(len(o.Value)))
 	if err != nil {
-		return journalOp{}, err
+		return journalOp{}, nil, err
 	}
 	jo := journalOp{Key: o.Key, Staged: filepath.Base(path), Version: v}
 	if err := s.ensureBucket(o.Key); err != nil {
 		os.Remove(path)
-		return journalOp{}, err
+		release()
+		return journalOp{}, nil, err
 	}
-	return jo, nil
+	return jo, release, nil
+}
+
+// errStagedGone: a staged value vanished before the journal was written
+// (removed by hand, or by a cleanup that ignores the staged files' locks).
+var errStagedGone = errors.New("a staged value vanished before the commit; nothing was written")
+
+// checkStaged makes sure every staged file j names still exists, before
+// the journal makes them the transaction's: a journal must never name a
+// file that is gone, or nobody could finish it.
+func (s *Store) checkStaged(j journal) error {
+	for _, op := range j.Ops {
+		if op.Staged == "" {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(s.dir, tmpDir, op.Staged)); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%w (%s of %q)", errStagedGone, op.Staged, op.Key)
+			}
+			return err
+		}
+	}
+	return nil
 }
 
 // errKind is the sentinel of a store.ValidateTxn error.
