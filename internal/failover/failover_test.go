@@ -1,0 +1,61 @@
+//go:build linux
+
+package failover
+
+import (
+	"context"
+	"flag"
+	"os"
+	"testing"
+	"time"
+)
+
+var (
+	duration = flag.Duration("failover.duration", 0, "run the failover workloads this long in all (default: one 12s run per seed of the short list)")
+	seed     = flag.Uint64("failover.seed", 0, "seed of the first run (default: the short list 1, 2)")
+)
+
+// TestFailover runs the workloads on a real three-member etcd cluster
+// while the leader is killed and restarted, and stopped past the lock's
+// TTL and continued, and checks every promise. By default it is two
+// 12-second runs (seeds 1 and 2), each with every fault once; with
+// -failover.duration it runs 60-second runs with seeds from
+// -failover.seed on until the duration is spent.
+func TestFailover(t *testing.T) {
+	ctx := context.Background()
+	c, err := StartCluster(ctx, ClusterOptions{Dir: t.TempDir(), Fsync: os.Getenv("LATCHKEY_FAILOVER_FSYNC") == "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+
+	type run struct {
+		seed uint64
+		d    time.Duration
+	}
+	var runs []run
+	if *duration <= 0 {
+		s := max(*seed, 1)
+		runs = []run{{s, 12 * time.Second}, {s + 1, 12 * time.Second}}
+	} else {
+		for i, left := uint64(0), *duration; left > 0; i, left = i+1, left-time.Minute {
+			runs = append(runs, run{*seed + i, min(left, time.Minute)})
+		}
+	}
+	var total Report
+	for _, r := range runs {
+		rep, err := Run(ctx, c, RunOptions{Seed: r.seed, Duration: r.d})
+		if err != nil {
+			t.Fatalf("seed %d: %v", r.seed, err)
+		}
+		t.Logf("run: %v", rep)
+		for _, v := range rep.Violations {
+			t.Errorf("seed %d: %v", r.seed, v)
+		}
+		if rep.Holdings == 0 || rep.Counter.Acked == 0 || len(rep.Faults) < len(faultKinds) {
+			t.Errorf("seed %d: the run did too little to prove anything: %v", r.seed, rep)
+		}
+		total.Merge(rep)
+	}
+	t.Logf("total: %v", &total)
+}

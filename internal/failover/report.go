@@ -1,0 +1,87 @@
+package failover
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Merge adds o's counts, faults and stalls to r (for a summary of many
+// runs).
+func (r *Report) Merge(o *Report) {
+	r.Faults = append(r.Faults, o.Faults...)
+	r.Holdings += o.Holdings
+	r.FencedWrites += o.FencedWrites
+	if r.FencedRefused == nil {
+		r.FencedRefused = map[string]int{}
+	}
+	for k, n := range o.FencedRefused {
+		r.FencedRefused[k] += n
+	}
+	r.Counter.add(o.Counter)
+	r.Violations = append(r.Violations, o.Violations...)
+	for _, m := range []struct{ dst, src *map[string][]time.Duration }{{&r.LeaseStall, &o.LeaseStall}, {&r.CountStall, &o.CountStall}} {
+		if *m.dst == nil {
+			*m.dst = map[string][]time.Duration{}
+		}
+		for k, v := range *m.src {
+			(*m.dst)[k] = append((*m.dst)[k], v...)
+		}
+	}
+}
+
+// String is the one-line summary of a run.
+func (r *Report) String() string {
+	var b strings.Builder
+	kinds := map[string]int{}
+	for _, f := range r.Faults {
+		kinds[f.Kind]++
+	}
+	count := map[string]int{}
+	for _, v := range r.Violations {
+		count[v.Kind]++
+	}
+	fmt.Fprintf(&b, "seed=%d faults=%s holdings=%d fenced-writes=%d (refused %v) increments acked=%d unknown=%d refused=%d applied=%d overlaps=%d inversions=%d lost=%d doubled=%d refused-applied=%d out-of-range=%d",
+		r.Seed, fmtCounts(kinds), r.Holdings, r.FencedWrites, fmtCounts(r.FencedRefused), r.Counter.Acked, r.Counter.Unknown, r.Counter.Refused, r.Counter.Applied,
+		count["overlap"], count["inversion"], count["lost"], count["doubled"], count["refused-applied"], count["out-of-range"])
+	for _, w := range []struct {
+		name string
+		m    map[string][]time.Duration
+	}{{"lease", r.LeaseStall}, {"counter", r.CountStall}} {
+		for _, k := range sortedKeys(w.m) {
+			p50, mx := percentiles(w.m[k])
+			fmt.Fprintf(&b, " stall[%s,%s]=p50 %v max %v", w.name, k, p50.Round(time.Millisecond), mx.Round(time.Millisecond))
+		}
+	}
+	return b.String()
+}
+
+func fmtCounts(m map[string]int) string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, m[k]))
+	}
+	return "{" + strings.Join(parts, " ") + "}"
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// percentiles returns the median (the lower of the middle two) and the
+// maximum.
+func percentiles(ds []time.Duration) (p50, mx time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)-1)/2], s[len(s)-1]
+}
