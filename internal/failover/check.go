@@ -161,3 +161,15 @@ func Stall(f Fault, until time.Duration, successes []time.Duration) time.Duratio
 	}
 	return max(longest, until-last)
 }
+
+func (o Outcome) String() string {
+	switch o {
+	case Acked:
+		return "acked"
+	case Refused:
+		return "refused"
+	case Unknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}

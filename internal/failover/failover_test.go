@@ -49,6 +49,9 @@ func TestFailover(t *testing.T) {
 			t.Fatalf("seed %d: %v", r.seed, err)
 		}
 		t.Logf("run: %v", rep)
+		for _, k := range sortedKeys(rep.ErrorSamples) {
+			t.Logf("  first %s error: %s", k, rep.ErrorSamples[k])
+		}
 		for _, v := range rep.Violations {
 			t.Errorf("seed %d: %v", r.seed, v)
 		}

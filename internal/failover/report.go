@@ -20,6 +20,14 @@ func (r *Report) Merge(o *Report) {
 	for k, n := range o.FencedRefused {
 		r.FencedRefused[k] += n
 	}
+	if r.ErrorSamples == nil {
+		r.ErrorSamples = map[string]string{}
+	}
+	for k, e := range o.ErrorSamples {
+		if _, ok := r.ErrorSamples[k]; !ok {
+			r.ErrorSamples[k] = e
+		}
+	}
 	r.Counter.add(o.Counter)
 	r.Violations = append(r.Violations, o.Violations...)
 	for _, m := range []struct{ dst, src *map[string][]time.Duration }{{&r.LeaseStall, &o.LeaseStall}, {&r.CountStall, &o.CountStall}} {
@@ -46,6 +54,14 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "seed=%d faults=%s holdings=%d fenced-writes=%d (refused %v) increments acked=%d unknown=%d refused=%d applied=%d overlaps=%d inversions=%d lost=%d doubled=%d refused-applied=%d out-of-range=%d",
 		r.Seed, fmtCounts(kinds), r.Holdings, r.FencedWrites, fmtCounts(r.FencedRefused), r.Counter.Acked, r.Counter.Unknown, r.Counter.Refused, r.Counter.Applied,
 		count["overlap"], count["inversion"], count["lost"], count["doubled"], count["refused-applied"], count["out-of-range"])
+	lengths := map[string][]time.Duration{}
+	for _, f := range r.Faults {
+		lengths[f.Kind] = append(lengths[f.Kind], f.Heal-f.Start)
+	}
+	for _, k := range sortedKeys(lengths) {
+		p50, mx := percentiles(lengths[k])
+		fmt.Fprintf(&b, " length[%s]=p50 %v max %v", k, p50.Round(time.Millisecond), mx.Round(time.Millisecond))
+	}
 	for _, w := range []struct {
 		name string
 		m    map[string][]time.Duration

@@ -20,14 +20,15 @@ type history struct {
 
 	mu           sync.Mutex
 	holdings     []Holding
-	fencedOK     []time.Duration // completions of accepted fenced writes
-	fencedErrors map[string]int  // refused fenced writes, by kind
-	incOK        []time.Duration // completions of acknowledged increments
+	fencedOK     []time.Duration   // completions of accepted fenced writes
+	fencedErrors map[string]int    // refused fenced writes, by kind
+	errSamples   map[string]string // the first error of each kind, fenced writes and increments
+	incOK        []time.Duration   // completions of acknowledged increments
 	increments   map[string]map[string]Outcome
 }
 
 func newHistory(since func() time.Duration) *history {
-	return &history{since: since, fencedErrors: map[string]int{}, increments: map[string]map[string]Outcome{}}
+	return &history{since: since, fencedErrors: map[string]int{}, errSamples: map[string]string{}, increments: map[string]map[string]Outcome{}}
 }
 
 // contend takes the lock at lockKey again and again until ctx ends; each
@@ -81,15 +82,24 @@ func (h *history) fenced(err error) {
 	now := h.since()
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	kind := "other"
 	switch {
 	case err == nil:
 		h.fencedOK = append(h.fencedOK, now)
+		return
 	case errors.Is(err, lease.ErrFenced):
-		h.fencedErrors["fenced"]++
+		kind = "fenced"
 	case errors.Is(err, store.ErrUnknownOutcome):
-		h.fencedErrors["unknown"]++
-	default:
-		h.fencedErrors["other"]++
+		kind = "unknown"
+	}
+	h.fencedErrors[kind]++
+	h.sample("fenced "+kind, err)
+}
+
+// sample keeps the first error of a kind; the caller holds mu.
+func (h *history) sample(kind string, err error) {
+	if _, ok := h.errSamples[kind]; !ok {
+		h.errSamples[kind] = err.Error()
 	}
 }
 
@@ -125,6 +135,8 @@ func (h *history) increment(ctx context.Context, s store.Store, g int, key func(
 		h.increments[k][id] = o
 		if o == Acked {
 			h.incOK = append(h.incOK, now)
+		} else {
+			h.sample(fmt.Sprintf("increment %v", o), err)
 		}
 		h.mu.Unlock()
 		select {
