@@ -137,8 +137,8 @@ func ParseCounter(v []byte) []string { return strings.Fields(string(v)) }
 
 // Fault is one fault the run injected, from its start to its heal.
 type Fault struct {
-	Kind        string // "kill-leader", "stop-leader"
-	Member      int
+	Kind        string // "kill-leader", "stop-leader", "cut-clients"
+	Member      int    // the leader when it started; -1 for cut-clients
 	Start, Heal time.Duration
 }
 

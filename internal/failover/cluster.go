@@ -40,6 +40,7 @@ type ClusterOptions struct {
 type Cluster struct {
 	opts    ClusterOptions
 	members [Size]*member
+	proxies [Size]*Proxy // in front of each member's client port
 }
 
 type member struct {
@@ -87,6 +88,12 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 			c.Close()
 			return nil, err
 		}
+		p, err := StartProxy(strings.TrimPrefix(c.members[i].cfg.ClientURL, "http://"))
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.proxies[i] = p
 	}
 	if _, err := c.WaitLeader(ctx); err != nil {
 		c.Close()
@@ -126,8 +133,34 @@ func (c *Cluster) Endpoints() []string {
 	return eps
 }
 
+// ClientEndpoints returns the addresses of the proxies in front of the
+// members' client ports, for the workloads (see CutClients).
+func (c *Cluster) ClientEndpoints() []string {
+	var eps []string
+	for _, p := range c.proxies {
+		eps = append(eps, "http://"+p.Addr())
+	}
+	return eps
+}
+
+// CutClients cuts every client connection made through ClientEndpoints
+// off mid-request: answers are swallowed for mute, then the connections
+// are reset (Proxy.Cut), on all members at once.
+func (c *Cluster) CutClients(mute time.Duration) {
+	var wg sync.WaitGroup
+	for _, p := range c.proxies {
+		wg.Go(func() { p.Cut(mute) })
+	}
+	wg.Wait()
+}
+
 // Close kills every member and waits for them to exit.
 func (c *Cluster) Close() {
+	for _, p := range c.proxies {
+		if p != nil {
+			p.Close()
+		}
+	}
 	for _, m := range c.members {
 		if m != nil {
 			m.kill()

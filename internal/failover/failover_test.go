@@ -11,14 +11,14 @@ import (
 )
 
 var (
-	duration = flag.Duration("failover.duration", 0, "run the failover workloads this long in all (default: one 12s run per seed of the short list)")
+	duration = flag.Duration("failover.duration", 0, "run the failover workloads this long in all (default: one 18s run per seed of the short list)")
 	seed     = flag.Uint64("failover.seed", 0, "seed of the first run (default: the short list 1, 2)")
 )
 
 // TestFailover runs the workloads on a real three-member etcd cluster
 // while the leader is killed and restarted, and stopped past the lock's
 // TTL and continued, and checks every promise. By default it is two
-// 12-second runs (seeds 1 and 2), each with every fault once; with
+// 18-second runs (seeds 1 and 2), each with every fault once; with
 // -failover.duration it runs 60-second runs with seeds from
 // -failover.seed on until the duration is spent.
 func TestFailover(t *testing.T) {
@@ -36,7 +36,7 @@ func TestFailover(t *testing.T) {
 	var runs []run
 	if *duration <= 0 {
 		s := max(*seed, 1)
-		runs = []run{{s, 12 * time.Second}, {s + 1, 12 * time.Second}}
+		runs = []run{{s, 18 * time.Second}, {s + 1, 18 * time.Second}}
 	} else {
 		for i, left := uint64(0), *duration; left > 0; i, left = i+1, left-time.Minute {
 			runs = append(runs, run{*seed + i, min(left, time.Minute)})

@@ -24,15 +24,17 @@ import (
 // RunOptions tune one Run. Zero fields take the defaults beside them.
 type RunOptions struct {
 	Seed     uint64        // chooses the faults' order, moments and lengths
-	Duration time.Duration // of the workloads; zero: 12s. One fault per 6s, at least one of each kind.
+	Duration time.Duration // of the workloads; zero: 18s. One fault per 6s, at least one of each kind.
 	TTL      time.Duration // of the lock; zero: 1s
 	// Contenders for the lock, each on its own client (zero: 3), and
 	// incrementing goroutines, split over two clients (zero: 4).
 	Contenders, Incrementers int
 }
 
-// faultKinds are the faults Run injects, each on the leader.
-var faultKinds = []string{"kill-leader", "stop-leader"}
+// faultKinds are the faults Run injects: SIGKILL of the leader and a
+// restart; SIGSTOP of the leader past the lock's TTL and SIGCONT; every
+// workload client cut off from its members mid-request.
+var faultKinds = []string{"kill-leader", "stop-leader", "cut-clients"}
 
 // slot is the time given to each fault: it hits within the slot's first
 // half and is healed within about 2 s.
@@ -55,7 +57,7 @@ type Report struct {
 // failures of the harness itself; broken promises are in Violations.
 func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 	if opts.Duration <= 0 {
-		opts.Duration = 12 * time.Second
+		opts.Duration = 18 * time.Second
 	}
 	if opts.TTL <= 0 {
 		opts.TTL = time.Second
@@ -74,7 +76,7 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 		}
 	}()
 	open := func() (store.Store, error) {
-		s, err := etcdstore.Open(ctx, &etcdstore.Options{Endpoints: c.Endpoints(), Prefix: prefix})
+		s, err := etcdstore.Open(ctx, &etcdstore.Options{Endpoints: c.ClientEndpoints(), Prefix: prefix})
 		if err == nil {
 			stores = append(stores, s)
 		}
@@ -157,6 +159,9 @@ func inject(ctx context.Context, c *Cluster, rng *rand.Rand, opts RunOptions, si
 		}
 		f := Fault{Kind: kind, Member: leader, Start: since()}
 		switch kind {
+		case "cut-clients":
+			f.Member = -1
+			c.CutClients(100*time.Millisecond + time.Duration(rng.Int64N(int64(400*time.Millisecond))))
 		case "kill-leader":
 			c.Kill(leader)
 			sleep(context.Background(), 500*time.Millisecond+time.Duration(rng.Int64N(int64(1500*time.Millisecond))))
