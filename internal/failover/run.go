@@ -29,6 +29,12 @@ type RunOptions struct {
 	// Contenders for the lock, each on its own client (zero: 3), and
 	// incrementing goroutines, split over two clients (zero: 4).
 	Contenders, Incrementers int
+	// Faults are the kinds to inject, in turn; nil means all of
+	// faultKinds, each at least once; empty (non-nil) means none.
+	Faults []string
+
+	// unconditional breaks the counter on purpose (see history).
+	unconditional bool
 }
 
 // faultKinds are the faults Run injects: SIGKILL of the leader and a
@@ -67,6 +73,10 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x1a7c4))
 	base := time.Now()
 	h := newHistory(func() time.Duration { return time.Since(base) })
+	h.unconditional = opts.unconditional
+	if opts.Faults == nil {
+		opts.Faults = faultKinds
+	}
 	prefix := fmt.Sprintf("failover/%d-%d/", opts.Seed, base.UnixNano())
 
 	var stores []store.Store
@@ -138,11 +148,15 @@ func cmp0(v, def int) int {
 // shuffles (each kind once before any repeats), each on the member that
 // is leader at the moment. nextSlot is told when each slot starts.
 func inject(ctx context.Context, c *Cluster, rng *rand.Rand, opts RunOptions, since func() time.Duration, nextSlot func(int)) []Fault {
-	n := max(len(faultKinds), int(opts.Duration/slot))
+	if len(opts.Faults) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	n := max(len(opts.Faults), int(opts.Duration/slot))
 	per := opts.Duration / time.Duration(n)
 	var kinds []string
 	for len(kinds) < n {
-		k := slices.Clone(faultKinds)
+		k := slices.Clone(opts.Faults)
 		rng.Shuffle(len(k), func(i, j int) { k[i], k[j] = k[j], k[i] })
 		kinds = append(kinds, k...)
 	}

@@ -25,6 +25,11 @@ type history struct {
 	errSamples   map[string]string // the first error of each kind, fenced writes and increments
 	incOK        []time.Duration   // completions of acknowledged increments
 	increments   map[string]map[string]Outcome
+
+	// unconditional breaks the counter on purpose (a read, then a write
+	// that ignores what happened in between), to show that the checkers
+	// catch a lost update.
+	unconditional bool
 }
 
 func newHistory(since func() time.Duration) *history {
@@ -112,13 +117,7 @@ func (h *history) increment(ctx context.Context, s store.Store, g int, key func(
 		id := fmt.Sprintf("%d.%d", g, n)
 		k := key()
 		uctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		_, err := cas.Update(uctx, s, k, func(cur []byte, exists bool) (cas.Decision, error) {
-			v := slices.Clone(cur)
-			if len(v) > 0 {
-				v = append(v, ' ')
-			}
-			return cas.Set(append(v, id...)), nil
-		}, &cas.Options{UniqueValues: true})
+		err := h.incrementOnce(uctx, s, k, id)
 		cancel()
 		o := Acked
 		switch {
@@ -144,4 +143,26 @@ func (h *history) increment(ctx context.Context, s store.Store, g int, key func(
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+func (h *history) incrementOnce(ctx context.Context, s store.Store, key, id string) error {
+	appendID := func(cur []byte) []byte {
+		v := slices.Clone(cur)
+		if len(v) > 0 {
+			v = append(v, ' ')
+		}
+		return append(v, id...)
+	}
+	if h.unconditional {
+		e, err := s.Get(ctx, key)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		_, err = s.Put(ctx, key, appendID(e.Value), store.Unconditional)
+		return err
+	}
+	_, err := cas.Update(ctx, s, key, func(cur []byte, exists bool) (cas.Decision, error) {
+		return cas.Set(appendID(cur)), nil
+	}, &cas.Options{UniqueValues: true})
+	return err
 }
