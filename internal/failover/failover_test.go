@@ -49,6 +49,11 @@ func TestFailover(t *testing.T) {
 			t.Fatalf("seed %d: %v", r.seed, err)
 		}
 		t.Logf("run: %v", rep)
+		for i, f := range rep.Faults {
+			t.Logf("  fault %s of m%d at %v for %v: lease stalled %v, counter %v", f.Kind, f.Member, f.Start.Round(time.Millisecond),
+				(f.Heal - f.Start).Round(time.Millisecond), rep.LeaseStall[f.Kind][rep.kindIndex(i)].Round(time.Millisecond),
+				rep.CountStall[f.Kind][rep.kindIndex(i)].Round(time.Millisecond))
+		}
 		for _, k := range sortedKeys(rep.ErrorSamples) {
 			t.Logf("  first %s error: %s", k, rep.ErrorSamples[k])
 		}

@@ -101,3 +101,15 @@ func percentiles(ds []time.Duration) (p50, mx time.Duration) {
 	slices.Sort(s)
 	return s[(len(s)-1)/2], s[len(s)-1]
 }
+
+// kindIndex is the index of fault i among the faults of its kind (its
+// place in LeaseStall and CountStall).
+func (r *Report) kindIndex(i int) int {
+	n := 0
+	for _, f := range r.Faults[:i] {
+		if f.Kind == r.Faults[i].Kind {
+			n++
+		}
+	}
+	return n
+}
