@@ -167,7 +167,7 @@ func inject(ctx context.Context, c *Cluster, rng *rand.Rand, opts RunOptions, si
 		if !sleep(ctx, at-since()) {
 			break
 		}
-		leader, err := c.Leader(ctx)
+		leader, err := c.WaitLeader(ctx)
 		if err != nil {
 			continue
 		}
