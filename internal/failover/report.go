@@ -13,6 +13,7 @@ import (
 func (r *Report) Merge(o *Report) {
 	r.Faults = append(r.Faults, o.Faults...)
 	r.Holdings += o.Holdings
+	r.RunErrors += o.RunErrors
 	r.FencedWrites += o.FencedWrites
 	if r.FencedRefused == nil {
 		r.FencedRefused = map[string]int{}
@@ -51,8 +52,8 @@ func (r *Report) String() string {
 	for _, v := range r.Violations {
 		count[v.Kind]++
 	}
-	fmt.Fprintf(&b, "seed=%d faults=%s holdings=%d fenced-writes=%d (refused %v) increments acked=%d unknown=%d refused=%d applied=%d overlaps=%d inversions=%d lost=%d doubled=%d refused-applied=%d out-of-range=%d",
-		r.Seed, fmtCounts(kinds), r.Holdings, r.FencedWrites, fmtCounts(r.FencedRefused), r.Counter.Acked, r.Counter.Unknown, r.Counter.Refused, r.Counter.Applied,
+	fmt.Fprintf(&b, "seed=%d faults=%s holdings=%d (run errors %d) fenced-writes=%d (refused %v) increments acked=%d unknown=%d refused=%d applied=%d overlaps=%d inversions=%d lost=%d doubled=%d refused-applied=%d out-of-range=%d",
+		r.Seed, fmtCounts(kinds), r.Holdings, r.RunErrors, r.FencedWrites, fmtCounts(r.FencedRefused), r.Counter.Acked, r.Counter.Unknown, r.Counter.Refused, r.Counter.Applied,
 		count["overlap"], count["inversion"], count["lost"], count["doubled"], count["refused-applied"], count["out-of-range"])
 	lengths := map[string][]time.Duration{}
 	for _, f := range r.Faults {

@@ -52,6 +52,7 @@ type Report struct {
 	Faults                 []Fault
 	Holdings, FencedWrites int
 	FencedRefused          map[string]int
+	RunErrors              int               // Locker.Run calls that failed
 	ErrorSamples           map[string]string // the first error of each kind of failed write
 	Counter                CounterReport
 	Violations             []Violation
@@ -235,7 +236,7 @@ func check(ctx context.Context, c *Cluster, prefix string, h *history, faults []
 	defer cancel()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r := &Report{Seed: opts.Seed, Faults: faults, Holdings: len(h.holdings), FencedRefused: h.fencedErrors, ErrorSamples: h.errSamples,
+	r := &Report{Seed: opts.Seed, Faults: faults, Holdings: len(h.holdings), FencedRefused: h.fencedErrors, ErrorSamples: h.errSamples, RunErrors: h.runErrors,
 		LeaseStall: map[string][]time.Duration{}, CountStall: map[string][]time.Duration{}}
 	r.Violations = append(r.Violations, CheckHoldings(h.holdings)...)
 

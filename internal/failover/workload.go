@@ -22,6 +22,7 @@ type history struct {
 	holdings     []Holding
 	fencedOK     []time.Duration   // completions of accepted fenced writes
 	fencedErrors map[string]int    // refused fenced writes, by kind
+	runErrors    int               // Locker.Run calls that failed before the run's end
 	errSamples   map[string]string // the first error of each kind, fenced writes and increments
 	incOK        []time.Duration   // completions of acknowledged increments
 	increments   map[string]map[string]Outcome
@@ -50,8 +51,12 @@ func (h *history) contend(ctx context.Context, s store.Store, id int, lockKey, f
 			return nil
 		})
 		pause := time.Duration(rng.Int64N(int64(100 * time.Millisecond)))
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			pause = 50 * time.Millisecond
+			h.mu.Lock()
+			h.sample("lock run", err)
+			h.runErrors++
+			h.mu.Unlock()
 		}
 		select {
 		case <-ctx.Done():
