@@ -53,6 +53,11 @@ func TestFailover(t *testing.T) {
 			t.Logf("  fault %s of m%d at %v for %v: lease stalled %v, counter %v", f.Kind, f.Member, f.Start.Round(time.Millisecond),
 				(f.Heal - f.Start).Round(time.Millisecond), rep.LeaseStall[f.Kind][rep.kindIndex(i)].Round(time.Millisecond),
 				rep.CountStall[f.Kind][rep.kindIndex(i)].Round(time.Millisecond))
+			if st := rep.LeaseStall[f.Kind][rep.kindIndex(i)]; st > 3*time.Second {
+				for _, line := range rep.Around(f.Start-time.Second, f.Start+st) {
+					t.Logf("    %s", line)
+				}
+			}
 		}
 		for _, k := range sortedKeys(rep.ErrorSamples) {
 			t.Logf("  first %s error: %s", k, rep.ErrorSamples[k])

@@ -13,7 +13,7 @@ import (
 func (r *Report) Merge(o *Report) {
 	r.Faults = append(r.Faults, o.Faults...)
 	r.Holdings += o.Holdings
-	r.RunErrors += o.RunErrors
+	r.RunErrors = append(r.RunErrors, o.RunErrors...)
 	r.FencedWrites += o.FencedWrites
 	if r.FencedRefused == nil {
 		r.FencedRefused = map[string]int{}
@@ -53,7 +53,7 @@ func (r *Report) String() string {
 		count[v.Kind]++
 	}
 	fmt.Fprintf(&b, "seed=%d faults=%s holdings=%d (run errors %d) fenced-writes=%d (refused %v) increments acked=%d unknown=%d refused=%d applied=%d overlaps=%d inversions=%d lost=%d doubled=%d refused-applied=%d out-of-range=%d",
-		r.Seed, fmtCounts(kinds), r.Holdings, r.RunErrors, r.FencedWrites, fmtCounts(r.FencedRefused), r.Counter.Acked, r.Counter.Unknown, r.Counter.Refused, r.Counter.Applied,
+		r.Seed, fmtCounts(kinds), r.Holdings, len(r.RunErrors), r.FencedWrites, fmtCounts(r.FencedRefused), r.Counter.Acked, r.Counter.Unknown, r.Counter.Refused, r.Counter.Applied,
 		count["overlap"], count["inversion"], count["lost"], count["doubled"], count["refused-applied"], count["out-of-range"])
 	lengths := map[string][]time.Duration{}
 	for _, f := range r.Faults {
@@ -113,4 +113,21 @@ func (r *Report) kindIndex(i int) int {
 		}
 	}
 	return n
+}
+
+// Around returns what happened to the lease workload in [from, to]: the
+// holdings that overlap it and the lock runs that failed in it.
+func (r *Report) Around(from, to time.Duration) []string {
+	var out []string
+	for _, h := range r.HoldingList {
+		if h.End >= from && h.Start <= to {
+			out = append(out, fmt.Sprintf("holding c%d token %d [%v, %v]", h.Contender, h.Token, h.Start.Round(time.Millisecond), h.End.Round(time.Millisecond)))
+		}
+	}
+	for _, e := range r.RunErrors {
+		if e.At >= from && e.At <= to {
+			out = append(out, fmt.Sprintf("%v c%d: %s", e.At.Round(time.Millisecond), e.Contender, e.What))
+		}
+	}
+	return out
 }

@@ -52,7 +52,8 @@ type Report struct {
 	Faults                 []Fault
 	Holdings, FencedWrites int
 	FencedRefused          map[string]int
-	RunErrors              int               // Locker.Run calls that failed
+	RunErrors              []Event           // Locker.Run calls that failed
+	HoldingList            []Holding         // for reading a stall
 	ErrorSamples           map[string]string // the first error of each kind of failed write
 	Counter                CounterReport
 	Violations             []Violation
@@ -236,7 +237,7 @@ func check(ctx context.Context, c *Cluster, prefix string, h *history, faults []
 	defer cancel()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r := &Report{Seed: opts.Seed, Faults: faults, Holdings: len(h.holdings), FencedRefused: h.fencedErrors, ErrorSamples: h.errSamples, RunErrors: h.runErrors,
+	r := &Report{Seed: opts.Seed, Faults: faults, Holdings: len(h.holdings), FencedRefused: h.fencedErrors, ErrorSamples: h.errSamples, RunErrors: h.runErrors, HoldingList: slices.Clone(h.holdings),
 		LeaseStall: map[string][]time.Duration{}, CountStall: map[string][]time.Duration{}}
 	r.Violations = append(r.Violations, CheckHoldings(h.holdings)...)
 

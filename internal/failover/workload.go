@@ -14,6 +14,13 @@ import (
 	"github.com/latchkey/latchkey/store"
 )
 
+// Event is one failure a workload saw, for reading a stall.
+type Event struct {
+	At        time.Duration
+	Contender int
+	What      string
+}
+
 // history is what the workloads saw, on the run's monotonic clock.
 type history struct {
 	since func() time.Duration
@@ -22,7 +29,7 @@ type history struct {
 	holdings     []Holding
 	fencedOK     []time.Duration   // completions of accepted fenced writes
 	fencedErrors map[string]int    // refused fenced writes, by kind
-	runErrors    int               // Locker.Run calls that failed before the run's end
+	runErrors    []Event           // Locker.Run calls that failed before the run's end
 	errSamples   map[string]string // the first error of each kind, fenced writes and increments
 	incOK        []time.Duration   // completions of acknowledged increments
 	increments   map[string]map[string]Outcome
@@ -55,7 +62,7 @@ func (h *history) contend(ctx context.Context, s store.Store, id int, lockKey, f
 			pause = 50 * time.Millisecond
 			h.mu.Lock()
 			h.sample("lock run", err)
-			h.runErrors++
+			h.runErrors = append(h.runErrors, Event{At: h.since(), Contender: id, What: err.Error()})
 			h.mu.Unlock()
 		}
 		select {
