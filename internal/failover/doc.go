@@ -4,7 +4,9 @@
 // A Cluster is three etcd members, each a separate process (the test
 // binary re-executed: a TestMain calls RunMemberIfChild first), on
 // loopback ports, so that a member can be SIGKILLed and restarted on its
-// data directory, or SIGSTOPped past a lock's TTL and continued. Every
+// data directory, or SIGSTOPped past a lock's TTL and continued. The
+// workloads reach the members through a Proxy each, which can cut them
+// off mid-request (answers swallowed, then connections reset). Every
 // member is killed with the test (Pdeathsig on Linux, an explicit kill
 // at Close, and the member's own exit when its stdin pipe closes).
 //
@@ -34,5 +36,5 @@
 // SIGKILL loses no acknowledged write either way, since the page cache
 // survives a process kill; a power cut is not simulated). A member's
 // clock is not ours to move, so clock steps are not covered. Partitions
-// and client cuts (TCP proxies) are not built yet.
+// (proxies on the peer ports) are not built yet.
 package failover
