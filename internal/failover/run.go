@@ -270,7 +270,7 @@ func check(ctx context.Context, c *Cluster, prefix string, h *history, faults []
 	}
 
 	for i, f := range faults {
-		until := h.since()
+		until := opts.Duration // the workloads' end, not the check's
 		if i+1 < len(faults) {
 			until = faults[i+1].Start
 		}
