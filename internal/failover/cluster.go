@@ -1,0 +1,285 @@
+//go:build linux
+
+package failover
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Size is the number of members of a Cluster.
+const Size = 3
+
+// ClusterOptions tune a Cluster. The zero value is the CI setting.
+type ClusterOptions struct {
+	// Dir holds one data directory per member. Required.
+	Dir string
+	// Fsync turns etcd's fsync on (default off: UnsafeNoFsync).
+	Fsync bool
+	// TickMs and ElectionMs are etcd's heartbeat and election timeouts.
+	// Zero: 25 and 250, short enough for quick failovers and long enough
+	// not to elect spuriously on a loaded two-core machine.
+	TickMs, ElectionMs uint
+}
+
+// Cluster is three etcd members, each its own process.
+type Cluster struct {
+	opts    ClusterOptions
+	members [Size]*member
+	proxies [Size]*Proxy // in front of each member's client port
+}
+
+type member struct {
+	cfg     memberConfig
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	exited  chan struct{}
+	stopped bool
+}
+
+// StartCluster starts the three members and waits until they have a
+// leader. Close kills them.
+func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("failover: ClusterOptions.Dir is required")
+	}
+	if opts.TickMs == 0 {
+		opts.TickMs = 25
+	}
+	if opts.ElectionMs == 0 {
+		opts.ElectionMs = 250
+	}
+	ports, err := freePorts(2 * Size)
+	if err != nil {
+		return nil, err
+	}
+	var initial []string
+	for i := range Size {
+		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%d", i, ports[2*i+1]))
+	}
+	c := &Cluster{opts: opts}
+	for i := range Size {
+		c.members[i] = &member{cfg: memberConfig{
+			Name:           fmt.Sprintf("m%d", i),
+			Dir:            filepath.Join(opts.Dir, fmt.Sprintf("m%d", i)),
+			ClientURL:      fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
+			PeerURL:        fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			InitialCluster: strings.Join(initial, ","),
+			Fsync:          opts.Fsync,
+			TickMs:         opts.TickMs,
+			ElectionMs:     opts.ElectionMs,
+		}}
+		if err := c.members[i].start(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		p, err := StartProxy(strings.TrimPrefix(c.members[i].cfg.ClientURL, "http://"))
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.proxies[i] = p
+	}
+	if _, err := c.WaitLeader(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// freePorts returns n loopback ports that were free a moment ago. The
+// members must know each other's peer ports before any starts, so the
+// kernel cannot pick them at listen time.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("failover: free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+// Endpoints returns every member's client address.
+func (c *Cluster) Endpoints() []string {
+	var eps []string
+	for _, m := range c.members {
+		eps = append(eps, m.cfg.ClientURL)
+	}
+	return eps
+}
+
+// ClientEndpoints returns the addresses of the proxies in front of the
+// members' client ports, for the workloads (see CutClients).
+func (c *Cluster) ClientEndpoints() []string {
+	var eps []string
+	for _, p := range c.proxies {
+		eps = append(eps, "http://"+p.Addr())
+	}
+	return eps
+}
+
+// CutClients cuts every client connection made through ClientEndpoints
+// off mid-request: answers are swallowed for mute, then the connections
+// are reset (Proxy.Cut), on all members at once.
+func (c *Cluster) CutClients(mute time.Duration) {
+	var wg sync.WaitGroup
+	for _, p := range c.proxies {
+		wg.Go(func() { p.Cut(mute) })
+	}
+	wg.Wait()
+}
+
+// Close kills every member and waits for them to exit.
+func (c *Cluster) Close() {
+	for _, p := range c.proxies {
+		if p != nil {
+			p.Close()
+		}
+	}
+	for _, m := range c.members {
+		if m != nil {
+			m.kill()
+		}
+	}
+}
+
+func (m *member) start() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, _ := json.Marshal(m.cfg)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), memberEnv+"="+string(b))
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	// The member dies with us even if we are killed: the kernel sends it
+	// SIGKILL when our thread exits, and it exits when its stdin closes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("failover: start member %s: %w", m.cfg.Name, err)
+	}
+	m.cmd, m.stdin, m.exited, m.stopped = cmd, stdin, make(chan struct{}), false
+	go func(done chan struct{}) {
+		cmd.Wait()
+		close(done)
+	}(m.exited)
+	return nil
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (m *member) kill() {
+	m.mu.Lock()
+	cmd, exited := m.cmd, m.exited
+	m.cmd = nil
+	m.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+}
+
+func (m *member) signal(sig syscall.Signal, stopped bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return fmt.Errorf("failover: member %s is not running", m.cfg.Name)
+	}
+	m.stopped = stopped
+	return m.cmd.Process.Signal(sig)
+}
+
+// Kill SIGKILLs member i; Restart starts it again on its data directory.
+func (c *Cluster) Kill(i int) { c.members[i].kill() }
+
+// Restart starts member i again after Kill.
+func (c *Cluster) Restart(i int) error { return c.members[i].start() }
+
+// Stop SIGSTOPs member i; Cont continues it.
+func (c *Cluster) Stop(i int) error { return c.members[i].signal(syscall.SIGSTOP, true) }
+
+// Cont SIGCONTs member i after Stop.
+func (c *Cluster) Cont(i int) error { return c.members[i].signal(syscall.SIGCONT, false) }
+
+// Leader returns the index of the member that a running member names as
+// its leader and that agrees it is, asking each member for its status.
+func (c *Cluster) Leader(ctx context.Context) (int, error) {
+	var lastErr error = errors.New("no member answered")
+	for i, m := range c.members {
+		m.mu.Lock()
+		up := m.cmd != nil && !m.stopped
+		m.mu.Unlock()
+		if !up {
+			continue
+		}
+		id, leader, err := status(ctx, m.cfg.ClientURL)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if leader != 0 && id == leader {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("failover: no leader: %w", lastErr)
+}
+
+// WaitLeader polls Leader until it answers, at most 30 seconds.
+func (c *Cluster) WaitLeader(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		i, err := c.Leader(ctx)
+		if err == nil {
+			return i, nil
+		}
+		select {
+		case <-ctx.Done():
+			return -1, err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// status asks one member for its own id and the leader it knows.
+func status(ctx context.Context, ep string) (id, leader uint64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	cl, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cl.Close()
+	r, err := cl.Status(ctx, ep)
+	if err != nil {
+		return 0, 0, err
+	}
+	return r.Header.MemberId, r.Leader, nil
+}
