@@ -133,8 +133,12 @@ func runKVPut(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	_, err = s.Put(ctx, key, value, cond)
+	wctx, cancel := settleCtx(ctx)
+	_, err = s.Put(wctx, key, value, cond)
+	cancel()
 	switch {
+	case mayHaveApplied(err):
+		return unknownWrite(ctx, "kv put", "writing "+key, "latchkey kv get "+key, err)
 	case errors.Is(err, store.ErrConflict) && cond.IsAbsent():
 		return failf("kv put: did not write to %s: CAS performed with index=0 and key already exists", key)
 	case errors.Is(err, store.ErrConflict):
@@ -213,8 +217,12 @@ func runKVDelete(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	err = s.Delete(ctx, key, cond)
+	wctx, cancel := settleCtx(ctx)
+	err = s.Delete(wctx, key, cond)
+	cancel()
 	switch {
+	case mayHaveApplied(err):
+		return unknownWrite(ctx, "kv delete", "deleting "+key, "latchkey kv get "+key, err)
 	case errors.Is(err, store.ErrConflict):
 		return failf("kv delete: did not delete key %s: CAS failed", key)
 	case err != nil:

@@ -31,12 +31,20 @@ lock run acquires the lock (waiting up to --wait; without --wait it waits
 as long as it takes; --wait 0 tries once), then starts CMD with
 LATCHKEY_LOCK_HELD=1 and LATCHKEY_FENCING_TOKEN=<token> in its environment.
 It renews the lock while CMD runs and releases it when CMD exits. SIGINT and
-SIGTERM are forwarded to CMD. CMD runs in its own process group, so that
-it and everything it starts can be killed together (it therefore cannot
-read from a terminal): when CMD exits, whatever it left running in its
-group is killed (SIGKILL) before the lock is released. On Linux CMD is
-killed (SIGKILL) if lock run itself dies, though processes CMD started may
-outlive it then. While it waits, lock run says on stderr whom it waits for
+SIGTERM are forwarded to CMD. CMD runs in its own process group (it
+therefore cannot read from a terminal). What dies with CMD, per OS:
+  Linux: CMD runs under a supervisor (latchkey itself, a child subreaper)
+    that adopts every process CMD starts, however deep, in its group or
+    not (setsid), SIGTERM-ignoring or not. When CMD exits, when the lock is
+    lost, and when lock run dies by any signal (kill -9 included), the
+    supervisor SIGKILLs them all and waits until none is alive: before the
+    lock is released, and well before a TTL has passed. Not covered: a
+    process of another user (setuid), one handed to a daemon (systemd-run,
+    at, a container runtime), and the supervisor itself killed alone.
+  macOS, BSDs: when CMD exits or the lock is lost, CMD's process group is
+    killed (SIGKILL); if lock run is killed, CMD and all it started run on,
+    and processes that left the group (setsid) outlive CMD in every case.
+While it waits, lock run says on stderr whom it waits for
 (once, and again when that changes) and when the store is unreachable;
 --quiet silences that.
 
@@ -358,10 +366,15 @@ func runLockRelease(ctx context.Context, e *env, args []string) error {
 	if _, _, err := lease.Inspect(ctx, s, key); errors.Is(err, store.ErrNotFound) {
 		return noLock("release", key, err)
 	}
+	wctx, cancel := settleCtx(ctx)
 	if *force {
-		err = lease.ForceRelease(ctx, s, key, "released by "+lease.DefaultHolder()+" (--force)")
+		err = lease.ForceRelease(wctx, s, key, "released by "+lease.DefaultHolder()+" (--force)")
 	} else {
-		err = lease.ReleaseHolder(ctx, s, key, *holder)
+		err = lease.ReleaseHolder(wctx, s, key, *holder)
+	}
+	cancel()
+	if mayHaveApplied(err) {
+		return unknownWrite(ctx, "lock release", "releasing "+key, "latchkey lock show "+key, err)
 	}
 	var held *lease.HeldError
 	if errors.As(err, &held) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -280,7 +279,7 @@ func killLost(e *env, c *lockRunConfig, ch *child) error {
 
 // childResult turns the child's exit into lock run's.
 func childResult(c *lockRunConfig, ch *child) error {
-	code, desc := exitStatus(ch.state)
+	code, desc := ch.result()
 	if code == 0 {
 		return nil
 	}
@@ -290,78 +289,11 @@ func childResult(c *lockRunConfig, ch *child) error {
 	return failf("lock run: %s %s", c.argv[0], desc)
 }
 
-// exitStatus returns the code a shell would report and a description.
-func exitStatus(st *os.ProcessState) (int, string) {
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), "was killed by " + signalName(ws.Signal())
-	}
-	return st.ExitCode(), "exited with status " + strconv.Itoa(st.ExitCode())
-}
-
 // childEnv is CMD's environment: ours plus the lock's.
 func childEnv(e *env, token uint64) []string {
 	return append(e.environ(), "LATCHKEY_LOCK_HELD=1", "LATCHKEY_FENCING_TOKEN="+strconv.FormatUint(token, 10))
 }
 
-// child is a running CMD.
-type child struct {
-	cmd *exec.Cmd
-	// exited is closed when CMD's leader has exited; on Linux it is not
-	// reaped yet, so its process group id cannot be reused until finish.
-	exited chan struct{}
-	reap   chan struct{} // closed by finish
-	reaped chan struct{} // closed when Wait returned; state is then set
-	state  *os.ProcessState
-}
-
-func (ch *child) signal(s syscall.Signal) {
-	signalGroup(ch.cmd.Process.Pid, s)
-}
-
-// finish kills whatever is left of CMD's process group (SIGKILL), then
-// reaps the leader, which has exited. CMD's processes are all dead when it
-// returns, except any that left the group (setsid, setpgid).
-func (ch *child) finish() {
-	<-ch.exited
-	ch.signal(syscall.SIGKILL)
-	close(ch.reap)
-	<-ch.reaped
-}
-
-// startChild starts argv from a goroutine locked to its OS thread, which
-// stays alive until the child exits: on Linux the child's parent-death
-// signal fires when the thread that started it exits, not the process.
-// CMD gets e's stdin, stdout and stderr.
-func startChild(e *env, argv []string, token uint64) (*child, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = childEnv(e, token)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
-	cmd.SysProcAttr = childAttr()
-	ch := &child{cmd: cmd, exited: make(chan struct{}), reap: make(chan struct{}), reaped: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		lockThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		if waitExitedNoReap(cmd.Process.Pid) {
-			close(ch.exited)
-			<-ch.reap
-			cmd.Wait()
-		} else {
-			cmd.Wait()
-			close(ch.exited)
-			<-ch.reap
-		}
-		ch.state = cmd.ProcessState
-		close(ch.reaped)
-		// The thread stays locked; it exits with this goroutine, after
-		// the child is gone.
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return ch, nil
-}
+// supervisorArg, as latchkey's first argument, makes it the supervisor of
+// one lock run CMD (see runSupervisor), not a command anyone types.
+const supervisorArg = "__lock-run-supervisor"

@@ -17,9 +17,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/latchkey/latchkey/store"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == supervisorArg {
+		os.Exit(runSupervisor(os.Args[2:]))
+	}
 	// SIGINT and SIGTERM cancel ctx: the command cleans up (releases its
 	// lock, stops its child, shuts the server down) and returns.
 	sigs := make(chan os.Signal, 1)
@@ -68,6 +73,9 @@ func interrupted(err error, sig os.Signal) error {
 	msg := err.Error()
 	if errors.As(err, &ee) {
 		msg = ee.msg
+		if ee.code == exitUnknown {
+			code = ee.code // the write may have applied: that matters more
+		}
 	}
 	msg = strings.ReplaceAll(msg, context.Canceled.Error(), "interrupted by "+signalName(sig))
 	return &exitError{code: code, msg: msg}
@@ -85,13 +93,25 @@ type env struct {
 	environ func() []string // the environment a child process inherits
 	store   string          // latchkey --store URL COMMAND: the store when the command gets no --store
 	timeout time.Duration   // latchkey --timeout DUR COMMAND: the command's deadline
+	// wrapStore, when set (by tests), wraps every store a command opens.
+	wrapStore func(store.Store) store.Store
 }
 
-// Exit codes, documented in usage.
+// Exit codes, documented in usage and exitCodesHelp. They are a contract
+// with scripts: add, never renumber.
 const (
 	exitOK    = 0
 	exitFail  = 1 // the operation did not apply: CAS refused, lock not held, contended
 	exitUsage = 2 // bad command line
+	// exitUnavailable (sysexits EX_UNAVAILABLE): lock run could not reach
+	// the store, or the store refused it (access denied, unsupported).
+	exitUnavailable = 69
+	// exitUnknown: a write was sent but its answer never came (timeout,
+	// interruption): it may or may not have applied.
+	exitUnknown = 74
+	// exitConflict (sysexits EX_TEMPFAIL): lock run did not get the lock
+	// because another holder has it; --conflict-exit-code changes it.
+	exitConflict = 75
 )
 
 // exitError carries a process exit code. A nil msg prints nothing (the

@@ -132,9 +132,17 @@ func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, tok
 		}
 		prog.done(pf.size)
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("publish %s: %w before the commit; nothing published", prefix, err)
+	}
 	c, err := w.Commit(ctx)
 	if errors.Is(err, publish.ErrSuperseded) || errors.Is(err, publish.ErrFenced) {
 		return failf("publish %s: superseded: another publisher committed first (%v)", prefix, err)
+	}
+	if mayHaveApplied(err) {
+		// No grace for the commit: under --lease its context ends when
+		// the lease is lost, and it must not land later than that.
+		return unknownWrite(ctx, "publish "+prefix, "committing", "latchkey publish current", err)
 	}
 	if err != nil {
 		return err

@@ -95,5 +95,9 @@ func openStore(ctx context.Context, e *env, flagURL string) (store.Store, error)
 	if err != nil {
 		return nil, err
 	}
-	return storeurl.Open(ctx, u)
+	s, err := storeurl.Open(ctx, u)
+	if err == nil && e.wrapStore != nil {
+		s = e.wrapStore(s)
+	}
+	return s, err
 }
