@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/latchkey/latchkey/store"
@@ -93,6 +94,11 @@ func casCondition(f *kvFlags, useCAS bool, index string) (store.Condition, error
 		return store.Unconditional, usagef("kv %s: -cas needs -modify-index=VERSION (the ModifyIndex of kv get -detailed; 0: only if the key does not exist)", f.name)
 	case index == "0":
 		return store.IfAbsent, nil
+	}
+	if u, err := storeURL(f.e, *f.store); err == nil && numericVersions(u) {
+		if _, err := strconv.ParseUint(index, 10, 64); err != nil {
+			return store.Unconditional, usagef("kv %s: -modify-index=%q: this store's versions are numbers; give the ModifyIndex kv get -detailed prints, e.g. -modify-index=17", f.name, index)
+		}
 	}
 	return store.IfMatch(store.Version(index)), nil
 }

@@ -243,7 +243,7 @@ func TestKVUsageErrors(t *testing.T) {
 	c.fails(2, "want KEY -- CMD", "kv", "update", "k")
 	c.fails(2, "-max-attempts 0", "kv", "update", "-max-attempts", "0", "k", "--", "cat")
 	c.fails(1, "invalid key", "kv", "put", "../escape", "v")
-	c.fails(1, "unknown scheme", "kv", "--store", "nope://", "get", "k")
+	c.fails(exitUsage, `--store: "nope" is not a store scheme`, "kv", "--store", "nope://", "get", "k")
 }
 
 func TestKVHelp(t *testing.T) {

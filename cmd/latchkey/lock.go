@@ -16,7 +16,7 @@ import (
 
 const lockUsage = `Usage:
   latchkey lock run [--ttl D] [--wait D] [--grace D] [--holder NAME] [--quiet] [--child-exit-code]
-                    [--poll-budget RATE | --no-queue] KEY -- CMD [ARGS...]
+                    [--conflict-exit-code N] [--poll-budget RATE | --no-queue] KEY -- CMD [ARGS...]
   latchkey lock show [--json] KEY
   latchkey lock list [--json] PREFIX
   latchkey lock release [--holder NAME | --force] KEY
@@ -105,13 +105,19 @@ says who holds it otherwise; --force releases anyone's lock. Either way the
 holder is not told until its next renew fails, so the lock is free for
 others only after a TTL (only lock run's own release frees it at once).
 
-Exit codes:
-  0  done; for lock run, CMD exited 0
-  1  lock not acquired (held, --wait expired), lost while CMD ran, no such
-     lock, a store failure, or CMD failed (without --child-exit-code)
-  2  bad command line
-  N  lock run --child-exit-code: CMD's own exit code (128+signal if a signal
-     ended it); lock failures still exit 1
+Exit codes (all: latchkey help exit-codes):
+  0   done; for lock run, CMD exited 0
+  1   lost while CMD ran, no such lock, CMD failed (lock run without
+      --child-exit-code), another error
+  2   bad command line
+  69  lock run: not acquired because the store could not be reached or
+      refused (unreachable, no leader, access denied)
+  74  lock release: the release was sent but never answered: it may or may
+      not have applied (lock show tells)
+  75  lock run: not acquired because another holder has it (--wait 0, or
+      --wait ran out); --conflict-exit-code N to change it (as flock -E)
+  N   lock run --child-exit-code: CMD's own exit code (128+signal if a
+      signal ended it); lock failures keep the codes above
 `
 
 func runLock(ctx context.Context, e *env, args []string) error {

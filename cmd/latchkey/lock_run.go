@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/store"
 )
 
 // lockRunConfig is lock run's command line.
@@ -23,6 +24,7 @@ type lockRunConfig struct {
 	wait          time.Duration // < 0: no limit
 	holder        string
 	childExitCode bool
+	conflictCode  int // exit code when another holder has the lock
 	quiet         bool
 	noQueue       bool
 	pollBudget    float64 // 0: the store's default (pollBudgetFor)
@@ -43,6 +45,7 @@ func parseLockRun(e *env, args []string) (*lockRunConfig, error) {
 	f.DurationVar(&c.grace, "grace", 0, "when the lock is lost, time from SIGTERM to SIGKILL of CMD (default TTL/5; less than 40% of TTL)")
 	f.StringVar(&c.holder, "holder", "", "holder `NAME` written in the lock (default HOST:PID)")
 	f.BoolVar(&c.childExitCode, "child-exit-code", false, "exit with CMD's own exit code")
+	f.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit `CODE` when the lock was not acquired because another holder has it (as flock -E)")
 	f.BoolVar(&c.quiet, "quiet", false, "say nothing on stderr while waiting for the lock")
 	f.BoolVar(&c.noQueue, "no-queue", false, "do not queue: poll the lock like every other waiter, first come at the release first served")
 	f.Func("poll-budget", "the queued waiters of the lock, all processes together, make at most `RATE` requests per second while it is held (default 4; 2 on gs://)", func(s string) error {
@@ -62,6 +65,9 @@ func parseLockRun(e *env, args []string) (*lockRunConfig, error) {
 		return nil, usagef("lock run: usage: latchkey lock run [flags] KEY -- CMD [ARGS...]")
 	}
 	c.key, c.argv = rest[0], rest[2:]
+	if c.conflictCode < 1 || c.conflictCode > 255 {
+		return nil, usagef("lock run: --conflict-exit-code %d: want 1 to 255, e.g. --conflict-exit-code 75", c.conflictCode)
+	}
 	if c.grace == 0 {
 		c.grace = c.ttl / 5
 	}
@@ -106,6 +112,10 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 	defer signal.Stop(sigs)
 
 	s, err := openStore(ctx, e, c.store)
+	var ee *exitError
+	if err != nil && !errors.As(err, &ee) {
+		return &exitError{code: exitUnavailable, msg: err.Error()}
+	}
 	if err != nil {
 		return err
 	}
@@ -123,7 +133,7 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 	}
 	l, err := acquireForRun(ctx, lk, c.wait, w)
 	if err != nil {
-		return failf("lock run: %v", err)
+		return &exitError{code: notAcquiredCode(ctx, err, c.conflictCode, w.unreachable), msg: fmt.Sprintf("lock run: %v", err)}
 	}
 	if l.Recreated() {
 		fmt.Fprintf(e.stderr, "latchkey: lock run: warning: the lock record at %q had been deleted by hand; its tokens continue above the deleted ones (token %d)\n", c.key, l.Token())
@@ -185,6 +195,31 @@ func acquireForRun(ctx context.Context, lk *lease.Locker, wait time.Duration, w 
 	return l, err
 }
 
+// notAcquiredCode is lock run's exit code when the lock was not acquired
+// with err: conflict when another holder has it (or waiters queued before
+// us kept it until --wait ran out), exitUnavailable when the store could
+// not be reached or refused (or was the last thing heard of while --wait
+// ran out: unreachable), exitFail otherwise (interrupted, say).
+func notAcquiredCode(ctx context.Context, err error, conflict int, unreachable bool) int {
+	var held *lease.HeldError
+	var queued *lease.QueuedError
+	var oe *store.OpError
+	switch {
+	case ctx.Err() != nil:
+		return exitFail
+	case errors.As(err, &held), errors.As(err, &queued):
+		return conflict
+	case errors.As(err, &oe), errors.Is(err, store.ErrTransient), errors.Is(err, store.ErrUnknownOutcome),
+		errors.Is(err, store.ErrUnsupported), errors.Is(err, store.ErrClosed):
+		return exitUnavailable
+	case errors.Is(err, context.DeadlineExceeded) && unreachable:
+		return exitUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return conflict // --wait ran out while others held or queued
+	}
+	return exitFail
+}
+
 // waitReporter tells the user, on stderr, whom a waiting lock run waits
 // for: once, and again when that changes (unless --quiet).
 type waitReporter struct {
@@ -192,6 +227,8 @@ type waitReporter struct {
 	key   string
 	quiet bool
 	last  string
+	// unreachable: the last wait was for the store, not for a holder.
+	unreachable bool
 }
 
 func (w *waitReporter) say(msg string) {
@@ -206,6 +243,7 @@ func (w *waitReporter) say(msg string) {
 func (w *waitReporter) report(err error) {
 	var held *lease.HeldError
 	var queued *lease.QueuedError
+	w.unreachable = !errors.As(err, &held) && !errors.As(err, &queued)
 	switch {
 	case errors.As(err, &queued) && queued.Held == nil:
 		w.say(fmt.Sprintf("waiting for %s: free, but %d waiter(s) queued before us", w.key, queued.Ahead))

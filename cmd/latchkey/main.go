@@ -114,6 +114,29 @@ const (
 	exitConflict = 75
 )
 
+// exitCodesHelp is latchkey help exit-codes: every code any command exits
+// with. Each command's help repeats the ones it uses.
+const exitCodesHelp = `Exit codes (every command; each command's help lists its own):
+  0    success
+  1    the operation did not apply or failed: CAS refused, too contended, no
+       such key or lock, lock lost while CMD ran, CMD failed (lock run
+       without --child-exit-code), any other error
+  2    bad command line: unknown flag or command, a flag's bad value (say
+       -modify-index=abc on a store with numeric versions), a --store or
+       $LATCHKEY_STORE that is not a URL of a known scheme
+  69   lock run: the store could not be reached or refused the request
+       (unreachable, no leader, access denied), so the lock was not acquired
+  74   a write was sent but never answered (timed out, or interrupted and
+       not answered within 3s): it may or may not have applied; look before
+       retrying (kv put, kv delete, kv update, kv txn, lock release, publish)
+  75   lock run: not acquired because another holder has it (--wait 0, or
+       --wait ran out); --conflict-exit-code N changes it (as flock -E)
+  N    lock run --child-exit-code: CMD's own exit code (128+signal if a
+       signal ended it); kv update: CMD's own code when CMD failed
+  128+N  interrupted by signal N (130 SIGINT, 143 SIGTERM), unless the
+       outcome is one of the above
+`
+
 // exitError carries a process exit code. A nil msg prints nothing (the
 // command already said what happened, or passes a child's code through).
 type exitError struct {

@@ -30,7 +30,9 @@ publishes every file under it, named relative to DIR; -C DIR names every
 path relative to DIR (as tar -C); --files-from reads more paths (names with spaces, or
 NUL-separated with -0, as from find -print0). Prints the
 committed generation. Exit 1 with a line containing "superseded" when another
-publisher committed first (nothing of ours is left behind).
+publisher committed first (nothing of ours is left behind); exit 74 when the
+commit was sent but never answered (it may or may not have applied: see
+publish current).
 With --lease KEY, the lease at KEY is held while publishing and its fencing
 token is recorded in the pointer: a publisher with an older token is refused.
 --wait D bounds the wait for that lease as lock run's --wait does (default:

@@ -109,7 +109,7 @@ func TestKVWriteInterruptedSettlesWithinGrace(t *testing.T) {
 	if got := c.ok("kv", "get", "k"); got != "after" {
 		t.Errorf("k = %q, want after", got)
 	}
-	o, _ = interruptedWrite(t, 300*time.Millisecond, "kv", "put", "-cas", "-modify-index=nope", "k", "x")
+	o, _ = interruptedWrite(t, 300*time.Millisecond, "kv", "put", "-cas", "-modify-index=999", "k", "x")
 	if o.code != 128+15 || !strings.Contains(o.stderr, "CAS failed") {
 		t.Errorf("a CAS refused after SIGTERM: exit %d, stderr %q; want 143, CAS failed", o.code, o.stderr)
 	}
