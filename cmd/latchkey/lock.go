@@ -83,7 +83,9 @@ A lock bounds how often two CMDs overlap; it cannot rule it out (a paused
 machine, or a lock run stopped with SIGSTOP while CMD runs on, can outlive
 its lock, and so can a process CMD moved out of its group). Pass
 LATCHKEY_FENCING_TOKEN to the resource CMD writes, and have it refuse
-tokens older than the newest it has seen. Tokens never repeat for a KEY,
+tokens older than the newest it has seen; from a shell CMD, 'latchkey kv
+put -fenced KEY VALUE' does that for a key of the store (it takes the
+token from LATCHKEY_FENCING_TOKEN; 'kv get -fenced KEY' reads it back). Tokens never repeat for a KEY,
 even if its record is deleted by hand (lock show and lock run say so when
 it was); the count that ensures it is kept at .latchkey/lease-epoch/KEY,
 which must not be deleted.
@@ -374,7 +376,7 @@ func runLockRelease(ctx context.Context, e *env, args []string) error {
 	}
 	wctx, cancel := settleCtx(ctx)
 	if *force {
-		err = lease.ForceRelease(wctx, s, key, "released by "+lease.DefaultHolder()+" (--force)")
+		err = lease.ForceRelease(wctx, s, key, lease.DefaultHolder()+" (--force)") // "by" whom: messages say "released by force by %s"
 	} else {
 		err = lease.ReleaseHolder(wctx, s, key, *holder)
 	}

@@ -133,7 +133,7 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 	}
 	l, err := acquireForRun(ctx, lk, c.wait, w)
 	if err != nil {
-		return &exitError{code: notAcquiredCode(ctx, err, c.conflictCode, w.unreachable), msg: fmt.Sprintf("lock run: %v", err)}
+		return &exitError{code: notAcquiredCode(ctx, err, c.conflictCode, w.sawHolder), msg: fmt.Sprintf("lock run: %v", err)}
 	}
 	if l.Recreated() {
 		fmt.Fprintf(e.stderr, "latchkey: lock run: warning: the lock record at %q had been deleted by hand; its tokens continue above the deleted ones (token %d)\n", c.key, l.Token())
@@ -198,9 +198,9 @@ func acquireForRun(ctx context.Context, lk *lease.Locker, wait time.Duration, w 
 // notAcquiredCode is lock run's exit code when the lock was not acquired
 // with err: conflict when another holder has it (or waiters queued before
 // us kept it until --wait ran out), exitUnavailable when the store could
-// not be reached or refused (or was the last thing heard of while --wait
-// ran out: unreachable), exitFail otherwise (interrupted, say).
-func notAcquiredCode(ctx context.Context, err error, conflict int, unreachable bool) int {
+// not be reached or refused (or --wait ran out with no holder seen: the
+// store did not answer in time), exitFail otherwise (interrupted, say).
+func notAcquiredCode(ctx context.Context, err error, conflict int, sawHolder bool) int {
 	var held *lease.HeldError
 	var queued *lease.QueuedError
 	var oe *store.OpError
@@ -212,10 +212,10 @@ func notAcquiredCode(ctx context.Context, err error, conflict int, unreachable b
 	case errors.As(err, &oe), errors.Is(err, store.ErrTransient), errors.Is(err, store.ErrUnknownOutcome),
 		errors.Is(err, store.ErrUnsupported), errors.Is(err, store.ErrClosed):
 		return exitUnavailable
-	case errors.Is(err, context.DeadlineExceeded) && unreachable:
-		return exitUnavailable
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded) && sawHolder:
 		return conflict // --wait ran out while others held or queued
+	case errors.Is(err, context.DeadlineExceeded):
+		return exitUnavailable
 	}
 	return exitFail
 }
@@ -227,8 +227,9 @@ type waitReporter struct {
 	key   string
 	quiet bool
 	last  string
-	// unreachable: the last wait was for the store, not for a holder.
-	unreachable bool
+	// sawHolder: the last wait was for a holder or waiters ahead, not
+	// for the store.
+	sawHolder bool
 }
 
 func (w *waitReporter) say(msg string) {
@@ -243,7 +244,8 @@ func (w *waitReporter) say(msg string) {
 func (w *waitReporter) report(err error) {
 	var held *lease.HeldError
 	var queued *lease.QueuedError
-	w.unreachable = !errors.As(err, &held) && !errors.As(err, &queued)
+	// A queue with nobody ahead and no holder is no evidence of one.
+	w.sawHolder = errors.As(err, &held) || errors.As(err, &queued) && (queued.Held != nil || queued.Ahead > 0)
 	switch {
 	case errors.As(err, &queued) && queued.Held == nil:
 		w.say(fmt.Sprintf("waiting for %s: free, but %d waiter(s) queued before us", w.key, queued.Ahead))
