@@ -126,9 +126,10 @@ const exitCodesHelp = `Exit codes (every command; each command's help lists its 
        $LATCHKEY_STORE that is not a URL of a known scheme
   69   lock run: the store could not be reached or refused the request
        (unreachable, no leader, access denied), so the lock was not acquired
-  74   a write was sent but never answered (timed out, or interrupted and
-       not answered within 3s): it may or may not have applied; look before
-       retrying (kv put, kv delete, kv update, kv txn, lock release, publish)
+  74   a write was sent but never answered (timed out, or interrupted before
+       the answer came; kv and lock release wait 3s for it): it may or may
+       not have applied; look before retrying (kv put, kv delete, kv update,
+       kv txn, lock release, publish)
   75   lock run: not acquired because another holder has it (--wait 0, or
        --wait ran out); --conflict-exit-code N changes it (as flock -E)
   N    lock run --child-exit-code: CMD's own exit code (128+signal if a
