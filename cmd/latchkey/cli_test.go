@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -226,5 +227,42 @@ func TestHelpNamesEveryStoreScheme(t *testing.T) {
 		if !slices.Contains(storeurl.Schemes(), s) {
 			t.Errorf("storeURLForms has %s://, which storeurl does not open", s)
 		}
+	}
+}
+
+// Usage errors exit 2 with one line that names the flag and shows a good
+// value: a version that cannot be one of the store's, a --store or
+// $LATCHKEY_STORE that is not a store URL.
+func TestUsageErrorsNameTheFlag(t *testing.T) {
+	c := newCLI(t)
+	c.ok("kv", "put", "k", "v")
+	c.fails(exitUsage, `-modify-index="abc": this store's versions are numbers; give the ModifyIndex kv get -detailed prints, e.g. -modify-index=17`,
+		"kv", "put", "-cas", "-modify-index=abc", "k", "x")
+	c.fails(exitUsage, `-modify-index="abc"`, "kv", "delete", "-cas", "-modify-index=abc", "k")
+	o := c.fails(exitUsage, "--store: not a URL (missing ']' in host); e.g. --store file:///", "kv", "get", "--store", "consul://[::1", "k")
+	if strings.Contains(o.stderr, "storeurl") {
+		t.Errorf("stderr %q names the Go package", o.stderr)
+	}
+	c.fails(exitUsage, `--store: "" is not a store scheme`, "lock", "run", "--store", "/var/lib/x", "k", "--", "true")
+	c.env[storeEnv] = "bogus://x"
+	c.fails(exitUsage, `$LATCHKEY_STORE: "bogus" is not a store scheme`, "kv", "get", "k")
+}
+
+// latchkey help exit-codes lists every exit code; the lock and kv helps
+// list their own.
+func TestHelpExitCodes(t *testing.T) {
+	c := newCLI(t)
+	all := c.ok("help", "exit-codes")
+	for _, code := range []int{exitOK, exitFail, exitUsage, exitUnavailable, exitUnknown, exitConflict} {
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^  %d +\S`, code)).MatchString(all) {
+			t.Errorf("help exit-codes does not list %d:\n%s", code, all)
+		}
+	}
+	if lock := c.ok("lock", "--help"); !strings.Contains(lock, "  75  lock run: not acquired because another holder has it") ||
+		!strings.Contains(lock, "  69  lock run") || !strings.Contains(lock, "--conflict-exit-code N") {
+		t.Errorf("lock --help lacks 69, 75 or --conflict-exit-code:\n%s", lock)
+	}
+	if kv := c.ok("kv", "--help"); !strings.Contains(kv, "  74  put, delete, update, txn") {
+		t.Errorf("kv --help lacks 74:\n%s", kv)
 	}
 }

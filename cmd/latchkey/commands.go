@@ -79,6 +79,10 @@ func run(ctx context.Context, args []string, e *env) error {
 			usage(e.stdout)
 			return nil
 		}
+		if args[1] == "exit-codes" {
+			io.WriteString(e.stdout, exitCodesHelp)
+			return nil
+		}
 		// latchkey help kv [put]: that command's own help.
 		args = append(slices.Clip(args[1:]), "--help")
 	}
@@ -125,12 +129,8 @@ Store selection (every command that uses a store):
   ~/.local/state/latchkey/store) is used, so locks work across processes on
   one machine out of the box.
 
-Exit codes:
-  0  success
-  1  the operation did not apply (CAS refused, lock not acquired or lost,
-     too contended), or it failed
-  2  bad command line
-  N  with lock run --child-exit-code: the child's own exit code
+` + exitCodesHelp + `
+'latchkey help exit-codes' prints the exit codes alone.
 `)
 	io.WriteString(w, b.String())
 }

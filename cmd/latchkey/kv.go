@@ -95,11 +95,16 @@ writes CMD's stdout back only if the key is unchanged; otherwise it reads
 the key again and reruns CMD, backing off, for up to -max-time (default
 30s) and, when given, at most -max-attempts times.
 
-Exit codes:
-  0  done
-  1  not applied (CAS failed, too contended), key missing, or an error
-  2  bad command line
-  N  kv update: CMD failed with exit code N; nothing was written
+kv update reads nothing from its own stdin: CMD's stdin is the value.
+
+Exit codes (all: latchkey help exit-codes):
+  0   done
+  1   not applied (CAS failed, too contended), key missing, or an error
+  2   bad command line (-modify-index=abc on a store with numeric versions)
+  74  put, delete, update, txn: the write was sent but never answered (timed
+      out, or interrupted and not answered within 3s): it may or may not
+      have applied; read the key before retrying
+  N   kv update: CMD failed with exit code N; nothing was written
 `)
 	io.WriteString(w, b.String())
 }

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
+	"github.com/latchkey/latchkey/lease"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -19,6 +21,7 @@ func runKVGet(ctx context.Context, e *env, args []string) error {
 	detailed := f.Bool("detailed", false, "print Consul's field layout (CreateIndex, Flags, Key, LockIndex, ModifyIndex, Session, Value)")
 	b64 := f.Bool("base64", false, "print the value base64-encoded, then a newline")
 	recurse := f.Bool("recurse", false, "print every key under PREFIX as KEY:VALUE lines, as consul kv get -recurse")
+	fenced := f.Bool("fenced", false, "read a value kv put -fenced wrote: print it without its fencing header")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -39,6 +42,9 @@ func runKVGet(ctx context.Context, e *env, args []string) error {
 		return printRecurse(e.stdout, ents, *detailed, *b64)
 	}
 	ent, err := s.Get(ctx, key)
+	if err == nil && *fenced {
+		ent.Value, _, ent.Version, err = lease.FencedGet(ctx, s, key)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return failf("kv get: no key exists at: %s", key)
 	}
@@ -94,6 +100,11 @@ func casCondition(f *kvFlags, useCAS bool, index string) (store.Condition, error
 	case index == "0":
 		return store.IfAbsent, nil
 	}
+	if u, err := storeURL(f.e, *f.store); err == nil && numericVersions(u) {
+		if _, err := strconv.ParseUint(index, 10, 64); err != nil {
+			return store.Unconditional, usagef("kv %s: -modify-index=%q: this store's versions are numbers; give the ModifyIndex kv get -detailed prints, e.g. -modify-index=17", f.name, index)
+		}
+	}
 	return store.IfMatch(store.Version(index)), nil
 }
 
@@ -103,6 +114,8 @@ func runKVPut(ctx context.Context, e *env, args []string) error {
 	index := f.String("modify-index", "", "`VERSION` the key must still have (0: the key must not exist); needs -cas")
 	b64 := f.Bool("base64", false, "VALUE (or the file or stdin it names) is base64; the decoded bytes are written")
 	flags := f.Uint64("flags", 0, "Consul's opaque flags `N`: only 0, as no latchkey store keeps flags")
+	fenced := f.Bool("fenced", false, "a fenced write (lease.FencedPut): refused if a newer fencing token has written KEY; the token is -token or $LATCHKEY_FENCING_TOKEN (lock run sets it); read back with kv get -fenced")
+	tokenFlag := f.String("token", "", "fencing `TOKEN` for -fenced (default $LATCHKEY_FENCING_TOKEN)")
 	if err := f.parse(args); err != nil {
 		return err
 	}
@@ -113,6 +126,10 @@ func runKVPut(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	cond, err := casCondition(f, *useCAS, *index)
+	if err != nil {
+		return err
+	}
+	token, err := fencingToken(e, *fenced, *useCAS, *tokenFlag)
 	if err != nil {
 		return err
 	}
@@ -133,8 +150,18 @@ func runKVPut(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	_, err = s.Put(ctx, key, value, cond)
+	wctx, cancel := settleCtx(ctx)
+	if *fenced {
+		_, err = lease.FencedPut(wctx, s, key, value, token)
+	} else {
+		_, err = s.Put(wctx, key, value, cond)
+	}
+	cancel()
 	switch {
+	case errors.Is(err, lease.ErrFenced):
+		return failf("kv put: did not write to %s: fencing token %d is older than the newest that wrote it (a newer lock holder has written)", key, token)
+	case mayHaveApplied(err):
+		return unknownWrite(ctx, "kv put", "writing "+key, "latchkey kv get "+key, err)
 	case errors.Is(err, store.ErrConflict) && cond.IsAbsent():
 		return failf("kv put: did not write to %s: CAS performed with index=0 and key already exists", key)
 	case errors.Is(err, store.ErrConflict):
@@ -213,8 +240,12 @@ func runKVDelete(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	err = s.Delete(ctx, key, cond)
+	wctx, cancel := settleCtx(ctx)
+	err = s.Delete(wctx, key, cond)
+	cancel()
 	switch {
+	case mayHaveApplied(err):
+		return unknownWrite(ctx, "kv delete", "deleting "+key, "latchkey kv get "+key, err)
 	case errors.Is(err, store.ErrConflict):
 		return failf("kv delete: did not delete key %s: CAS failed", key)
 	case err != nil:
@@ -253,4 +284,32 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// fencingTokenEnv is the variable lock run gives CMD its token in.
+const fencingTokenEnv = "LATCHKEY_FENCING_TOKEN"
+
+// fencingToken is kv put -fenced's token: -token, else
+// $LATCHKEY_FENCING_TOKEN; 0 without -fenced.
+func fencingToken(e *env, fenced, useCAS bool, flagToken string) (uint64, error) {
+	switch {
+	case !fenced && flagToken != "":
+		return 0, usagef("kv put: -token needs -fenced")
+	case !fenced:
+		return 0, nil
+	case useCAS:
+		return 0, usagef("kv put: -fenced and -cas do not go together (a fenced write checks the token, not the version)")
+	}
+	from, v := "-token", flagToken
+	if v == "" {
+		from, v = "$"+fencingTokenEnv, e.getenv(fencingTokenEnv)
+	}
+	if v == "" {
+		return 0, usagef("kv put: -fenced needs a token: run it under lock run (which sets $%s), or give -token N", fencingTokenEnv)
+	}
+	t, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || t == 0 {
+		return 0, usagef("kv put: %s=%q: want a positive fencing token, e.g. -token 7", from, v)
+	}
+	return t, nil
 }

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/storeurl"
 )
 
@@ -18,6 +20,11 @@ import (
 type cli struct {
 	t   *testing.T
 	env map[string]string
+	// wrap, when set, wraps every store the commands open.
+	wrap func(store.Store) store.Store
+	// interrupt, when set, cancels the command's context as main does
+	// on SIGTERM once it is closed.
+	interrupt chan struct{}
 }
 
 type outcome struct {
@@ -45,8 +52,23 @@ func (c *cli) runIn(stdin string, args ...string) outcome {
 	// lock run's CMD writes to them from exec's copying goroutines while
 	// lock run writes its own messages.
 	var out, errb lockedBuffer
-	e := &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string { return c.env[k] }, environ: c.environ}
-	code := report(run(context.Background(), args, e), &errb)
+	e := &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string { return c.env[k] }, environ: c.environ, wrapStore: c.wrap}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if c.interrupt != nil {
+		go func() {
+			select {
+			case <-c.interrupt:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	err := run(ctx, args, e)
+	if c.interrupt != nil && ctx.Err() != nil {
+		err = interrupted(err, syscall.SIGTERM)
+	}
+	code := report(err, &errb)
 	return outcome{code, out.String(), errb.String()}
 }
 
@@ -221,7 +243,7 @@ func TestKVUsageErrors(t *testing.T) {
 	c.fails(2, "want KEY -- CMD", "kv", "update", "k")
 	c.fails(2, "-max-attempts 0", "kv", "update", "-max-attempts", "0", "k", "--", "cat")
 	c.fails(1, "invalid key", "kv", "put", "../escape", "v")
-	c.fails(1, "unknown scheme", "kv", "--store", "nope://", "get", "k")
+	c.fails(exitUsage, `--store: "nope" is not a store scheme`, "kv", "--store", "nope://", "get", "k")
 }
 
 func TestKVHelp(t *testing.T) {

@@ -135,7 +135,12 @@ func runKVTxn(ctx context.Context, e *env, args []string) error {
 	if !ok || !s.Capabilities().Transactions {
 		return failf("kv txn: this store has no multi-key transactions")
 	}
-	versions, err := tx.Txn(ctx, ops)
+	wctx, cancel := settleCtx(ctx)
+	versions, err := tx.Txn(wctx, ops)
+	cancel()
+	if mayHaveApplied(err) {
+		return unknownWrite(ctx, "kv txn", "applying the transaction", "latchkey kv get on its keys", err)
+	}
 	var te *store.TxnError
 	if errors.As(err, &te) && errors.Is(err, store.ErrConflict) {
 		return failf("kv txn: not applied: op %d (%s %q) failed its check; nothing was written", te.Index, ops[te.Index].Kind, te.Key)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/cas"
+	"github.com/latchkey/latchkey/store"
 )
 
 // runKVUpdate is the read-modify-write loop as one command: CMD gets the
@@ -57,10 +58,13 @@ func runKVUpdate(ctx context.Context, e *env, args []string) error {
 		}
 		return cas.Set(out), nil
 	}
-	_, err = cas.Update(ctx, s, key, fn, opts)
+	ss := &settlingStore{Store: s}
+	_, err = cas.Update(ctx, ss, key, fn, opts)
 	var ce *cas.ContendedError
 	var xe *exitError // from runFilter: CMD failed
 	switch {
+	case err != nil && (errors.Is(err, store.ErrUnknownOutcome) || ss.mayHaveWritten()):
+		return unknownWrite(ctx, "kv update", "writing "+key, "latchkey kv get "+key, err)
 	case err != nil && ctx.Err() != nil:
 		return fmt.Errorf("kv update: %s: %w; nothing written", key, ctx.Err())
 	case errors.As(err, &ce) && ce.Deadline:

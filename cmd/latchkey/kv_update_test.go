@@ -18,7 +18,8 @@ import (
 const asMain = "LATCHKEY_TEST_AS_MAIN"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(asMain) == "1" {
+	// lock run starts its supervisor as this binary, asMain or not.
+	if os.Getenv(asMain) == "1" || len(os.Args) > 1 && os.Args[1] == supervisorArg {
 		main()
 	}
 	os.Exit(m.Run())

@@ -16,7 +16,7 @@ import (
 
 const lockUsage = `Usage:
   latchkey lock run [--ttl D] [--wait D] [--grace D] [--holder NAME] [--quiet] [--child-exit-code]
-                    [--poll-budget RATE | --no-queue] KEY -- CMD [ARGS...]
+                    [--conflict-exit-code N] [--poll-budget RATE | --no-queue] KEY -- CMD [ARGS...]
   latchkey lock show [--json] KEY
   latchkey lock list [--json] PREFIX
   latchkey lock release [--holder NAME | --force] KEY
@@ -31,12 +31,20 @@ lock run acquires the lock (waiting up to --wait; without --wait it waits
 as long as it takes; --wait 0 tries once), then starts CMD with
 LATCHKEY_LOCK_HELD=1 and LATCHKEY_FENCING_TOKEN=<token> in its environment.
 It renews the lock while CMD runs and releases it when CMD exits. SIGINT and
-SIGTERM are forwarded to CMD. CMD runs in its own process group, so that
-it and everything it starts can be killed together (it therefore cannot
-read from a terminal): when CMD exits, whatever it left running in its
-group is killed (SIGKILL) before the lock is released. On Linux CMD is
-killed (SIGKILL) if lock run itself dies, though processes CMD started may
-outlive it then. While it waits, lock run says on stderr whom it waits for
+SIGTERM are forwarded to CMD. CMD runs in its own process group (it
+therefore cannot read from a terminal). What dies with CMD, per OS:
+  Linux: CMD runs under a supervisor (latchkey itself, a child subreaper)
+    that adopts every process CMD starts, however deep, in its group or
+    not (setsid), SIGTERM-ignoring or not. When CMD exits, when the lock is
+    lost, and when lock run dies by any signal (kill -9 included), the
+    supervisor SIGKILLs them all and waits until none is alive: before the
+    lock is released, and well before a TTL has passed. Not covered: a
+    process of another user (setuid), one handed to a daemon (systemd-run,
+    at, a container runtime), and the supervisor itself killed alone.
+  macOS, BSDs: when CMD exits or the lock is lost, CMD's process group is
+    killed (SIGKILL); if lock run is killed, CMD and all it started run on,
+    and processes that left the group (setsid) outlive CMD in every case.
+While it waits, lock run says on stderr whom it waits for
 (once, and again when that changes) and when the store is unreachable;
 --quiet silences that.
 
@@ -75,7 +83,9 @@ A lock bounds how often two CMDs overlap; it cannot rule it out (a paused
 machine, or a lock run stopped with SIGSTOP while CMD runs on, can outlive
 its lock, and so can a process CMD moved out of its group). Pass
 LATCHKEY_FENCING_TOKEN to the resource CMD writes, and have it refuse
-tokens older than the newest it has seen. Tokens never repeat for a KEY,
+tokens older than the newest it has seen; from a shell CMD, 'latchkey kv
+put -fenced KEY VALUE' does that for a key of the store (it takes the
+token from LATCHKEY_FENCING_TOKEN; 'kv get -fenced KEY' reads it back). Tokens never repeat for a KEY,
 even if its record is deleted by hand (lock show and lock run say so when
 it was); the count that ensures it is kept at .latchkey/lease-epoch/KEY,
 which must not be deleted.
@@ -97,13 +107,19 @@ says who holds it otherwise; --force releases anyone's lock. Either way the
 holder is not told until its next renew fails, so the lock is free for
 others only after a TTL (only lock run's own release frees it at once).
 
-Exit codes:
-  0  done; for lock run, CMD exited 0
-  1  lock not acquired (held, --wait expired), lost while CMD ran, no such
-     lock, a store failure, or CMD failed (without --child-exit-code)
-  2  bad command line
-  N  lock run --child-exit-code: CMD's own exit code (128+signal if a signal
-     ended it); lock failures still exit 1
+Exit codes (all: latchkey help exit-codes):
+  0   done; for lock run, CMD exited 0
+  1   lost while CMD ran, no such lock, CMD failed (lock run without
+      --child-exit-code), another error
+  2   bad command line
+  69  lock run: not acquired because the store could not be reached or
+      refused (unreachable, no leader, access denied)
+  74  lock release: the release was sent but never answered: it may or may
+      not have applied (lock show tells)
+  75  lock run: not acquired because another holder has it (--wait 0, or
+      --wait ran out); --conflict-exit-code N to change it (as flock -E)
+  N   lock run --child-exit-code: CMD's own exit code (128+signal if a
+      signal ended it); lock failures keep the codes above
 `
 
 func runLock(ctx context.Context, e *env, args []string) error {
@@ -358,10 +374,15 @@ func runLockRelease(ctx context.Context, e *env, args []string) error {
 	if _, _, err := lease.Inspect(ctx, s, key); errors.Is(err, store.ErrNotFound) {
 		return noLock("release", key, err)
 	}
+	wctx, cancel := settleCtx(ctx)
 	if *force {
-		err = lease.ForceRelease(ctx, s, key, "released by "+lease.DefaultHolder()+" (--force)")
+		err = lease.ForceRelease(wctx, s, key, lease.DefaultHolder()+" (--force)") // "by" whom: messages say "released by force by %s"
 	} else {
-		err = lease.ReleaseHolder(ctx, s, key, *holder)
+		err = lease.ReleaseHolder(wctx, s, key, *holder)
+	}
+	cancel()
+	if mayHaveApplied(err) {
+		return unknownWrite(ctx, "lock release", "releasing "+key, "latchkey lock show "+key, err)
 	}
 	var held *lease.HeldError
 	if errors.As(err, &held) {

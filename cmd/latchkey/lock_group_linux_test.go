@@ -35,6 +35,10 @@ func TestLockRunForcedReleaseKillsWholeGroupBeforeNextHolder(t *testing.T) {
 	if next.code != 0 {
 		t.Fatalf("next holder: exit %d, %q", next.code, next.stderr)
 	}
+	// Messages built from parts say each part once.
+	if !strings.Contains(next.stderr, "released by force by ") || strings.Contains(next.stderr, "by released by") {
+		t.Errorf("next holder's wait message %q: want \"released by force by HOST:PID (--force)\", once", next.stderr)
+	}
 	o := <-done
 	if o.code != 1 || !strings.Contains(o.stderr, "lost") {
 		t.Errorf("old holder: exit %d, stderr %q; want 1, lost", o.code, o.stderr)

@@ -68,7 +68,7 @@ func waitPID(t *testing.T, file string) int {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		b, err := os.ReadFile(file)
-		if err == nil {
+		if err == nil && strings.HasSuffix(string(b), "\n") { // written whole
 			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 			if err != nil {
 				t.Fatal(err)

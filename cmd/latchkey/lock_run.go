@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/store"
 )
 
 // lockRunConfig is lock run's command line.
@@ -24,6 +24,7 @@ type lockRunConfig struct {
 	wait          time.Duration // < 0: no limit
 	holder        string
 	childExitCode bool
+	conflictCode  int // exit code when another holder has the lock
 	quiet         bool
 	noQueue       bool
 	pollBudget    float64 // 0: the store's default (pollBudgetFor)
@@ -44,6 +45,7 @@ func parseLockRun(e *env, args []string) (*lockRunConfig, error) {
 	f.DurationVar(&c.grace, "grace", 0, "when the lock is lost, time from SIGTERM to SIGKILL of CMD (default TTL/5; less than 40% of TTL)")
 	f.StringVar(&c.holder, "holder", "", "holder `NAME` written in the lock (default HOST:PID)")
 	f.BoolVar(&c.childExitCode, "child-exit-code", false, "exit with CMD's own exit code")
+	f.IntVar(&c.conflictCode, "conflict-exit-code", exitConflict, "exit `CODE` when the lock was not acquired because another holder has it (as flock -E)")
 	f.BoolVar(&c.quiet, "quiet", false, "say nothing on stderr while waiting for the lock")
 	f.BoolVar(&c.noQueue, "no-queue", false, "do not queue: poll the lock like every other waiter, first come at the release first served")
 	f.Func("poll-budget", "the queued waiters of the lock, all processes together, make at most `RATE` requests per second while it is held (default 4; 2 on gs://)", func(s string) error {
@@ -63,6 +65,9 @@ func parseLockRun(e *env, args []string) (*lockRunConfig, error) {
 		return nil, usagef("lock run: usage: latchkey lock run [flags] KEY -- CMD [ARGS...]")
 	}
 	c.key, c.argv = rest[0], rest[2:]
+	if c.conflictCode < 1 || c.conflictCode > 255 {
+		return nil, usagef("lock run: --conflict-exit-code %d: want 1 to 255, e.g. --conflict-exit-code 75", c.conflictCode)
+	}
 	if c.grace == 0 {
 		c.grace = c.ttl / 5
 	}
@@ -107,6 +112,10 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 	defer signal.Stop(sigs)
 
 	s, err := openStore(ctx, e, c.store)
+	var ee *exitError
+	if err != nil && !errors.As(err, &ee) {
+		return &exitError{code: exitUnavailable, msg: err.Error()}
+	}
 	if err != nil {
 		return err
 	}
@@ -124,7 +133,7 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 	}
 	l, err := acquireForRun(ctx, lk, c.wait, w)
 	if err != nil {
-		return failf("lock run: %v", err)
+		return &exitError{code: notAcquiredCode(ctx, err, c.conflictCode, w.sawHolder), msg: fmt.Sprintf("lock run: %v", err)}
 	}
 	if l.Recreated() {
 		fmt.Fprintf(e.stderr, "latchkey: lock run: warning: the lock record at %q had been deleted by hand; its tokens continue above the deleted ones (token %d)\n", c.key, l.Token())
@@ -186,6 +195,31 @@ func acquireForRun(ctx context.Context, lk *lease.Locker, wait time.Duration, w 
 	return l, err
 }
 
+// notAcquiredCode is lock run's exit code when the lock was not acquired
+// with err: conflict when another holder has it (or waiters queued before
+// us kept it until --wait ran out), exitUnavailable when the store could
+// not be reached or refused (or --wait ran out with no holder seen: the
+// store did not answer in time), exitFail otherwise (interrupted, say).
+func notAcquiredCode(ctx context.Context, err error, conflict int, sawHolder bool) int {
+	var held *lease.HeldError
+	var queued *lease.QueuedError
+	var oe *store.OpError
+	switch {
+	case ctx.Err() != nil:
+		return exitFail
+	case errors.As(err, &held), errors.As(err, &queued):
+		return conflict
+	case errors.As(err, &oe), errors.Is(err, store.ErrTransient), errors.Is(err, store.ErrUnknownOutcome),
+		errors.Is(err, store.ErrUnsupported), errors.Is(err, store.ErrClosed):
+		return exitUnavailable
+	case errors.Is(err, context.DeadlineExceeded) && sawHolder:
+		return conflict // --wait ran out while others held or queued
+	case errors.Is(err, context.DeadlineExceeded):
+		return exitUnavailable
+	}
+	return exitFail
+}
+
 // waitReporter tells the user, on stderr, whom a waiting lock run waits
 // for: once, and again when that changes (unless --quiet).
 type waitReporter struct {
@@ -193,6 +227,9 @@ type waitReporter struct {
 	key   string
 	quiet bool
 	last  string
+	// sawHolder: the last wait was for a holder or waiters ahead, not
+	// for the store.
+	sawHolder bool
 }
 
 func (w *waitReporter) say(msg string) {
@@ -207,6 +244,8 @@ func (w *waitReporter) say(msg string) {
 func (w *waitReporter) report(err error) {
 	var held *lease.HeldError
 	var queued *lease.QueuedError
+	// A queue with nobody ahead and no holder is no evidence of one.
+	w.sawHolder = errors.As(err, &held) || errors.As(err, &queued) && (queued.Held != nil || queued.Ahead > 0)
 	switch {
 	case errors.As(err, &queued) && queued.Held == nil:
 		w.say(fmt.Sprintf("waiting for %s: free, but %d waiter(s) queued before us", w.key, queued.Ahead))
@@ -280,7 +319,7 @@ func killLost(e *env, c *lockRunConfig, ch *child) error {
 
 // childResult turns the child's exit into lock run's.
 func childResult(c *lockRunConfig, ch *child) error {
-	code, desc := exitStatus(ch.state)
+	code, desc := ch.result()
 	if code == 0 {
 		return nil
 	}
@@ -290,78 +329,11 @@ func childResult(c *lockRunConfig, ch *child) error {
 	return failf("lock run: %s %s", c.argv[0], desc)
 }
 
-// exitStatus returns the code a shell would report and a description.
-func exitStatus(st *os.ProcessState) (int, string) {
-	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), "was killed by " + signalName(ws.Signal())
-	}
-	return st.ExitCode(), "exited with status " + strconv.Itoa(st.ExitCode())
-}
-
 // childEnv is CMD's environment: ours plus the lock's.
 func childEnv(e *env, token uint64) []string {
 	return append(e.environ(), "LATCHKEY_LOCK_HELD=1", "LATCHKEY_FENCING_TOKEN="+strconv.FormatUint(token, 10))
 }
 
-// child is a running CMD.
-type child struct {
-	cmd *exec.Cmd
-	// exited is closed when CMD's leader has exited; on Linux it is not
-	// reaped yet, so its process group id cannot be reused until finish.
-	exited chan struct{}
-	reap   chan struct{} // closed by finish
-	reaped chan struct{} // closed when Wait returned; state is then set
-	state  *os.ProcessState
-}
-
-func (ch *child) signal(s syscall.Signal) {
-	signalGroup(ch.cmd.Process.Pid, s)
-}
-
-// finish kills whatever is left of CMD's process group (SIGKILL), then
-// reaps the leader, which has exited. CMD's processes are all dead when it
-// returns, except any that left the group (setsid, setpgid).
-func (ch *child) finish() {
-	<-ch.exited
-	ch.signal(syscall.SIGKILL)
-	close(ch.reap)
-	<-ch.reaped
-}
-
-// startChild starts argv from a goroutine locked to its OS thread, which
-// stays alive until the child exits: on Linux the child's parent-death
-// signal fires when the thread that started it exits, not the process.
-// CMD gets e's stdin, stdout and stderr.
-func startChild(e *env, argv []string, token uint64) (*child, error) {
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = childEnv(e, token)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
-	cmd.SysProcAttr = childAttr()
-	ch := &child{cmd: cmd, exited: make(chan struct{}), reap: make(chan struct{}), reaped: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		lockThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		if waitExitedNoReap(cmd.Process.Pid) {
-			close(ch.exited)
-			<-ch.reap
-			cmd.Wait()
-		} else {
-			cmd.Wait()
-			close(ch.exited)
-			<-ch.reap
-		}
-		ch.state = cmd.ProcessState
-		close(ch.reaped)
-		// The thread stays locked; it exits with this goroutine, after
-		// the child is gone.
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return ch, nil
-}
+// supervisorArg, as latchkey's first argument, makes it the supervisor of
+// one lock run CMD (see runSupervisor), not a command anyone types.
+const supervisorArg = "__lock-run-supervisor"

@@ -46,7 +46,7 @@ func TestLockRunWaitZeroRecoversStaleLock(t *testing.T) {
 	const ttl = time.Second
 	crashedHolder(t, openCLIStore(t, c), "jobs/rotate-logs", ttl)
 	start := time.Now()
-	c.fails(1, `held by "vm:18503" (token 1)`, "lock", "run", "--wait", "0", "jobs/rotate-logs", "--", "true")
+	c.fails(exitConflict, `held by "vm:18503" (token 1)`, "lock", "run", "--wait", "0", "jobs/rotate-logs", "--", "true")
 	if d := time.Since(start); d > ttl {
 		t.Errorf("--wait 0 on a fresh record took %v, want an answer at once", d)
 	}
@@ -112,12 +112,12 @@ func TestLockDeletedRecordWarns(t *testing.T) {
 func TestLockRunSaysStoreUnreachable(t *testing.T) {
 	c := newCLI(t)
 	o := c.run("lock", "run", "--store", "consul://127.0.0.1:1/locks", "--wait", "500ms", "k", "--", "true")
-	if o.code != 1 || strings.Count(o.stderr, "store unreachable, retrying: ") != 1 {
-		t.Errorf("lock run against a dead store: exit %d, stderr %q; want 1 and one 'store unreachable' line", o.code, o.stderr)
+	if o.code != exitUnavailable || strings.Count(o.stderr, "store unreachable, retrying: ") != 1 {
+		t.Errorf("lock run against a dead store: exit %d, stderr %q; want 69 and one 'store unreachable' line", o.code, o.stderr)
 	}
 	o = c.run("lock", "run", "--quiet", "--store", "consul://127.0.0.1:1/locks", "--wait", "300ms", "k", "--", "true")
-	if o.code != 1 || strings.Contains(o.stderr, "unreachable, retrying") {
-		t.Errorf("--quiet: exit %d, stderr %q; want 1 without progress lines", o.code, o.stderr)
+	if o.code != exitUnavailable || strings.Contains(o.stderr, "unreachable, retrying") {
+		t.Errorf("--quiet: exit %d, stderr %q; want 69 without progress lines", o.code, o.stderr)
 	}
 }
 

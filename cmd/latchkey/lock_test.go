@@ -73,14 +73,15 @@ func TestLockRunWaitZeroWhenHeld(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	c.fails(1, "held by", "lock", "run", "--wait", "0", "k", "--", "true")
-	c.fails(1, "not acquired within --wait 200ms", "lock", "run", "--quiet", "--wait", "200ms", "k", "--", "true")
+	c.fails(exitConflict, "held by", "lock", "run", "--wait", "0", "k", "--", "true")
+	c.fails(9, "held by", "lock", "run", "--wait", "0", "--conflict-exit-code", "9", "k", "--", "true")
+	c.fails(exitConflict, "not acquired within --wait 200ms", "lock", "run", "--quiet", "--wait", "200ms", "k", "--", "true")
 	// Without --quiet, a waiting lock run says whom it waits for, once.
 	o := c.run("lock", "run", "--wait", "300ms", "k", "--", "true")
-	if lines := strings.Split(strings.TrimSpace(o.stderr), "\n"); o.code != 1 || len(lines) != 2 ||
+	if lines := strings.Split(strings.TrimSpace(o.stderr), "\n"); o.code != exitConflict || len(lines) != 2 ||
 		!regexp.MustCompile(`^latchkey: lock run: waiting for k: held by \S+:\d+ \(token 1\)$`).MatchString(lines[0]) ||
 		!strings.Contains(lines[1], "not acquired within --wait 300ms") {
-		t.Errorf("waiting lock run: exit %d, stderr %q; want 1, one waiting line naming the holder and token, then the error", o.code, o.stderr)
+		t.Errorf("waiting lock run: exit %d, stderr %q; want 75, one waiting line naming the holder and token, then the error", o.code, o.stderr)
 	}
 	if err := os.WriteFile(goFile, nil, 0o644); err != nil {
 		t.Fatal(err)

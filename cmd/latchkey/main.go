@@ -17,9 +17,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/latchkey/latchkey/store"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == supervisorArg {
+		os.Exit(runSupervisor(os.Args[2:]))
+	}
 	// SIGINT and SIGTERM cancel ctx: the command cleans up (releases its
 	// lock, stops its child, shuts the server down) and returns.
 	sigs := make(chan os.Signal, 1)
@@ -68,6 +73,9 @@ func interrupted(err error, sig os.Signal) error {
 	msg := err.Error()
 	if errors.As(err, &ee) {
 		msg = ee.msg
+		if ee.code == exitUnknown {
+			code = ee.code // the write may have applied: that matters more
+		}
 	}
 	msg = strings.ReplaceAll(msg, context.Canceled.Error(), "interrupted by "+signalName(sig))
 	return &exitError{code: code, msg: msg}
@@ -85,14 +93,50 @@ type env struct {
 	environ func() []string // the environment a child process inherits
 	store   string          // latchkey --store URL COMMAND: the store when the command gets no --store
 	timeout time.Duration   // latchkey --timeout DUR COMMAND: the command's deadline
+	// wrapStore, when set (by tests), wraps every store a command opens.
+	wrapStore func(store.Store) store.Store
 }
 
-// Exit codes, documented in usage.
+// Exit codes, documented in usage and exitCodesHelp. They are a contract
+// with scripts: add, never renumber.
 const (
 	exitOK    = 0
 	exitFail  = 1 // the operation did not apply: CAS refused, lock not held, contended
 	exitUsage = 2 // bad command line
+	// exitUnavailable (sysexits EX_UNAVAILABLE): lock run could not reach
+	// the store, or the store refused it (access denied, unsupported).
+	exitUnavailable = 69
+	// exitUnknown: a write was sent but its answer never came (timeout,
+	// interruption): it may or may not have applied.
+	exitUnknown = 74
+	// exitConflict (sysexits EX_TEMPFAIL): lock run did not get the lock
+	// because another holder has it; --conflict-exit-code changes it.
+	exitConflict = 75
 )
+
+// exitCodesHelp is latchkey help exit-codes: every code any command exits
+// with. Each command's help repeats the ones it uses.
+const exitCodesHelp = `Exit codes (every command; each command's help lists its own):
+  0    success
+  1    the operation did not apply or failed: CAS refused, too contended, no
+       such key or lock, lock lost while CMD ran, CMD failed (lock run
+       without --child-exit-code), any other error
+  2    bad command line: unknown flag or command, a flag's bad value (say
+       -modify-index=abc on a store with numeric versions), a --store or
+       $LATCHKEY_STORE that is not a URL of a known scheme
+  69   lock run: the store could not be reached or refused the request
+       (unreachable, no leader, access denied), so the lock was not acquired
+  74   a write was sent but never answered (timed out, or interrupted before
+       the answer came; kv and lock release wait 3s for it): it may or may
+       not have applied; look before retrying (kv put, kv delete, kv update,
+       kv txn, lock release, publish)
+  75   lock run: not acquired because another holder has it (--wait 0, or
+       --wait ran out); --conflict-exit-code N changes it (as flock -E)
+  N    lock run --child-exit-code: CMD's own exit code (128+signal if a
+       signal ended it); kv update: CMD's own code when CMD failed
+  128+N  interrupted by signal N (130 SIGINT, 143 SIGTERM), unless the
+       outcome is one of the above
+`
 
 // exitError carries a process exit code. A nil msg prints nothing (the
 // command already said what happened, or passes a child's code through).

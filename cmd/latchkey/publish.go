@@ -30,7 +30,9 @@ publishes every file under it, named relative to DIR; -C DIR names every
 path relative to DIR (as tar -C); --files-from reads more paths (names with spaces, or
 NUL-separated with -0, as from find -print0). Prints the
 committed generation. Exit 1 with a line containing "superseded" when another
-publisher committed first (nothing of ours is left behind).
+publisher committed first (nothing of ours is left behind); exit 74 when the
+commit was sent but never answered (it may or may not have applied: see
+publish current).
 With --lease KEY, the lease at KEY is held while publishing and its fencing
 token is recorded in the pointer: a publisher with an older token is refused.
 --wait D bounds the wait for that lease as lock run's --wait does (default:
@@ -132,9 +134,17 @@ func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, tok
 		}
 		prog.done(pf.size)
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("publish %s: %w before the commit; nothing published", prefix, err)
+	}
 	c, err := w.Commit(ctx)
 	if errors.Is(err, publish.ErrSuperseded) || errors.Is(err, publish.ErrFenced) {
 		return failf("publish %s: superseded: another publisher committed first (%v)", prefix, err)
+	}
+	if mayHaveApplied(err) {
+		// No grace for the commit: under --lease its context ends when
+		// the lease is lost, and it must not land later than that.
+		return unknownWrite(ctx, "publish "+prefix, "committing", "latchkey publish current", err)
 	}
 	if err != nil {
 		return err

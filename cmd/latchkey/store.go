@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/latchkey/latchkey/store"
@@ -89,11 +92,55 @@ func storeURL(e *env, flagURL string) (string, error) {
 	return storeurl.DefaultURL(e.getenv)
 }
 
+// numericVersions reports whether the store at URL u has decimal versions
+// (a counter, an index, a revision or a generation); S3's and Azure's
+// are ETags or version IDs.
+func numericVersions(u string) bool {
+	scheme, _, _ := strings.Cut(u, "://")
+	switch strings.ToLower(scheme) {
+	case "file", "mem", "consul", "etcd", "gs":
+		return true
+	}
+	return false
+}
+
+// checkStoreURL refuses, as a usage error, a store URL that does not parse
+// or names no known scheme, saying where it came from and what a good one
+// looks like. Errors past that (a bad parameter, an unreachable host) are
+// the store's to report.
+func checkStoreURL(e *env, flagURL, u string) error {
+	from := "--store"
+	if flagURL == "" && e.store == "" {
+		from = "$" + storeEnv
+	}
+	const example = "e.g. --store file:///var/lib/latchkey or --store consul://127.0.0.1:8500/prefix"
+	p, err := url.Parse(u)
+	var ue *url.Error
+	switch {
+	case errors.As(err, &ue):
+		return usagef("%s: not a URL (%v); %s", from, ue.Err, example)
+	case err != nil:
+		return usagef("%s: not a URL (%v); %s", from, err, example)
+	case p.Scheme == "" || !slices.Contains(storeurl.Schemes(), strings.ToLower(p.Scheme)):
+		return usagef("%s: %q is not a store scheme (one of %s); %s", from, p.Scheme, strings.Join(storeurl.Schemes(), ", "), example)
+	}
+	return nil
+}
+
 // openStore opens the store chosen by storeURL. The caller closes it.
 func openStore(ctx context.Context, e *env, flagURL string) (store.Store, error) {
 	u, err := storeURL(e, flagURL)
 	if err != nil {
 		return nil, err
 	}
-	return storeurl.Open(ctx, u)
+	if flagURL != "" || e.store != "" || e.getenv(storeEnv) != "" {
+		if err := checkStoreURL(e, flagURL, u); err != nil {
+			return nil, err
+		}
+	}
+	s, err := storeurl.Open(ctx, u)
+	if err == nil && e.wrapStore != nil {
+		s = e.wrapStore(s)
+	}
+	return s, err
 }
