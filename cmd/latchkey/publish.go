@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/fsutil"
 	"github.com/latchkey/latchkey/lease"
 	"github.com/latchkey/latchkey/publish"
 	"github.com/latchkey/latchkey/store"
@@ -223,9 +224,11 @@ func emptyOrAbsent(dir string) error {
 
 // writeSnapshot writes every file of snap into a fresh staging directory
 // beside dir, through an os.Root (which refuses any name escaping it), and
-// renames it to dir when all are written, checked and synced.
+// renames it to dir when all are written, checked and synced: the files,
+// every directory of the tree (their names), and the parent (the rename),
+// so that a power cut after it returns leaves the whole snapshot or none.
 func writeSnapshot(ctx context.Context, snap *publish.Snapshot, dir string) (err error) {
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+	if err := fsutil.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return err
 	}
 	staging, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".latchkey-")
@@ -250,10 +253,27 @@ func writeSnapshot(ctx context.Context, snap *publish.Snapshot, dir string) (err
 	if err := os.Chmod(staging, 0o755); err != nil {
 		return err
 	}
+	if err := syncTree(staging); err != nil {
+		return err
+	}
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("--out %q: %w", dir, err) // not empty any more
 	}
-	return os.Rename(staging, dir)
+	if err := os.Rename(staging, dir); err != nil {
+		return err
+	}
+	return fsutil.SyncDir(filepath.Dir(dir))
+}
+
+// syncTree fsyncs every directory under root, root included (the files
+// were synced as they were written).
+func syncTree(root string) error {
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return fsutil.SyncDir(p)
+	})
 }
 
 // writeSnapshotFile writes one object inside root. The object's bytes are
