@@ -55,8 +55,9 @@ type Options struct {
 	MaxConns int
 	// RequestTimeout bounds each request to Consul (a blocking query gets
 	// its wait on top); a write without an answer in time is
-	// ErrUnknownOutcome (settled by a re-read where it can be), a read is
-	// tried again, on the next address if there is one. Default
+	// ErrUnknownOutcome (settled by a re-read where it can be), a read
+	// goes on to the next address if there is one, else is ErrTransient
+	// (for the caller's retry loop). Default
 	// DefaultRequestTimeout (10s): longer than Consul's election and its
 	// 7s rpc_hold_timeout, so a request held through an election is not
 	// cut short.

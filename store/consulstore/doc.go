@@ -54,7 +54,8 @@
 // Options.BackPressureWait before it is ErrTransient. Every request has
 // Options.RequestTimeout (default 10s) from when it has its connection (a
 // blocking query its wait on top): a write without an answer in time is
-// ErrUnknownOutcome, settled like any other, and a read is tried again.
+// ErrUnknownOutcome, settled like any other, and a read goes on to the
+// next address (ErrTransient when none is left).
 // Options.Addresses names more agents or servers of the same cluster;
 // requests move on to the next when the one in use fails.
 //

@@ -51,19 +51,16 @@ func (e *endpoints) moveOn(i int) {
 	}
 }
 
-// The retry policies of one request: back-pressure (429) waits 50ms
+// backPressure is the retry policy of a request answered 429: 50ms
 // doubling up to 2s, full jitter, for up to Options.BackPressureWait in
-// all; a read that failed transiently is retried on the next address at
-// once while untried addresses remain, then after 100ms doubling up to
-// 1s, for readAttempts tries in all.
-var (
-	backPressure = backoff.Policy{Base: 50 * time.Millisecond, Max: 2 * time.Second}
-	readRetry    = backoff.Policy{Base: 100 * time.Millisecond, Max: time.Second}
-)
+// all.
+var backPressure = backoff.Policy{Base: 50 * time.Millisecond, Max: 2 * time.Second}
 
-// readAttempts is how many times a read is tried: every address once,
-// and at least three times.
-func (s *Store) readAttempts() int { return max(3, len(s.eps.list)) }
+// readAttempts is how many times a read (or a write that never left) is
+// tried: once on every address, at once. Past that the caller's own
+// retry loop (cas, lease), which reports progress and owns the
+// deadline, takes over with ErrTransient.
+func (s *Store) readAttempts() int { return len(s.eps.list) }
 
 // do runs one exchange with Consul, fn, against the address in use, each
 // try under its own deadline (Options.RequestTimeout, plus wait and
@@ -77,8 +74,8 @@ func (s *Store) readAttempts() int { return max(3, len(s.eps.list)) }
 //     that.
 //   - a request that never reached the address (dial error), read or
 //     write, goes to the next address, as a read that failed transiently
-//     (no answer in time, a lost connection, a 5xx) does, up to
-//     readAttempts tries.
+//     (no answer in time, a lost connection, a 5xx) does, once per
+//     address (readAttempts).
 //   - a write that may have been sent is never repeated here: its error
 //     (ErrUnknownOutcome for a timeout) goes back to the caller, which
 //     settles it (Put re-reads), and the next request goes to the next
@@ -117,9 +114,6 @@ func (s *Store) do(ctx context.Context, write bool, wait time.Duration, fn func(
 			s.eps.moveOn(i)
 			if failures++; failures >= s.readAttempts() {
 				return err
-			}
-			if failures >= len(s.eps.list) {
-				delay = readRetry.Delay(failures - len(s.eps.list) + 1)
 			}
 		default:
 			if write && kindOf(true, status, err) == store.ErrUnknownOutcome {
