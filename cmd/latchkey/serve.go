@@ -99,6 +99,20 @@ func serveFlags(cfg *server.Config, logs *logOptions) []serveFlag {
 				return err
 			},
 			help: "on SIGINT/SIGTERM, how long requests in flight may finish before they are cut off (e.g. 30s; default 15s)"},
+		{name: "http-max-conns-per-client", env: "LATCHKEY_HTTP_MAX_CONNS_PER_CLIENT", arg: "N",
+			set: func(v string) error {
+				n, err := strconv.Atoi(v)
+				switch {
+				case err != nil || n < 0:
+					return errors.New("want a count ≥ 0")
+				case n == 0:
+					cfg.MaxConnsPerClient = -1 // Consul's 0: no limit
+				default:
+					cfg.MaxConnsPerClient = n
+				}
+				return nil
+			},
+			help: "connections one client IP may hold open, idle ones included; past it a connection is answered Consul's 429 and closed (default 200, as Consul's limits.http_max_conns_per_client; 0: no limit)"},
 		{name: "log-level", env: "LATCHKEY_LOG_LEVEL", arg: "LEVEL", set: str(&logs.level),
 			help: "debug, info, warn or error (default info); logs go to stderr"},
 		{name: "log-format", env: "LATCHKEY_LOG_FORMAT", arg: "FORMAT", set: str(&logs.format),

@@ -149,7 +149,7 @@ func TestServeEveryFlagHasDocumentedVariable(t *testing.T) {
 	var logs logOptions
 	flags := serveFlags(&probe, &logs)
 	help := (&cli{t: t, env: map[string]string{}}).ok("serve", "--help")
-	values := map[string]string{"listen": "127.0.0.1:1", "shutdown-timeout": "3s", "consul-max-sessions": "5", "log-level": "debug", "log-format": "json"}
+	values := map[string]string{"listen": "127.0.0.1:1", "shutdown-timeout": "3s", "consul-max-sessions": "5", "log-level": "debug", "log-format": "json", "http-max-conns-per-client": "50"}
 	partners := map[string]string{"access-key": "secret-key", "secret-key": "access-key", "tls-cert": "tls-key", "tls-key": "tls-cert"}
 	for _, f := range flags {
 		if !strings.HasPrefix(f.env, "LATCHKEY_") || f.env != "LATCHKEY_"+strings.ToUpper(strings.ReplaceAll(f.name, "-", "_")) {

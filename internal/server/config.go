@@ -88,6 +88,14 @@ type Config struct {
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
 	ShutdownTimeout   time.Duration
+
+	// MaxConnsPerClient is how many connections one client IP may hold
+	// open at once, idle keep-alive ones included, as Consul's
+	// limits.http_max_conns_per_client: a connection past it is answered
+	// 429 with Consul's text and closed before its request is read.
+	// Zero means DefaultMaxConnsPerClient (200, Consul's default); a
+	// negative value means no limit.
+	MaxConnsPerClient int
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -127,6 +135,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = 15 * time.Second
+	}
+	if c.MaxConnsPerClient == 0 {
+		c.MaxConnsPerClient = DefaultMaxConnsPerClient
 	}
 	return c, nil
 }

@@ -119,8 +119,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelBase()
+	connState := connLimit(s.cfg.MaxConnsPerClient)
 	hs := &http.Server{
 		Handler:           s.handler,
+		ConnState:         connState,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,

@@ -21,6 +21,12 @@ type Options struct {
 	// Address is HOST:PORT of the Consul HTTP API. Default: the official
 	// client's (CONSUL_HTTP_ADDR, else 127.0.0.1:8500).
 	Address string
+	// Addresses are more HOST:PORTs of the same Consul cluster (other
+	// agents, or the servers themselves), tried in turn after Address
+	// when the one in use does not answer in time, refuses connections or
+	// answers 5xx. Every agent forwards KV requests to the same Raft
+	// leader, so any of them gives the same answers and versions.
+	Addresses []string
 	// Scheme is "http" or "https". Default "http" (or the client's
 	// CONSUL_HTTP_SSL rule).
 	Scheme string
@@ -39,6 +45,28 @@ type Options struct {
 	// WaitTime bounds one blocking query of WaitChange (it loops until a
 	// change or ctx ends). Default 5 minutes.
 	WaitTime time.Duration
+	// MaxConns is the most connections this process holds open to one
+	// address, idle ones included, all Stores with the same address,
+	// scheme and MaxConns together; requests beyond it wait for a
+	// connection (or their ctx). A quarter of it (at least one) serves
+	// blocking queries, which watchers of one key share. Default
+	// DefaultMaxConns (64), under a third of Consul's default
+	// limits.http_max_conns_per_client (200 per client IP).
+	MaxConns int
+	// RequestTimeout bounds each request to Consul (a blocking query gets
+	// its wait on top); a write without an answer in time is
+	// ErrUnknownOutcome (settled by a re-read where it can be), a read
+	// goes on to the next address if there is one, else is ErrTransient
+	// (for the caller's retry loop). Default
+	// DefaultRequestTimeout (10s): longer than Consul's election and its
+	// 7s rpc_hold_timeout, so a request held through an election is not
+	// cut short.
+	RequestTimeout time.Duration
+	// BackPressureWait is how long a request answered 429 (Consul's
+	// per-client connection limit or rate limit, refused before anything
+	// is applied) keeps being retried, with backoff, before the caller
+	// sees ErrTransient. Default DefaultBackPressureWait (30s).
+	BackPressureWait time.Duration
 }
 
 // DefaultMaxValueSize is the default Options.MaxValueSize.
@@ -50,10 +78,10 @@ const listPageSize = 1000
 // Store is a store.Store over Consul KV. It implements store.Transactor
 // and store.Watcher.
 type Store struct {
-	c      *api.Client
-	kv     *api.KV
+	eps    endpoints
 	prefix string
 	opts   Options
+	hubKey string // the cluster and credentials, keying shared watches
 
 	closeCtx context.Context // ended by Close: ends blocking queries
 	closeFn  context.CancelFunc
@@ -66,11 +94,6 @@ var (
 	_ store.Transactor = (*Store)(nil)
 	_ store.Watcher    = (*Store)(nil)
 )
-
-// MaxIdleConns is how many idle connections to the agent a Store keeps
-// for reuse: as many goroutines as that can share one Store without
-// opening a connection per request.
-const MaxIdleConns = 64
 
 // Open returns a store over the Consul that opts names. It does not
 // contact Consul; the first operation does.
@@ -92,15 +115,41 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 	if o.WaitTime <= 0 {
 		o.WaitTime = 5 * time.Minute
 	}
-	cfg := api.DefaultConfig()
-	if cfg.Transport != nil {
-		// consul/api keeps GOMAXPROCS+1 idle connections per host: with
-		// more goroutines than that sharing the Store, most requests
-		// would open a connection and leave a TIME_WAIT socket behind.
-		cfg.Transport.MaxIdleConnsPerHost = MaxIdleConns
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
 	}
-	if o.Address != "" {
-		cfg.Address = o.Address
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.BackPressureWait <= 0 {
+		o.BackPressureWait = DefaultBackPressureWait
+	}
+	s := &Store{prefix: prefix, opts: o}
+	addrs := append([]string{o.Address}, o.Addresses...)
+	for _, a := range addrs {
+		ep, err := newEndpoint(a, o)
+		if err != nil {
+			s.releasePools()
+			return nil, fmt.Errorf("consulstore: %w", err)
+		}
+		s.eps.list = append(s.eps.list, ep)
+	}
+	var hk strings.Builder
+	for _, ep := range s.eps.list {
+		fmt.Fprintf(&hk, "%s|", ep.pool.key)
+	}
+	fmt.Fprintf(&hk, "%q|%q", o.Token, o.Datacenter) // an empty Token is the environment's, the same for all
+	s.hubKey = hk.String()
+	s.closeCtx, s.closeFn = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// newEndpoint makes the client of one address ("" for the official
+// client's default), sending through the process's shared pool for it.
+func newEndpoint(addr string, o Options) (*endpoint, error) {
+	cfg := api.DefaultConfig()
+	if addr != "" {
+		cfg.Address = addr
 	}
 	if o.Scheme != "" {
 		cfg.Scheme = o.Scheme
@@ -109,13 +158,36 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 		cfg.Token = o.Token
 	}
 	cfg.Datacenter = o.Datacenter
+	// The address may carry its scheme (CONSUL_HTTP_ADDR=https://…), as
+	// the official client allows.
+	if sch, rest, ok := strings.Cut(cfg.Address, "://"); ok {
+		switch sch {
+		case "http", "https":
+			if sch == "https" {
+				cfg.Scheme = "https"
+			}
+			cfg.Address = rest
+		default:
+			return nil, fmt.Errorf("address %q: want HOST:PORT, http:// or https://", cfg.Address)
+		}
+	}
+	p, err := acquirePool(cfg.Scheme, cfg.Address, o.MaxConns, cfg.TLSConfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.HttpClient = p.hc
 	c, err := api.NewClient(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("consulstore: %w", err)
+		releasePool(p)
+		return nil, err
 	}
-	s := &Store{c: c, kv: c.KV(), prefix: prefix, opts: o}
-	s.closeCtx, s.closeFn = context.WithCancel(context.Background())
-	return s, nil
+	return &endpoint{addr: cfg.Address, pool: p, c: c}, nil
+}
+
+func (s *Store) releasePools() {
+	for _, ep := range s.eps.list {
+		releasePool(ep.pool)
+	}
 }
 
 // Capabilities: everything the contract names except streaming.
@@ -123,14 +195,16 @@ func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: true, Transactions: true, Watch: true, UniqueVersions: true}
 }
 
-// Close ends blocking queries in flight and makes later calls fail with
-// ErrClosed. It is idempotent.
+// Close ends its watches and makes later calls fail with ErrClosed; the
+// last Store of an address closes the idle connections to it. It is
+// idempotent.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
 		s.closed = true
 		s.closeFn()
+		s.releasePools()
 	}
 	return nil
 }
@@ -166,8 +240,15 @@ func index(v store.Version) (uint64, bool) {
 	return n, err == nil && n > 0
 }
 
-func (s *Store) queryOpts(ctx context.Context) *api.QueryOptions {
-	return (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx)
+// get reads one key through do; q.WaitTime > 0 makes it a blocking
+// query.
+func (s *Store) get(ctx context.Context, full string, q *api.QueryOptions) (p *api.KVPair, meta *api.QueryMeta, err error) {
+	err = s.do(ctx, false, q.WaitTime, func(ctx context.Context, c *api.Client) error {
+		var err error
+		p, meta, err = c.KV().Get(full, q.WithContext(ctx))
+		return err
+	})
+	return p, meta, err
 }
 
 // Get implements store.Store with a consistent read.
@@ -175,7 +256,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 	if err := s.check(ctx, "get", key, false); err != nil {
 		return store.Entry{}, err
 	}
-	p, _, err := s.kv.Get(s.prefix+key, s.queryOpts(ctx))
+	p, _, err := s.get(ctx, s.prefix+key, &api.QueryOptions{RequireConsistent: true})
 	if err != nil {
 		return store.Entry{}, s.opError(ctx, "get", key, false, err)
 	}
@@ -233,7 +314,7 @@ func (s *Store) resolvePut(ctx context.Context, key string, value []byte, nonce 
 	if ctx.Err() != nil || s.isClosed() {
 		return "", false
 	}
-	p, _, err := s.kv.Get(s.prefix+key, s.queryOpts(ctx))
+	p, _, err := s.get(ctx, s.prefix+key, &api.QueryOptions{RequireConsistent: true})
 	if err != nil || p == nil || p.Flags != nonce || !bytes.Equal(p.Value, value) {
 		return "", false
 	}
@@ -251,7 +332,11 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	}
 	v, match := cond.Match()
 	if !match {
-		if _, err := s.kv.Delete(s.prefix+key, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		err := s.do(ctx, true, 0, func(ctx context.Context, c *api.Client) error {
+			_, err := c.KV().Delete(s.prefix+key, (&api.WriteOptions{}).WithContext(ctx))
+			return err
+		})
+		if err != nil {
 			return s.opError(ctx, "delete", key, true, err)
 		}
 		return nil
@@ -288,7 +373,12 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	if limit <= 0 {
 		limit = listPageSize
 	}
-	pairs, _, err := s.kv.List(s.prefix+prefix, s.queryOpts(ctx))
+	var pairs api.KVPairs
+	err := s.do(ctx, false, 0, func(ctx context.Context, c *api.Client) error {
+		var err error
+		pairs, _, err = c.KV().List(s.prefix+prefix, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+		return err
+	})
 	if err != nil {
 		return store.Page{}, s.opError(ctx, "list", prefix, false, err)
 	}

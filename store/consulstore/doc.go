@@ -44,6 +44,21 @@
 // cannot be resolved (a missing key proves nothing). The official client does not retry, and
 // Go's transport resends only GETs, never a PUT.
 //
+// Connections, deadlines, addresses. Consul lets one client IP hold
+// limits.http_max_conns_per_client connections (200 by default, idle ones
+// included) and answers the next 429. All Stores of one address in a
+// process therefore share one transport holding at most Options.MaxConns
+// sockets (default 64), every WaitChange on one key shares one blocking
+// query loop, and blocking queries use at most a quarter of the budget.
+// A 429 is back-pressure: retried with backoff for up to
+// Options.BackPressureWait before it is ErrTransient. Every request has
+// Options.RequestTimeout (default 10s) from when it has its connection (a
+// blocking query its wait on top): a write without an answer in time is
+// ErrUnknownOutcome, settled like any other, and a read goes on to the
+// next address (ErrTransient when none is left).
+// Options.Addresses names more agents or servers of the same cluster;
+// requests move on to the next when the one in use fails.
+//
 // Consul skips a write identical to the stored entry and keeps its
 // ModifyIndex, which would let a rewrite of the same value return an old
 // version. Every write therefore carries a random Flags value (a nonce),

@@ -75,7 +75,7 @@ func TestErrorsOnTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The version is the ModifyIndex the official client reads.
-	p, _, err := s.kv.Get(s.prefix+"k", nil)
+	p, _, err := s.eps.list[0].c.KV().Get(s.prefix+"k", nil)
 	if err != nil || p == nil || version(p.ModifyIndex) != v1 {
 		t.Fatalf("version %q, Consul says %+v (%v)", v1, p, err)
 	}

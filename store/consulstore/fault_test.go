@@ -72,17 +72,20 @@ func TestFaultsOnTheWire(t *testing.T) {
 		op     string // get, list, put, delete, cas-delete, txn, watch
 		want   result
 	}{
-		{"get, 500", []fault{{status: 500}}, "get", result{store.ErrTransient, 500, false}},
-		{"get, 503", []fault{{status: 503}}, "get", result{store.ErrTransient, 503, false}},
-		{"get, 429", []fault{{status: 429}}, "get", result{store.ErrTransient, 429, false}},
+		// One address: a read is tried once here (readAttempts); the
+		// caller's retry loop takes over.
+		{"get, 500", rep(fault{status: 500}, 1), "get", result{store.ErrTransient, 500, false}},
+		{"get, 503", rep(fault{status: 503}, 1), "get", result{store.ErrTransient, 503, false}},
+		// 429 is back-pressure: retried with backoff, never seen.
+		{"get, 429 (retried)", rep(fault{status: 429}, 2), "get", result{nil, 0, false}},
 		// Go's transport resends a GET once when a reused connection dies
 		// before answering, so it takes two drops to reach the caller.
-		{"get, dropped", []fault{{}, {}}, "get", result{store.ErrTransient, 0, false}},
-		{"list, 503", []fault{{status: 503}}, "list", result{store.ErrTransient, 503, false}},
-		{"watch, 503", []fault{{status: 503}}, "watch", result{store.ErrTransient, 503, false}},
+		{"get, dropped", rep(fault{}, 2), "get", result{store.ErrTransient, 0, false}},
+		{"list, 503", rep(fault{status: 503}, 1), "list", result{store.ErrTransient, 503, false}},
+		{"watch, 503", rep(fault{status: 503}, 1), "watch", result{store.ErrTransient, 503, false}},
 		{"get, 403", []fault{{status: 403}}, "get", result{store.ErrUnsupported, 403, false}},
 
-		{"put, 429 before applying", []fault{{status: 429}}, "put", result{store.ErrTransient, 429, false}},
+		{"put, 429 before applying (retried)", []fault{{status: 429}}, "put", result{nil, 0, true}},
 		{"put, 500 before applying", []fault{{status: 500}}, "put", result{store.ErrUnknownOutcome, 500, false}},
 		{"put, 503 before applying", []fault{{status: 503}}, "put", result{store.ErrUnknownOutcome, 503, false}},
 		{"put, 502 before applying", []fault{{status: 502}}, "put", result{store.ErrUnknownOutcome, 502, false}},
@@ -97,7 +100,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 		{"cas delete, 500 before applying", []fault{{status: 500}}, "cas-delete", result{store.ErrUnknownOutcome, 500, false}},
 		{"cas delete, dropped after applying", []fault{{after: true}}, "cas-delete", result{store.ErrUnknownOutcome, 0, true}},
 		{"delete, 503 after applying", []fault{{status: 503, after: true}}, "delete", result{store.ErrUnknownOutcome, 503, true}},
-		{"delete, 429", []fault{{status: 429}}, "delete", result{store.ErrTransient, 429, false}},
+		{"delete, 429 (retried)", []fault{{status: 429}}, "delete", result{nil, 0, true}},
 		{"txn, 500 after applying (resolved)", []fault{{status: 500, after: true}}, "txn", result{nil, 0, true}},
 		{"txn, 500 after applying, re-read fails", []fault{{status: 500, after: true}, {status: 500}}, "txn", result{store.ErrUnknownOutcome, 500, true}},
 		{"txn, dropped before applying", []fault{{}}, "txn", result{store.ErrUnknownOutcome, 0, false}},
@@ -170,8 +173,8 @@ func TestFaultsOnTheWire(t *testing.T) {
 // TestFaultProxyWrites runs every write through faultproxy.CheckWrites:
 // its answer dropped after the server applied it, and delivered late,
 // after its caller's context ended, with another writer in between.
-// consulstore has no per-request timeout, so the late case is a caller
-// whose context ends mid-request.
+// The late case is a caller whose context ends mid-request (shorter than
+// Options.RequestTimeout).
 func TestFaultProxyWrites(t *testing.T) {
 	addr := startServer(t, nil)
 	proxy := faultproxy.NewHTTP(t, addr)
@@ -185,4 +188,12 @@ func TestFaultProxyWrites(t *testing.T) {
 		return s
 	}
 	faultproxy.CheckWrites(t, faultproxy.Writes{Via: open(proxy.Addr), Direct: open(addr), Faults: proxy, OpTimeout: 300 * time.Millisecond})
+}
+
+func rep(f fault, n int) []fault {
+	out := make([]fault, n)
+	for i := range out {
+		out[i] = f
+	}
+	return out
 }

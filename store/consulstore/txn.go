@@ -23,8 +23,11 @@ type txnResult struct {
 // every other failure is an *store.OpError mapped by kindOf.
 func (s *Store) txn(ctx context.Context, op, key string, ops api.TxnOps) (txnResult, error) {
 	var resp api.TxnResponse
-	wo := (&api.WriteOptions{Datacenter: s.opts.Datacenter}).WithContext(ctx)
-	_, err := s.c.Raw().Write("/v1/txn", ops, &resp, wo)
+	err := s.do(ctx, true, 0, func(ctx context.Context, c *api.Client) error {
+		wo := (&api.WriteOptions{Datacenter: s.opts.Datacenter}).WithContext(ctx)
+		_, err := c.Raw().Write("/v1/txn", ops, &resp, wo)
+		return err
+	})
 	if err == nil {
 		return txnResult{results: resp.Results}, nil
 	}

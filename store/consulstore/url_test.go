@@ -3,8 +3,10 @@ package consulstore_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/internal/server"
 	"github.com/latchkey/latchkey/internal/server/servertest"
@@ -74,5 +76,37 @@ func TestStoreURL(t *testing.T) {
 			s.Close()
 			t.Errorf("Open(%q) succeeded", bad)
 		}
+	}
+}
+
+// consul://h1,h2/prefix: several addresses of one cluster; with the first
+// dead (nothing listens), Open succeeds and requests go to the next. An
+// empty host in the list is refused.
+func TestStoreURLSeveralHosts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := servertest.Start(t, nil)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	s, err := storeurl.Open(ctx, "consul://"+dead+","+srv.Addr+"/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 3 {
+		if _, err := s.Put(ctx, "k", []byte{byte(i)}, store.Unconditional); err != nil {
+			t.Fatalf("Put %d with the first host dead: %v", i, err)
+		}
+	}
+	if e, err := s.Get(ctx, "k"); err != nil || string(e.Value) != "\x02" {
+		t.Fatalf("Get = %+v, %v", e, err)
+	}
+	if s, err := storeurl.Open(ctx, "consul://"+srv.Addr+",/app"); err == nil {
+		s.Close()
+		t.Fatal("an empty host in the list was accepted")
 	}
 }

@@ -3,8 +3,10 @@ package etcdstore_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/etcdstore"
@@ -66,5 +68,27 @@ func TestStoreURLAuth(t *testing.T) {
 	_, err := storeurl.Open(ctx, "etcd://alice:s3cret@"+ep+"/app")
 	if !errors.Is(err, etcdstore.ErrPermissionDenied) || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("Open with a wrong password: %v", err)
+	}
+}
+
+// Every endpoint of an etcd:// URL reaches the client: with the first one
+// dead (nothing listens there), operations go to the next.
+func TestStoreURLEveryEndpoint(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	s := open(t, "etcd://"+dead+","+etcdstore.EmbeddedEndpoint()+"/url-endpoints")
+	for i := range 5 {
+		if _, err := s.Put(ctx, "k", []byte{byte(i)}, store.Unconditional); err != nil {
+			t.Fatalf("put %d with the first endpoint dead: %v", i, err)
+		}
+	}
+	if e, err := s.Get(ctx, "k"); err != nil || string(e.Value) != "\x04" {
+		t.Fatalf("Get = %+v, %v", e, err)
 	}
 }

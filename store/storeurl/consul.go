@@ -14,10 +14,13 @@ import (
 	"github.com/latchkey/latchkey/store/consulstore"
 )
 
-// openConsul opens consul://host:port/prefix: Consul KV (or latchkey
-// serve) through the official client. No host means the client's default
-// (CONSUL_HTTP_ADDR, else 127.0.0.1:8500). The ACL token is ?token=, else
-// CONSUL_HTTP_TOKEN. Other parameters: dc=NAME, scheme=https.
+// openConsul opens consul://host:port[,host:port…]/prefix: Consul KV (or
+// latchkey serve) through the official client. Several hosts are agents
+// or servers of one cluster: requests go to the first and move on to the
+// next when it fails (consulstore.Options.Addresses). No host means the
+// client's default (CONSUL_HTTP_ADDR, else 127.0.0.1:8500). The ACL token
+// is ?token=, else CONSUL_HTTP_TOKEN. Other parameters: dc=NAME,
+// scheme=https.
 func openConsul(ctx context.Context, u *url.URL) (store.Store, error) {
 	if u.Opaque != "" || (u.OmitHost && u.Path != "") {
 		// consul:host:port or consul:/host:port/prefix
@@ -34,16 +37,43 @@ func openConsul(ctx context.Context, u *url.URL) (store.Store, error) {
 	if scheme != "" && scheme != "http" && scheme != "https" {
 		return nil, errors.New("scheme=" + scheme + ": want http or https")
 	}
-	if err := checkConsul(ctx, u.Host, scheme, q.Get("token")); err != nil {
+	var hosts []string
+	if u.Host != "" {
+		hosts = strings.Split(u.Host, ",")
+	}
+	for _, h := range hosts {
+		if h == "" {
+			return nil, errors.New("empty host in the list: want consul://h1:8500,h2:8500/prefix")
+		}
+	}
+	if err := checkConsulAny(ctx, hosts, scheme, q.Get("token")); err != nil {
 		return nil, err
 	}
-	return consulstore.Open(ctx, &consulstore.Options{
-		Address:    u.Host,
+	o := &consulstore.Options{
 		Scheme:     scheme,
 		Prefix:     strings.TrimPrefix(u.Path, "/"),
 		Token:      q.Get("token"),
 		Datacenter: q.Get("dc"),
-	})
+	}
+	if len(hosts) > 0 {
+		o.Address, o.Addresses = hosts[0], hosts[1:]
+	}
+	return consulstore.Open(ctx, o)
+}
+
+// checkConsulAny runs checkConsul on every host (the default address
+// when there is none): each must answer like Consul or be unreachable
+// for now; one that answers but is not Consul is an error.
+func checkConsulAny(ctx context.Context, hosts []string, scheme, token string) error {
+	if len(hosts) == 0 {
+		return checkConsul(ctx, "", scheme, token)
+	}
+	for _, h := range hosts {
+		if err := checkConsul(ctx, h, scheme, token); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkConsul asks the server for its Raft leader (GET /v1/status/leader,
@@ -64,6 +94,9 @@ func checkConsul(ctx context.Context, addr, scheme, token string) error {
 	if err != nil {
 		return err
 	}
+	// One request: leave no idle connection behind in a transport nobody
+	// will use again.
+	defer cfg.Transport.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err = c.Status().LeaderWithQueryOptions((&consul.QueryOptions{}).WithContext(ctx))

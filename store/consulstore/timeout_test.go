@@ -1,0 +1,88 @@
+package consulstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/internal/testutil"
+	"github.com/latchkey/latchkey/store"
+)
+
+// TestStalledServerRequestsEnd: a server that stops answering (SIGSTOP:
+// its kernel still accepts and buffers) no longer holds requests until it
+// resumes. Each request has Options.RequestTimeout once it has its
+// connection: a write ends ErrUnknownOutcome, a read ErrTransient, both
+// within a few timeouts, with no deadline of the caller's. Before, both
+// waited for as long as the server was stopped.
+func TestStalledServerRequestsEnd(t *testing.T) {
+	srv := servertest.Start(t, nil)
+	p := newProxy(t, srv.Addr)
+	s, err := Open(context.Background(), &Options{Address: p.Addr(), Prefix: testutil.RandomName("stall-"), RequestTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Put(context.Background(), "k", []byte("1"), store.Unconditional); err != nil {
+		t.Fatal(err)
+	}
+	p.stalled.Store(true)
+	defer p.stalled.Store(false)
+	ended := func(what string, f func() error, want error) {
+		t.Helper()
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { done <- f() }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, want) {
+				t.Errorf("%s on a stalled server: %v; want %v", what, err, want)
+			}
+			t.Logf("%s ended after %v: %v", what, time.Since(start).Round(time.Millisecond), err)
+		case <-time.After(15 * time.Second):
+			t.Fatalf("%s on a stalled server still waiting after 15s", what)
+		}
+	}
+	ended("Put", func() error {
+		_, err := s.Put(context.Background(), "k", []byte("2"), store.Unconditional)
+		return err
+	}, store.ErrUnknownOutcome)
+	ended("Get", func() error { _, err := s.Get(context.Background(), "k"); return err }, store.ErrTransient)
+}
+
+// TestStalledAddressFailsOver: with a second address of the same cluster,
+// a read goes on to it when the first stalls, and the next requests stay
+// there; a write in flight on the stalled one is an unknown outcome (it
+// may land when the server resumes), settled by Put's re-read through the
+// live address.
+func TestStalledAddressFailsOver(t *testing.T) {
+	srv := servertest.Start(t, nil)
+	p1, p2 := newProxy(t, srv.Addr), newProxy(t, srv.Addr)
+	s, err := Open(context.Background(), &Options{Address: p1.Addr(), Addresses: []string{p2.Addr()},
+		Prefix: testutil.RandomName("failover-"), RequestTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := s.Put(ctx, "k", []byte("1"), store.Unconditional)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1.stalled.Store(true)
+	defer p1.stalled.Store(false)
+	if e, err := s.Get(ctx, "k"); err != nil || e.Version != v {
+		t.Fatalf("Get with the first address stalled = %+v, %v; want version %s", e, err, v)
+	}
+	for i := range 3 {
+		if _, err := s.Put(ctx, "k", []byte{byte(i)}, store.Unconditional); err != nil {
+			t.Fatalf("Put %d after moving on: %v", i, err)
+		}
+	}
+	if p2.total.Load() == 0 {
+		t.Fatal("nothing went to the second address")
+	}
+}
