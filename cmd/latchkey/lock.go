@@ -214,6 +214,8 @@ func readQueue(ctx context.Context, s store.Store, key string, now time.Time) ([
 // lockState names the state of a record, as lock show and list print it.
 func lockState(rec lease.Record, now time.Time) string {
 	switch {
+	case rec.Pending:
+		return "being created"
 	case rec.Released:
 		return "released"
 	case rec.Forced:
@@ -279,12 +281,18 @@ func runLockShow(ctx context.Context, e *env, args []string) error {
 		state += " (free once unchanged for its TTL)"
 	case "looks stale":
 		state += " (held, but not renewed for over two TTLs by its holder's clock)"
+	case "being created":
+		state += " (its creator has not yet taken a fencing token; taken over with a new one if it stays so for its TTL)"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "key:       %s\n", key)
 	fmt.Fprintf(&b, "state:     %s\n", state)
 	fmt.Fprintf(&b, "holder:    %s\n", rec.Holder)
-	fmt.Fprintf(&b, "token:     %d\n", rec.Token)
+	if rec.Pending {
+		fmt.Fprintf(&b, "token:     none yet\n")
+	} else {
+		fmt.Fprintf(&b, "token:     %d\n", rec.Token)
+	}
 	fmt.Fprintf(&b, "ttl:       %v\n", rec.TTL)
 	fmt.Fprintf(&b, "acquired:  %s (holder's clock)\n", rec.Acquired.Format(time.RFC3339Nano))
 	fmt.Fprintf(&b, "renewed:   %s (writer's clock), %s ago\n", rec.Renewed.Format(time.RFC3339Nano), time.Duration(r.AgeMillis)*time.Millisecond)

@@ -124,6 +124,22 @@ func TestLockShowAndRelease(t *testing.T) {
 	}
 }
 
+// A record being created on a store without transactions (pending: no
+// token yet) is shown as such, not as a holding of token 0.
+func TestLockShowPendingRecord(t *testing.T) {
+	c := newCLI(t)
+	c.ok("kv", "put", "k", `{"holder":"h@a","nonce":"n1","token":0,"released":false,"pending":true,"ttl_ms":15000,"ttl_ns":15000000000,"acquired":"2026-12-03T10:00:00Z","renewed":"2026-12-03T10:00:00Z"}`)
+	out := c.ok("lock", "show", "k")
+	for _, want := range []string{"state:     being created", "token:     none yet"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lock show of a pending record lacks %q:\n%s", want, out)
+		}
+	}
+	if out := c.ok("lock", "list", ""); !strings.Contains(out, "being created") {
+		t.Errorf("lock list of a pending record:\n%s", out)
+	}
+}
+
 func TestLockUsageErrors(t *testing.T) {
 	c := newCLI(t)
 	c.fails(2, "KEY -- CMD", "lock", "run", "k")
