@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/s3api/ssecrypt"
 )
 
@@ -62,39 +63,62 @@ func (h *Handler) ingestSealed(src io.Reader, size int64, allowInline bool, seal
 		}
 		return ingested{inline: buf, size: size, md5: sum.Sum(nil)}, nil
 	}
-	bw, err := h.e.NewBlob()
+	bs, err := h.newBlobSink(seal)
 	if err != nil {
 		return ingested{}, err
-	}
-	var dst io.Writer = bw
-	var sw *ssecrypt.Writer
-	if seal != nil {
-		if sw, err = seal.k.NewWriter(bw, seal.bucket, seal.key); err != nil {
-			_ = bw.Abort()
-			return ingested{}, fmt.Errorf("s3api: write blob: %w", err)
-		}
-		dst = sw
 	}
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
-	n, err := copyCounting(io.MultiWriter(dst, sum), io.LimitReader(src, size), *bp)
+	n, err := copyCounting(io.MultiWriter(bs.w, sum), io.LimitReader(src, size), *bp)
 	if err == nil && n != size {
 		err = errIncompleteBody()
 	}
-	if err == nil && sw != nil {
-		if err = sw.Close(); err != nil {
-			err = fmt.Errorf("s3api: write blob: %w", err)
-		}
-	}
-	if err != nil {
-		_ = bw.Abort()
-		return ingested{}, err
-	}
-	id, _, err := bw.Commit()
+	id, err := bs.finish(err)
 	if err != nil {
 		return ingested{}, err
 	}
 	return ingested{blob: id, size: size, md5: sum.Sum(nil)}, nil
+}
+
+// blobSink is a new blob being written: w writes through the sealing
+// writer when the body is sealed, else to the blob itself.
+type blobSink struct {
+	bw *engine.BlobWriter
+	sw *ssecrypt.Writer // nil: not sealed
+	w  io.Writer
+}
+
+// newBlobSink starts a blob, sealed under seal when it is set.
+func (h *Handler) newBlobSink(seal *sealing) (*blobSink, error) {
+	bw, err := h.e.NewBlob()
+	if err != nil {
+		return nil, err
+	}
+	bs := &blobSink{bw: bw, w: bw}
+	if seal != nil {
+		if bs.sw, err = seal.k.NewWriter(bw, seal.bucket, seal.key); err != nil {
+			_ = bw.Abort()
+			return nil, fmt.Errorf("s3api: write blob: %w", err)
+		}
+		bs.w = bs.sw
+	}
+	return bs, nil
+}
+
+// finish ends the blob: with err (the copy's) set, or when sealing fails
+// to close, it aborts the blob and returns the error; else it commits.
+func (bs *blobSink) finish(err error) (string, error) {
+	if err == nil && bs.sw != nil {
+		if err = bs.sw.Close(); err != nil {
+			err = fmt.Errorf("s3api: write blob: %w", err)
+		}
+	}
+	if err != nil {
+		_ = bs.bw.Abort()
+		return "", err
+	}
+	id, _, err := bs.bw.Commit()
+	return id, err
 }
 
 // copyCounting copies src to dst, telling a body read failure (the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/md5"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/s3api/sigv4"
-	"github.com/latchkey/latchkey/internal/s3api/ssecrypt"
 )
 
 // Limits of a PostObject form (browser form upload).
@@ -318,36 +316,21 @@ func (h *Handler) ingestUpTo(src io.Reader, max int64, seal *sealing) (ingested,
 	if int64(n) > max {
 		return ingested{}, errPostTooLarge(int64(n), max)
 	}
-	bw, err := h.e.NewBlob()
+	bs, err := h.newBlobSink(seal)
 	if err != nil {
 		return ingested{}, err
-	}
-	var dst io.Writer = bw
-	var sw *ssecrypt.Writer
-	if seal != nil {
-		if sw, err = seal.k.NewWriter(bw, seal.bucket, seal.key); err != nil {
-			_ = bw.Abort()
-			return ingested{}, fmt.Errorf("s3api: write blob: %w", err)
-		}
-		dst = sw
 	}
 	sum := md5.New()
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
-	total, err := copyCounting(io.MultiWriter(dst, sum), io.LimitReader(io.MultiReader(bytes.NewReader(head), src), max+1), *bp)
+	total, err := copyCounting(io.MultiWriter(bs.w, sum), io.LimitReader(io.MultiReader(bytes.NewReader(head), src), max+1), *bp)
 	if err == nil && total > max {
 		err = errPostTooLarge(total, max)
 	}
-	if err == nil && sw != nil {
-		if err = sw.Close(); err != nil {
-			err = fmt.Errorf("s3api: write blob: %w", err)
-		}
-	}
 	if err != nil {
-		_ = bw.Abort()
-		return ingested{}, postBodyError(err)
+		err = postBodyError(err)
 	}
-	id, _, err := bw.Commit()
+	id, err := bs.finish(err)
 	if err != nil {
 		return ingested{}, err
 	}
