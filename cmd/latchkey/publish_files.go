@@ -62,13 +62,15 @@ func publishSources(e *env, dir, filesFrom string, nul bool, args []string) ([]p
 	for _, name := range names {
 		p := filepath.Join(dir, name)
 		fi, err := os.Stat(p)
-		if err != nil || !fi.IsDir() {
+		if err != nil {
+			// Said before the name's rules: a DIRECTORY may be absolute,
+			// so "absolute paths are refused" would be wrong for a typo.
+			return nil, failf("publish: %v", err) // before anything is written
+		}
+		if !fi.IsDir() {
 			if _, nerr := objectName(name); nerr != nil {
 				return nil, usagef("publish: %v", nerr)
 			}
-		}
-		if err != nil {
-			return nil, failf("publish: %v", err) // before anything is written
 		}
 		if !fi.IsDir() {
 			if err := add(p, name, fi.Size()); err != nil {

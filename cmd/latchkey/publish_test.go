@@ -87,6 +87,15 @@ func TestPublishSnapshotGC(t *testing.T) {
 func TestPublishRefusesBadPaths(t *testing.T) {
 	c := newCLI(t)
 	c.fails(exitUsage, "absolute", "publish", "--prefix", "p", "/etc/hostname")
+	// A path that does not exist is said to be missing, not refused for
+	// its form (an absolute DIRECTORY is allowed).
+	missing := filepath.Join(t.TempDir(), "no", "such", "dir")
+	if o := c.fails(exitFail, "no such file or directory", "publish", "--prefix", "p", missing); strings.Contains(o.stderr, "absolute") {
+		t.Errorf("a missing absolute path was refused as absolute: %q", o.stderr)
+	}
+	parent := t.TempDir()
+	writeFiles(t, parent, map[string]string{"x": "outside", "sub/y": "inside"})
+	inDir(t, filepath.Join(parent, "sub"))
 	c.fails(exitUsage, "'..'", "publish", "--prefix", "p", "../x")
 	c.fails(exitUsage, "usage", "publish", "a.txt")
 	c.fails(exitFail, "nothing published", "snapshot", "get", "--prefix", "p", "--out", t.TempDir())
