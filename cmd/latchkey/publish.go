@@ -172,12 +172,14 @@ func runSnapshot(ctx context.Context, e *env, args []string) error {
 	}
 	f := newCmdFlags(e, "snapshot get", "--prefix P --out DIR",
 		`Write the files of the generation currently published under P into DIR,
-which must not exist or be empty. The files are written into a new
-directory beside DIR, which is renamed to DIR once all are written and
-checked: DIR holds one whole generation or nothing. Prints the generation.`)
+which must not exist or be empty (with --force, a DIR that holds files is
+replaced whole). The files are written into a new directory beside DIR,
+which is renamed to DIR once all are written, checked and synced: DIR
+holds one whole generation or nothing. Prints the generation.`)
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "publication `prefix` (required)")
 	out := f.String("out", "", "output `directory` (required; must not exist or be empty)")
+	force := f.Bool("force", false, "replace an --out directory that holds files (the old one is removed once the new one is in place)")
 	if err := f.parse(args[1:]); err != nil {
 		return err
 	}
@@ -185,7 +187,7 @@ checked: DIR holds one whole generation or nothing. Prints the generation.`)
 		return usagef("snapshot get: usage: latchkey snapshot get --prefix P --out DIR")
 	}
 	dir := filepath.Clean(*out)
-	if err := emptyOrAbsent(dir); err != nil {
+	if err := checkOut(dir, *force); err != nil {
 		return failf("snapshot get: %v", err)
 	}
 	s, err := openStore(ctx, e, *storeFlag)
@@ -200,24 +202,34 @@ checked: DIR holds one whole generation or nothing. Prints the generation.`)
 	if err != nil {
 		return err
 	}
-	if err := writeSnapshot(ctx, snap, dir); err != nil {
+	if err := writeSnapshot(ctx, snap, dir, *force); err != nil {
 		return fmt.Errorf("snapshot get: %w", err)
 	}
 	fmt.Fprintln(e.stdout, snap.Generation())
 	return nil
 }
 
-// emptyOrAbsent refuses an output directory that already holds files: a
-// generation written over another one's files would be a mix of both.
-func emptyOrAbsent(dir string) error {
+// checkOut refuses an output directory that already holds files unless
+// force is set (a generation written over another one's files would be a
+// mix of both; with force the old directory is replaced whole), naming
+// what it holds.
+func checkOut(dir string, force bool) error {
 	ents, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil
 	case err != nil:
 		return fmt.Errorf("--out %q: %w", dir, err)
-	case len(ents) > 0:
-		return fmt.Errorf("--out %q is not empty; give a new or empty directory", dir)
+	case len(ents) > 0 && !force:
+		names := make([]string, 0, 3)
+		for _, d := range ents[:min(3, len(ents))] {
+			names = append(names, d.Name())
+		}
+		more := ""
+		if len(ents) > 3 {
+			more = fmt.Sprintf(" and %d more", len(ents)-3)
+		}
+		return fmt.Errorf("--out %q is not empty (it holds %s%s); give a new or empty directory, or --force to replace it", dir, strings.Join(names, ", "), more)
 	}
 	return nil
 }
@@ -227,7 +239,7 @@ func emptyOrAbsent(dir string) error {
 // renames it to dir when all are written, checked and synced: the files,
 // every directory of the tree (their names), and the parent (the rename),
 // so that a power cut after it returns leaves the whole snapshot or none.
-func writeSnapshot(ctx context.Context, snap *publish.Snapshot, dir string) (err error) {
+func writeSnapshot(ctx context.Context, snap *publish.Snapshot, dir string, force bool) (err error) {
 	if err := fsutil.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return err
 	}
@@ -256,13 +268,31 @@ func writeSnapshot(ctx context.Context, snap *publish.Snapshot, dir string) (err
 	if err := syncTree(staging); err != nil {
 		return err
 	}
+	old := ""
 	if err := os.Remove(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("--out %q: %w", dir, err) // not empty any more
+		if !force {
+			return fmt.Errorf("--out %q: %w", dir, err) // not empty any more
+		}
+		// Set the old tree aside under a name beside it, then remove it
+		// once the new one is in place.
+		old = staging + ".old"
+		if err := os.Rename(dir, old); err != nil {
+			return fmt.Errorf("--out %q: %w", dir, err)
+		}
 	}
 	if err := os.Rename(staging, dir); err != nil {
+		if old != "" {
+			_ = os.Rename(old, dir)
+		}
 		return err
 	}
-	return fsutil.SyncDir(filepath.Dir(dir))
+	if err := fsutil.SyncDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
 }
 
 // syncTree fsyncs every directory under root, root included (the files

@@ -130,11 +130,23 @@ func TestSnapshotGetOut(t *testing.T) {
 	writeFiles(t, src, map[string]string{"a.txt": "one", "sub/b.txt": "two"})
 	gen := strings.TrimSpace(c.ok("publish", "--prefix", "site", "a.txt", "sub/b.txt"))
 
-	full := t.TempDir()
+	full := filepath.Join(t.TempDir(), "full")
 	writeFiles(t, full, map[string]string{"old.txt": "stale"})
-	c.fails(exitFail, "not empty", "snapshot", "get", "--prefix", "site", "--out", full)
+	c.fails(exitFail, `not empty (it holds old.txt); give a new or empty directory, or --force`, "snapshot", "get", "--prefix", "site", "--out", full)
 	if ents, _ := os.ReadDir(full); len(ents) != 1 {
 		t.Fatalf("a refused snapshot get changed --out: %v", ents)
+	}
+	// --force replaces the directory whole: the old file is gone, the
+	// generation's are there, and nothing is left beside it.
+	c.ok("snapshot", "get", "--force", "--prefix", "site", "--out", full)
+	if _, err := os.Stat(filepath.Join(full, "old.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("--force kept old.txt: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(full, "sub", "b.txt")); err != nil || string(b) != "two" {
+		t.Fatalf("--force: sub/b.txt = %q, %v", b, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(full)); len(ents) != 1 {
+		t.Fatalf("--force left %v beside --out", ents)
 	}
 
 	empty := t.TempDir()
