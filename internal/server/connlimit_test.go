@@ -29,7 +29,7 @@ func TestConnLimitPerClient(t *testing.T) {
 	const limit = 3
 	srv := servertest.Start(t, &servertest.Options{Config: server.Config{MaxConnsPerClient: limit}})
 	get := func(c net.Conn) (*http.Response, error) {
-		if _, err := io.WriteString(c, "GET /v1/status/leader HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		if _, err := io.WriteString(c, "GET /v1/status/leader HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
 			return nil, err
 		}
 		return http.ReadResponse(bufio.NewReader(c), nil)
@@ -102,7 +102,7 @@ func TestConnLimitDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.SetDeadline(time.Now().Add(10 * time.Second))
-		io.WriteString(c, "GET /v1/status/leader HTTP/1.1\r\nHost: x\r\n\r\n")
+		io.WriteString(c, "GET /v1/status/leader HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil {
 			t.Fatalf("MaxConnsPerClient %d, connection 201: %v", tc.max, err)
