@@ -695,15 +695,22 @@ func (w *waiter) expel(ctx context.Context, j int) error {
 	})
 }
 
+// leaveTimeout bounds leave: long enough to ride out a blip of the
+// store, short enough that a caller giving up on a dead store is not held
+// for a whole TTL (cas.Update now retries transient failures until its
+// deadline). A ticket leave could not remove costs the others at most a
+// TTL: they remove it once it has reached the head and stayed unchanged.
+const leaveTimeout = 2 * time.Second
+
 // leave removes our ticket: after acquiring, or when giving up. It runs
-// with its own deadline, since ctx may have ended; if it fails, the ticket
-// is removed by the others once it has reached the head and stayed
-// unchanged for its TTL.
+// with its own deadline (the shorter of leaveTimeout and the TTL), since
+// ctx may have ended; if it fails, the ticket is removed by the others
+// once it has reached the head and stayed unchanged for its TTL.
 func (w *waiter) leave() {
 	if !w.sent {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), w.lk.opts.TTL)
+	ctx, cancel := context.WithTimeout(context.Background(), min(leaveTimeout, w.lk.opts.TTL))
 	defer cancel()
 	if err := w.update(ctx, func(q *Queue) bool {
 		if !q.remove(w.t.ID) {

@@ -232,11 +232,16 @@ type waitReporter struct {
 	sawHolder bool
 }
 
-func (w *waitReporter) say(msg string) {
-	if w.quiet || msg == w.last {
+func (w *waitReporter) say(msg string) { w.sayAs(msg, msg) }
+
+// sayAs prints msg unless the last line printed was of the same kind: a
+// state seen again, or a store failure again whose wording changed only
+// in its counts and durations.
+func (w *waitReporter) sayAs(kind, msg string) {
+	if w.quiet || kind == w.last {
 		return
 	}
-	w.last = msg
+	w.last = kind
 	fmt.Fprintf(w.e.stderr, "latchkey: lock run: %s\n", msg)
 }
 
@@ -256,7 +261,7 @@ func (w *waitReporter) report(err error) {
 	case errors.As(err, &held):
 		w.say(fmt.Sprintf("waiting for %s: held by %s (token %d)", w.key, held.Holder, held.Token))
 	default:
-		w.say(fmt.Sprintf("store unreachable, retrying: %v", err))
+		w.sayAs("store unreachable", fmt.Sprintf("store unreachable, retrying: %v", err))
 	}
 }
 
