@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/latchkey/latchkey/internal/fsutil"
 )
 
 // KeySize is the size of the master key and of every data key (AES-256).
@@ -164,13 +166,8 @@ func writeDurably(path string, data []byte) error {
 		}
 	}
 	_ = os.Remove(tmp.Name())
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("ssecrypt: sync data directory: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("ssecrypt: sync data directory: %w", err)
+	if err := fsutil.SyncDir(dir); err != nil {
+		return fmt.Errorf("ssecrypt: %w", err)
 	}
 	return nil
 }
