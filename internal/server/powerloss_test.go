@@ -149,6 +149,22 @@ func psWorkload(tag string) []psOp {
 		{"s3 create bucket", s3(http.MethodPut, "/bkt", nil, 200), nil},
 		{"s3 put obj", s3(http.MethodPut, "/bkt/obj", []byte("o1"+tag), 200), psState{"bkt/obj": pstr("o1" + tag)}},
 		{"s3 put big", s3(http.MethodPut, "/bkt/big", obj, 200), psState{"bkt/big": pstr(string(obj))}},
+		// Sealed under the generated SSE master key: readable after the
+		// cut only if the key file survived with the object.
+		{"s3 put sse", func(c *http.Client, base string) (bool, error) {
+			req, err := http.NewRequest(http.MethodPut, base+"/bkt/sse", bytes.NewReader([]byte("s1"+tag)))
+			if err != nil {
+				return false, err
+			}
+			req.Header.Set("X-Amz-Server-Side-Encryption", "AES256")
+			resp, err := c.Do(req)
+			if err != nil {
+				return false, err
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode == 200, nil
+		}, psState{"bkt/sse": pstr("s1" + tag)}},
 		{"s3 multipart mp", multipart("/bkt/mp", obj[:1000]), psState{"bkt/mp": pstr(string(obj[:1000]))}},
 		{"s3 delete obj", s3(http.MethodDelete, "/bkt/obj", nil, 204), psState{"bkt/obj": nil}},
 	}
