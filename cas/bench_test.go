@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/latchkey/latchkey/cas"
-	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/server/servertest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/consulstore"
 	"github.com/latchkey/latchkey/store/filestore"

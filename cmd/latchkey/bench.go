@@ -23,7 +23,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/server"
 )
 
 // Bench bounds.

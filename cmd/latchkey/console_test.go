@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/server/servertest"
 )
 
 // consoleLock is one row of the console's /-/api/locks.

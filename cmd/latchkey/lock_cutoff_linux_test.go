@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/server/servertest"
 )
 
 // cutProxy forwards TCP connections to addr until cut, which closes the

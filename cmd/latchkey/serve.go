@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -16,8 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/s3api"
-	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/server"
 	"github.com/latchkey/latchkey/store/storeurl"
 )
 
@@ -294,10 +294,9 @@ func printServeEnv(e *env, cfg server.Config) error {
 	}
 	ak, sk := cfg.AccessKey, cfg.SecretKey
 	if ak == "" {
-		if _, err := os.Stat(filepath.Join(cfg.DataDir, s3api.CredentialsFile)); err != nil {
+		if ak, sk, err = server.StoredCredentials(cfg.DataDir); errors.Is(err, fs.ErrNotExist) {
 			return failf("serve --print-env: no S3 credentials in %s yet: start latchkey serve once (it creates them), or give --access-key and --secret-key", cfg.DataDir)
-		}
-		if ak, sk, _, _, err = s3api.LoadOrCreateCredentials(cfg.DataDir, "", ""); err != nil {
+		} else if err != nil {
 			return failf("serve --print-env: %v", err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/server"
+	"github.com/latchkey/latchkey/server"
 )
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writes and reads: a

@@ -135,7 +135,7 @@ func TestViolationsAreFound(t *testing.T) {
 		{m("store/storetest"), []string{"github.com/anishathalye/porcupine", m("store/faultstore")}},
 		{m("store/s3store"), []string{"github.com/aws/aws-sdk-go-v2/service/s3"}},
 		{m("store/storeurl"), []string{"github.com/hashicorp/consul/api"}},
-		{m("internal/server"), []string{"github.com/prometheus/client_golang/prometheus"}},
+		{m("server"), []string{"github.com/prometheus/client_golang/prometheus"}},
 	}
 	if v := violations(bad); len(v) != len(bad) {
 		t.Errorf("found %d violations in %d bad packages:\n%s", len(v), len(bad), strings.Join(v, "\n"))
@@ -183,5 +183,82 @@ func TestTestHelpersOnlyInTests(t *testing.T) {
 	bad := []pkg{{m("store/s3store"), []string{"context", m("internal/testutil")}}}
 	if v := testOnlyViolations(bad); len(v) != 1 {
 		t.Errorf("a package importing internal/testutil was not caught: %q", v)
+	}
+}
+
+// floors are the tree's layers, lowest first (docs/architecture.md, "The
+// floors"): code may import its own floor and those below it, never one
+// above. internal/ is the ground floor; a folder not named here (cmd,
+// tests) is the top and may import anything.
+var floors = [][]string{
+	{"internal"},
+	{"store", "cas", "lease", "publish"},
+	{"server"},
+}
+
+// floorOf returns the index of path's floor, or len(floors) for the top.
+func floorOf(path string) int {
+	for i, dirs := range floors {
+		if slices.ContainsFunc(dirs, func(d string) bool { return under(path, d) }) {
+			return i
+		}
+	}
+	return len(floors)
+}
+
+// floorViolations returns one line per import of ours that points up a
+// floor. Only code counts: a test may reach up (a store's tests start the
+// server in-process), since go list's Deps leave tests out.
+func floorViolations(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		for _, d := range p.Deps {
+			if strings.HasPrefix(d, module+"/") && floorOf(d) > floorOf(p.ImportPath) {
+				out = append(out, fmt.Sprintf("%s imports %s, a floor above it", p.ImportPath, d))
+			}
+		}
+	}
+	return out
+}
+
+func TestNoImportPointsUp(t *testing.T) {
+	out, err := exec.Command("go", "list", "-e", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	per := make([]int, len(floors)+1)
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		pkgs = append(pkgs, pkg{ImportPath: f[0], Deps: f[1:]})
+		per[floorOf(f[0])]++
+	}
+	for i, n := range per[:len(floors)] {
+		if n == 0 {
+			t.Fatalf("no package on floor %v; the check would be vacuous", floors[i])
+		}
+	}
+	for _, v := range floorViolations(pkgs) {
+		t.Error(v)
+	}
+	m := func(p string) string { return module + "/" + p }
+	bad := []pkg{
+		{m("internal/backoff"), []string{"context", m("store")}},
+		{m("cas"), []string{m("server/servertest")}},
+		{m("store/consulstore"), []string{m("server/internal/consulapi")}},
+		{m("server/internal/console"), []string{m("tests/failover")}},
+		{m("server"), []string{m("cmd/latchkey")}},
+	}
+	if v := floorViolations(bad); len(v) != len(bad) {
+		t.Errorf("found %d of %d upward imports:\n%s", len(v), len(bad), strings.Join(v, "\n"))
+	}
+	good := []pkg{
+		{m("server/internal/console"), []string{m("lease"), m("publish"), m("internal/backoff")}},
+		{m("lease"), []string{m("cas"), m("store"), m("internal/backoff")}},
+		{m("tests/failover"), []string{m("lease"), m("store/etcdstore")}},
+		{m("internal/fsutil"), []string{"os", "golang.org/x/sys/unix"}},
+	}
+	if v := floorViolations(good); len(v) != 0 {
+		t.Errorf("false alarms:\n%s", strings.Join(v, "\n"))
 	}
 }

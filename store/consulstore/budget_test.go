@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/internal/testutil"
+	"github.com/latchkey/latchkey/server/servertest"
 	"github.com/latchkey/latchkey/store"
 )
 

@@ -11,7 +11,7 @@ import (
 // Consul-compatible server, in-process: one test proves both the backend
 // and the server.
 func TestConformance(t *testing.T) {
-	addr := startServer(t, nil)
+	addr := startServer(t, "")
 	storetest.Run(t, storetest.Harness{
 		New: func(tb testing.TB) store.Store {
 			return openTest(tb, addr, "")

@@ -2,19 +2,13 @@ package consulstore
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
-	"github.com/latchkey/latchkey/internal/consulapi"
-	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/testutil"
+	"github.com/latchkey/latchkey/server/servertest"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -25,25 +19,11 @@ import (
 // a TIME_WAIT socket behind (about half of all requests under cas.Update
 // on a hot key).
 func TestConcurrentCallersReuseConnections(t *testing.T) {
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	h, err := consulapi.New(e, &consulapi.Options{NodeName: "conns", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var opened atomic.Int64
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			opened.Add(1)
-		}
-	}
-	srv.Start()
-	defer srv.Close()
-	s, err := Open(context.Background(), &Options{Address: strings.TrimPrefix(srv.URL, "http://"), Prefix: testutil.RandomName("t-")})
+	srv := servertest.Start(t, &servertest.Options{WrapListener: func(ln net.Listener) net.Listener {
+		return countingListener{ln, &opened}
+	}})
+	s, err := Open(context.Background(), &Options{Address: srv.Addr, Prefix: testutil.RandomName("t-")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,4 +44,18 @@ func TestConcurrentCallersReuseConnections(t *testing.T) {
 	if n := opened.Load(); n > 2*callers {
 		t.Errorf("%d callers × %d requests opened %d connections; want them reused (at most %d)", callers, rounds, n, 2*callers)
 	}
+}
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/consul/api"
-	"github.com/latchkey/latchkey/internal/consulapi"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -55,7 +54,7 @@ func TestKindOf(t *testing.T) {
 
 func TestErrorsOnTheWire(t *testing.T) {
 	ctx := context.Background()
-	addr := startServer(t, &consulapi.Options{ACLToken: "tok"})
+	addr := startServer(t, "tok")
 
 	// 403 without the token: a clear error, kind ErrUnsupported.
 	s := openTest(t, addr, "wrong")

@@ -48,7 +48,7 @@ func (p *faultProxy) clear() { p.Clear() }
 // outcome unless a re-read proves the write applied.
 func TestFaultsOnTheWire(t *testing.T) {
 	ctx := context.Background()
-	proxy, addr := newFaultProxy(t, startServer(t, nil))
+	proxy, addr := newFaultProxy(t, startServer(t, ""))
 	s := openTest(t, addr, "")
 	if _, err := s.Put(ctx, "k", []byte("v0"), store.IfAbsent); err != nil {
 		t.Fatal(err)
@@ -176,7 +176,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 // The late case is a caller whose context ends mid-request (shorter than
 // Options.RequestTimeout).
 func TestFaultProxyWrites(t *testing.T) {
-	addr := startServer(t, nil)
+	addr := startServer(t, "")
 	proxy := faultproxy.NewHTTP(t, addr)
 	prefix := testutil.RandomName("t-")
 	open := func(addr string) *Store {

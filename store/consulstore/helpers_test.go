@@ -2,37 +2,19 @@ package consulstore
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 
-	"github.com/latchkey/latchkey/internal/consulapi"
-	"github.com/latchkey/latchkey/internal/engine"
 	"github.com/latchkey/latchkey/internal/testutil"
+	"github.com/latchkey/latchkey/server"
+	"github.com/latchkey/latchkey/server/servertest"
 )
 
-// startServer runs latchkey's Consul-compatible API in-process (engine
-// without fsync + consulapi handler) and returns its HOST:PORT.
-func startServer(t testing.TB, opts *consulapi.Options) string {
+// startServer runs latchkey's server in-process (no fsync) and returns
+// the HOST:PORT of its Consul-compatible API. aclToken, when not empty,
+// is required on every /v1/ request.
+func startServer(t testing.TB, aclToken string) string {
 	t.Helper()
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if opts == nil {
-		opts = &consulapi.Options{}
-	}
-	opts.NodeName = "consulstore-test"
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := consulapi.New(e, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		h.Close()
-		e.Close()
-	})
-	return testutil.Serve(t, h).Listener.Addr().String()
+	return servertest.Start(t, &servertest.Options{Config: server.Config{ACLToken: aclToken}}).Addr
 }
 
 func openTest(t testing.TB, addr, token string) *Store {

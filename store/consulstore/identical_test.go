@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/latchkey/latchkey/internal/consulapi"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -14,7 +13,7 @@ import (
 // returns a version different from every version the key had before".
 func TestIdenticalWritesGetNewVersions(t *testing.T) {
 	ctx := context.Background()
-	s := openTest(t, startServer(t, &consulapi.Options{}), "")
+	s := openTest(t, startServer(t, ""), "")
 	seen := map[store.Version]string{}
 	note := func(v store.Version, what string) {
 		t.Helper()

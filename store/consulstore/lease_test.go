@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/latchkey/latchkey/internal/server/servertest"
 	"github.com/latchkey/latchkey/lease/leasetest"
+	"github.com/latchkey/latchkey/server/servertest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/consulstore"
 )

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/server"
-	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/server"
+	"github.com/latchkey/latchkey/server/servertest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/storeurl"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/server/servertest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/s3store"
 )

@@ -13,7 +13,7 @@ import (
 // (os.Getenv, or a test's map).
 //
 // The default store is StateDir/store; the server's default data directory
-// (internal/server) is StateDir/server.
+// (server) is StateDir/server.
 func StateDir(getenv func(string) string) (string, error) {
 	if x := getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
 		return filepath.Join(x, "latchkey"), nil

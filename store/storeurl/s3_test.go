@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/latchkey/latchkey/internal/server/servertest"
+	"github.com/latchkey/latchkey/server/servertest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/s3store"
 	"github.com/latchkey/latchkey/store/storeurl"

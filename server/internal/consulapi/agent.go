@@ -1,0 +1,109 @@
+package consulapi
+
+import (
+	"crypto/sha256"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/latchkey/latchkey/server/internal/engine"
+)
+
+// The agent, status, catalog and health endpoints that clients call
+// around KV: the official client's Lock/Semaphore need none, `consul lock`
+// needs /v1/agent/self, and the upstream api test harness probes
+// /v1/status/leader, /v1/catalog/nodes and /v1/health/node/<n>. This
+// server is one node that is its own leader, in one datacenter.
+
+// Version is the Consul version latchkey reports.
+const consulVersion = "1.21.6"
+
+func (h *Handler) serveAgent(w http.ResponseWriter, r *http.Request, q url.Values, path string) error {
+	if r.Method == http.MethodPut {
+		if ok, err := h.serveCatalogWrite(w, r, q, path); ok {
+			return err
+		}
+	}
+	if r.Method != http.MethodGet {
+		return methodNotAllowed(r.Method, "OPTIONS,GET")
+	}
+	addr := h.serverAddr(r)
+	switch {
+	case path == "/v1/agent/self":
+		writeJSON(w, q, 0, map[string]any{
+			"Config": map[string]any{
+				"Datacenter": h.opts.Datacenter,
+				"NodeName":   h.opts.NodeName,
+				"NodeID":     nodeID(h.opts.NodeName),
+				"Server":     true,
+				"Revision":   "latchkey",
+				"Version":    consulVersion,
+			},
+			"Member": h.member(addr),
+			"Meta":   map[string]string{},
+			"Stats":  map[string]any{},
+		})
+	case path == "/v1/agent/members":
+		writeJSON(w, q, 0, []any{h.member(addr)})
+	case path == "/v1/status/leader":
+		writeJSON(w, q, 0, addr+":8300")
+	case path == "/v1/status/peers":
+		writeJSON(w, q, 0, []string{addr + ":8300"})
+	case path == "/v1/catalog/datacenters":
+		writeJSON(w, q, 0, []string{h.opts.Datacenter})
+	case path == "/v1/catalog/nodes":
+		var nodes []*catalogNode
+		var idx uint64
+		if err := h.e.View(func(tx *engine.Tx) error {
+			nodes = append(scanJSON[catalogNode](tx, []byte("n")), h.selfNode(addr))
+			idx = catalogIndex(tx)
+			return nil
+		}); err != nil {
+			return err
+		}
+		slices.SortFunc(nodes, func(a, b *catalogNode) int { return strings.Compare(a.Node, b.Node) })
+		setQueryMeta(w, idx, "leader")
+		writeJSON(w, q, 0, nodes)
+	case strings.HasPrefix(path, "/v1/health/node/"):
+		node := strings.TrimPrefix(path, "/v1/health/node/")
+		checks := []*healthCheck{}
+		var idx uint64
+		if err := h.e.View(func(tx *engine.Tx) error {
+			checks = append(checks, h.nodeChecks(tx, node)...)
+			idx = catalogIndex(tx)
+			return nil
+		}); err != nil {
+			return err
+		}
+		setQueryMeta(w, idx, "leader")
+		writeJSON(w, q, 0, checks)
+	default:
+		return errorf(http.StatusNotFound, "404 page not found")
+	}
+	return nil
+}
+
+func (h *Handler) member(addr string) map[string]any {
+	return map[string]any{
+		"Name": h.opts.NodeName, "Addr": addr, "Port": 8301, "Status": 1,
+		"Tags": map[string]string{"role": "consul", "dc": h.opts.Datacenter, "build": consulVersion + ":latchkey"},
+	}
+}
+
+// serverAddr is the IP the request arrived on, or 127.0.0.1.
+func (h *Handler) serverAddr(r *http.Request) string {
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if host, _, err := net.SplitHostPort(a.String()); err == nil {
+			return host
+		}
+	}
+	return "127.0.0.1"
+}
+
+// nodeID derives a stable UUID-shaped node ID from the node name.
+func nodeID(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return formatUUID([16]byte(sum[:16]))
+}

@@ -1,0 +1,140 @@
+package s3api
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/latchkey/latchkey/server/internal/engine"
+)
+
+// testServer is our handler on httptest over a temp-dir engine.
+type testServer struct {
+	t   testing.TB
+	e   *engine.Engine
+	h   *Handler
+	srv *httptest.Server
+}
+
+func newTestServer(t testing.TB, opts *Options) *testServer {
+	t.Helper()
+	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Anonymous: true, MinPartSize: 5}
+	if opts != nil {
+		o = *opts
+	}
+	h := MustNew(e, &o)
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		srv.Close()
+		e.Close()
+	})
+	return &testServer{t: t, e: e, h: h, srv: srv}
+}
+
+type resp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// s3err is a parsed <Error> body.
+type s3err struct {
+	Code, Message, Key, Condition, Header, VersionId, Method, ResourceType, Resource, RequestId string
+	AdditionalMessage                                                                           string `xml:"additionalMessage"`
+}
+
+func (r resp) err() s3err {
+	var e s3err
+	_ = xml.Unmarshal(r.Body, &e)
+	return e
+}
+
+// do sends one request; hdr is name, value pairs. path is sent verbatim
+// (already escaped). Transport failures fail the test.
+func (s *testServer) do(method, path string, body []byte, hdr ...string) resp {
+	s.t.Helper()
+	r, err := s.try(method, path, body, hdr...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return r
+}
+
+// try is do for goroutines: it returns transport failures.
+func (s *testServer) try(method, path string, body []byte, hdr ...string) (resp, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, s.srv.URL+path, rd)
+	if err != nil {
+		return resp{}, err
+	}
+	if strings.Contains(path, "//") || strings.Contains(path, "..") {
+		req.URL.Opaque = "//" + req.URL.Host + strings.SplitN(path, "?", 2)[0]
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header[http.CanonicalHeaderKey(hdr[i])] = []string{hdr[i+1]}
+	}
+	res, err := s.srv.Client().Do(req)
+	if err != nil {
+		return resp{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return resp{}, err
+	}
+	return resp{res.StatusCode, res.Header, b}, nil
+}
+
+func (s *testServer) mustDo(want int, method, path string, body []byte, hdr ...string) resp {
+	s.t.Helper()
+	r := s.do(method, path, body, hdr...)
+	if r.Status != want {
+		s.t.Fatalf("%s %s: status %d, want %d: %s", method, path, r.Status, want, r.Body)
+	}
+	return r
+}
+
+func (s *testServer) bucket(name string) {
+	s.t.Helper()
+	s.mustDo(200, "PUT", "/"+name, nil)
+}
+
+func (s *testServer) versioned(name, status string) {
+	s.t.Helper()
+	s.mustDo(200, "PUT", "/"+name+"?versioning",
+		[]byte(`<VersioningConfiguration><Status>`+status+`</Status></VersioningConfiguration>`))
+}
+
+func (s *testServer) put(path, body string, hdr ...string) string {
+	s.t.Helper()
+	return s.mustDo(200, "PUT", path, []byte(body), hdr...).Header.Get("ETag")
+}
+
+// countBlobs counts committed blob files in the engine's data directory.
+func countBlobs(t testing.TB, s *testServer) int {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(s.e.Dir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if !e.IsDir() {
+			n++
+		}
+	}
+	return n
+}
