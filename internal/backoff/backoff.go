@@ -80,6 +80,16 @@ func Jitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d)
 }
 
+// Between draws a duration uniform in [lo, hi], for a wait that must fall
+// in a window (a heartbeat a little early, a read at a fraction of a
+// span). It returns lo when hi ≤ lo.
+func Between(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + rand.N(hi-lo+1)
+}
+
 // Sleep waits d, or until ctx is done, and then returns ctx.Err(). It
 // returns nil at once for d ≤ 0 (unless ctx is already done: then its
 // error).

@@ -133,3 +133,22 @@ func TestWaitWakes(t *testing.T) {
 		}
 	})
 }
+
+func TestBetween(t *testing.T) {
+	lo, hi := 60*time.Millisecond, 70*time.Millisecond
+	seenLo, seenHi := false, false
+	for range 10000 {
+		d := Between(lo, hi)
+		if d < lo || d > hi {
+			t.Fatalf("Between(%v, %v) = %v", lo, hi, d)
+		}
+		seenLo = seenLo || d < lo+time.Millisecond
+		seenHi = seenHi || d > hi-time.Millisecond
+	}
+	if !seenLo || !seenHi {
+		t.Errorf("10000 draws did not reach both ends of the window (low %v, high %v)", seenLo, seenHi)
+	}
+	if d := Between(hi, lo); d != hi {
+		t.Errorf("Between(hi, lo) = %v, want hi", d)
+	}
+}
