@@ -53,14 +53,18 @@ type Options struct {
 	ResolveBackoff time.Duration
 }
 
-// Google Cloud Storage's JSON API, and the scopes the official client
-// asks application default credentials for.
+// The scopes the official client asks application default credentials
+// for, and the variable naming an emulator.
 const (
-	defaultEndpoint = "https://storage.googleapis.com/storage/v1/"
-	scopeFull       = "https://www.googleapis.com/auth/devstorage.full_control"
-	scopeCloud      = "https://www.googleapis.com/auth/cloud-platform"
-	emulatorEnv     = "STORAGE_EMULATOR_HOST"
+	scopeFull   = "https://www.googleapis.com/auth/devstorage.full_control"
+	scopeCloud  = "https://www.googleapis.com/auth/cloud-platform"
+	emulatorEnv = "STORAGE_EMULATOR_HOST"
 )
+
+// googleEndpoint is Google Cloud Storage's JSON API, reached with
+// application default credentials. A variable only so that a test can
+// stand in for Google.
+var googleEndpoint = "https://storage.googleapis.com/storage/v1/"
 
 // Store is a store.Store over one GCS bucket and object-name prefix.
 type Store struct {
@@ -108,7 +112,7 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 		}
 		api = strings.TrimSuffix(host, "/") + "/storage/v1/"
 	default:
-		api, auth = defaultEndpoint, true
+		api, auth = googleEndpoint, true
 	}
 	if !strings.HasSuffix(api, "/") {
 		api += "/"
