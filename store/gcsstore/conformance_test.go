@@ -8,7 +8,7 @@ import (
 )
 
 // TestConformance runs the store conformance suite against
-// fake-gcs-server through the official client. CompareAndDelete is not
+// fake-gcs-server over its JSON API. CompareAndDelete is not
 // claimed for this peer (it ignores delete preconditions), so the suite
 // checks that Delete with IfMatch fails with ErrUnsupported instead.
 func TestConformance(t *testing.T) {

@@ -4,21 +4,17 @@ import (
 	"errors"
 	"net/http"
 
-	"cloud.google.com/go/storage"
-	"google.golang.org/api/googleapi"
-
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 const backend = "gcsstore"
 
-// classify maps a client error onto the store error set. It is the one
+// classify maps a request's error onto the store error set. It is the one
 // place that knows GCS's statuses and reasons:
 //
 //	412 (conditionNotMet)                → ErrConflict
-//	storage.ErrBucketNotExist            → ErrNotFound (any op)
-//	404 / ErrObjectNotExist on a read    → ErrNotFound
+//	404 on a read (object or bucket)     → ErrNotFound
 //	404 on a conditional delete          → ErrConflict (the object is gone)
 //	404 on an upload                     → ErrNotFound: the bucket is
 //	                                       missing (a missing object fails
@@ -31,40 +27,31 @@ const backend = "gcsstore"
 //	other 4xx (400, 401, 403, 409, …)    → ErrUnsupported (configuration or
 //	                                       request error)
 //	dial error (request never sent)      → ErrTransient
-//	other transport error on a read      → ErrTransient
-//	other transport error after a write  → ErrUnknownOutcome (timeout,
-//	                                       reset, the caller's context
-//	                                       ending mid-request)
+//	other transport error, or a 2xx      → ErrTransient on a read,
+//	answer the store cannot use            ErrUnknownOutcome after a write
+//	                                       (timeout, reset, the caller's
+//	                                       context ending mid-request)
+//
+// Delete treats a 404 on an unconditional delete as done.
 func classify(op resolve.OpKind, err error) resolve.Failure {
 	var f resolve.Failure
-	var ge *googleapi.Error
-	if errors.As(err, &ge) {
-		f.Status = ge.Code
-		if len(ge.Errors) > 0 {
-			f.Code = ge.Errors[0].Reason
-		}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		f.Status, f.Code = ae.Code, ae.Reason
 	}
 	write := op.Write()
 	switch {
-	case errors.Is(err, storage.ErrBucketNotExist):
-		f.Kind = store.ErrNotFound
-		if f.Status == 0 {
-			f.Status = http.StatusNotFound
-		}
 	case f.Status == http.StatusPreconditionFailed || f.Code == "conditionNotMet":
 		f.Kind = store.ErrConflict
-	case f.Status == http.StatusNotFound || errors.Is(err, storage.ErrObjectNotExist):
+	case f.Status == http.StatusNotFound:
 		f.Kind = store.ErrNotFound
-		if op == resolve.OpCondDelete && !errors.Is(err, storage.ErrBucketNotExist) {
+		if op == resolve.OpCondDelete {
 			f.Kind = store.ErrConflict
-		}
-		if f.Status == 0 {
-			f.Status = http.StatusNotFound
 		}
 	case f.Status == http.StatusRequestTimeout || f.Status == http.StatusTooManyRequests || f.Status >= 500:
 		f.Kind = resolve.Unanswered(write)
 	default:
-		// Other 4xx, 3xx, dial and transport errors.
+		// Other 4xx, 3xx, dial and transport errors, unusable answers.
 		f.Kind = resolve.Fallback(f.Status, write, err)
 	}
 	return f

@@ -8,20 +8,13 @@ import (
 	"net"
 	"testing"
 
-	"cloud.google.com/go/storage"
-	"google.golang.org/api/googleapi"
-
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 func apiErr(code int, reason string) error {
-	e := &googleapi.Error{Code: code, Message: "test"}
-	if reason != "" {
-		e.Errors = []googleapi.ErrorItem{{Reason: reason, Message: "test"}}
-	}
-	// The client wraps API errors; classify must see through that.
-	return fmt.Errorf("storage: wrapped: %w", e)
+	// Callers may wrap API errors; classify must see through that.
+	return fmt.Errorf("gcsstore: wrapped: %w", &apiError{Code: code, Reason: reason, Message: "test"})
 }
 
 func TestClassify(t *testing.T) {
@@ -37,16 +30,15 @@ func TestClassify(t *testing.T) {
 		{"412 conditionNotMet on a create", resolve.OpCondDelete, apiErr(412, "conditionNotMet"), store.ErrConflict, 412},
 		{"412 without a reason", resolve.OpCondDelete, apiErr(412, ""), store.ErrConflict, 412},
 		{"conditionNotMet reason alone", resolve.OpCondDelete, apiErr(0, "conditionNotMet"), store.ErrConflict, 0},
-		{"missing object on get", resolve.OpRead, storage.ErrObjectNotExist, store.ErrNotFound, 404},
 		{"404 on get", resolve.OpRead, apiErr(404, "notFound"), store.ErrNotFound, 404},
 		{"404 on a conditional delete", resolve.OpCondDelete, apiErr(404, "notFound"), store.ErrConflict, 404},
 		{"404 on a conditional upload (missing bucket)", resolve.OpCondPut, apiErr(404, "notFound"), store.ErrNotFound, 404},
 		{"404 on an unconditional upload (missing bucket)", resolve.OpWrite, apiErr(404, "notFound"), store.ErrNotFound, 404},
 		{"412 on a conditional upload", resolve.OpCondPut, apiErr(412, "conditionNotMet"), store.ErrConflict, 412},
 		{"503 after a conditional upload", resolve.OpCondPut, apiErr(503, ""), store.ErrUnknownOutcome, 503},
-		{"missing object on a conditional delete", resolve.OpCondDelete, storage.ErrObjectNotExist, store.ErrConflict, 404},
-		{"missing bucket on get", resolve.OpRead, storage.ErrBucketNotExist, store.ErrNotFound, 404},
-		{"missing bucket on a conditional write", resolve.OpCondDelete, storage.ErrBucketNotExist, store.ErrNotFound, 404},
+		{"404 on a list (missing bucket)", resolve.OpRead, apiErr(404, "notFound"), store.ErrNotFound, 404},
+		{"unusable 2xx answer on a read", resolve.OpRead, &badAnswer{"x"}, store.ErrTransient, 0},
+		{"unusable 2xx answer after a write", resolve.OpCondPut, &badAnswer{"x"}, store.ErrUnknownOutcome, 0},
 		{"429 on a read", resolve.OpRead, apiErr(429, "rateLimitExceeded"), store.ErrTransient, 429},
 		{"429 after a write (may have been applied)", resolve.OpCondDelete, apiErr(429, "rateLimitExceeded"), store.ErrUnknownOutcome, 429},
 		{"429 after an unconditional write", resolve.OpWrite, apiErr(429, "rateLimitExceeded"), store.ErrUnknownOutcome, 429},
@@ -105,13 +97,13 @@ func TestVersionsAndConditions(t *testing.T) {
 	if g, ok := generation(version(1700000000123456)); !ok || g != 1700000000123456 {
 		t.Fatalf("round trip: %d %v", g, ok)
 	}
-	c, conditional, ok := conditions(store.IfAbsent)
-	if !conditional || !ok || !c.DoesNotExist || c.GenerationMatch != 0 {
-		t.Fatalf("IfAbsent → %+v", c)
+	m, conditional, ok := conditions(store.IfAbsent)
+	if !conditional || !ok || m != 0 {
+		t.Fatalf("IfAbsent → ifGenerationMatch=%d conditional %v ok %v, want 0 true true", m, conditional, ok)
 	}
-	c, conditional, ok = conditions(store.IfMatch("42"))
-	if !conditional || !ok || c.GenerationMatch != 42 || c.DoesNotExist {
-		t.Fatalf("IfMatch(42) → %+v", c)
+	m, conditional, ok = conditions(store.IfMatch("42"))
+	if !conditional || !ok || m != 42 {
+		t.Fatalf("IfMatch(42) → ifGenerationMatch=%d conditional %v ok %v, want 42 true true", m, conditional, ok)
 	}
 	if _, conditional, _ := conditions(store.Unconditional); conditional {
 		t.Fatal("Unconditional is conditional")

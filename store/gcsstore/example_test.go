@@ -10,8 +10,8 @@ import (
 )
 
 // Example opens a store under a prefix of a GCS bucket and uses a
-// create-if-absent and a compare-and-swap. With no Endpoint the official
-// client uses application default credentials (or STORAGE_EMULATOR_HOST).
+// create-if-absent and a compare-and-swap. With no Endpoint the store
+// uses application default credentials (or STORAGE_EMULATOR_HOST).
 func Example() {
 	ctx := context.Background()
 	s, err := gcsstore.Open(ctx, &gcsstore.Options{

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/api/option"
-
 	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store/gcsstore"
 	"github.com/latchkey/latchkey/store/internal/faultproxy"
@@ -27,7 +25,7 @@ func TestFaultProxyWrites(t *testing.T) {
 	open := func(endpoint string, hc *http.Client) *gcsstore.Store {
 		o := &gcsstore.Options{Bucket: bucket, Prefix: prefix, Endpoint: endpoint, NoCompareAndDelete: true, ResolveBackoff: time.Millisecond}
 		if hc != nil {
-			o.ClientOptions = []option.ClientOption{option.WithHTTPClient(hc)}
+			o.HTTPClient = hc
 		}
 		s, err := gcsstore.Open(context.Background(), o)
 		if err != nil {

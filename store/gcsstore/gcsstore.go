@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -11,8 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"cloud.google.com/go/storage"
-	"google.golang.org/api/option"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
 
 	"github.com/latchkey/latchkey/store"
 )
@@ -25,14 +27,18 @@ type Options struct {
 	// the whole bucket; a trailing '/' is added when missing.
 	Prefix string
 	// Endpoint is the JSON API base URL of a GCS-compatible server, e.g.
-	// "http://127.0.0.1:4443/storage/v1/" for fake-gcs-server. Setting it
-	// turns off authentication and sends reads through the JSON API. Empty means Google Cloud Storage with
-	// application default credentials, unless STORAGE_EMULATOR_HOST names
-	// an emulator (the official client honours it).
+	// "http://127.0.0.1:4443/storage/v1/" for fake-gcs-server; uploads go
+	// to /upload/storage/v1/ on the same host. Setting it turns off
+	// authentication. Empty means Google Cloud Storage with application
+	// default credentials, unless STORAGE_EMULATOR_HOST names an emulator
+	// (as the official client does).
 	Endpoint string
-	// ClientOptions are passed to storage.NewClient after the options Open
-	// derives from Endpoint (credentials, an HTTP client, …).
-	ClientOptions []option.ClientOption
+	// HTTPClient, when set, sends every request as it is: Open adds no
+	// credentials to it, so for Google Cloud Storage it must authorize
+	// requests itself (for example oauth2.NewClient with a token source
+	// from golang.org/x/oauth2/google). Nil means a client of the store's
+	// own, with application default credentials when they apply.
+	HTTPClient *http.Client
 	// NoCompareAndDelete declares that the server ignores ifGenerationMatch
 	// on DELETE, so the store does not claim CompareAndDelete and a Delete
 	// with IfMatch fails with ErrUnsupported. fake-gcs-server v1.56.1 needs
@@ -47,22 +53,32 @@ type Options struct {
 	ResolveBackoff time.Duration
 }
 
-// readAttempts bounds the client's attempts at one read (get, attrs,
-// one list page); the last resolve.Failure is then ErrTransient.
-const readAttempts = 4
+// The scopes the official client asks application default credentials
+// for, and the variable naming an emulator.
+const (
+	scopeFull   = "https://www.googleapis.com/auth/devstorage.full_control"
+	scopeCloud  = "https://www.googleapis.com/auth/cloud-platform"
+	emulatorEnv = "STORAGE_EMULATOR_HOST"
+)
+
+// googleEndpoint is Google Cloud Storage's JSON API, reached with
+// application default credentials. A variable only so that a test can
+// stand in for Google.
+var googleEndpoint = "https://storage.googleapis.com/storage/v1/"
 
 // Store is a store.Store over one GCS bucket and object-name prefix.
 type Store struct {
-	client    *storage.Client
-	bucket    *storage.BucketHandle
-	name      string
-	prefix    string // "" or ends with "/"
+	hc        *http.Client
+	own       *http.Transport // the transport Open made, closed by Close; nil with Options.HTTPClient
+	api       string          // JSON API base URL, ends with '/'
+	upload    string          // media upload base URL, ends with '/'
+	name      string          // bucket
+	prefix    string          // "" or ends with "/"
 	attempts  int
 	backoff   time.Duration
 	noCAD     bool
 	closed    atomic.Bool
 	closeOnce sync.Once
-	closeErr  error
 }
 
 var (
@@ -71,7 +87,9 @@ var (
 )
 
 // Open returns a Store for the objects under opts.Prefix in opts.Bucket.
-// It does not contact the server.
+// It does not contact the storage server; with application default
+// credentials it finds them (a file, or the metadata server on Google
+// Cloud) and fails when there are none.
 func Open(ctx context.Context, opts *Options) (*Store, error) {
 	if opts == nil || opts.Bucket == "" {
 		return nil, errors.New("gcsstore: open: empty bucket name")
@@ -84,27 +102,40 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 		}
 		prefix += "/"
 	}
-	var copts []option.ClientOption
-	if o.Endpoint != "" {
-		// Reads go through the JSON API too: the XML API's host is not
-		// derived from Endpoint on every server (fake-gcs-server serves
-		// it only under its -public-host).
-		copts = append(copts, option.WithEndpoint(o.Endpoint), option.WithoutAuthentication(), storage.WithJSONReads())
-	} else if os.Getenv("STORAGE_EMULATOR_HOST") != "" {
-		// The client points itself at the emulator; reads go through the
-		// JSON API for the same reason as above.
-		copts = append(copts, storage.WithJSONReads())
+	api, auth := o.Endpoint, false
+	switch host := os.Getenv(emulatorEnv); {
+	case api != "":
+	case host != "":
+		// The official client's rule: a bare host:port is http.
+		if !strings.Contains(host, "://") {
+			host = "http://" + host
+		}
+		api = strings.TrimSuffix(host, "/") + "/storage/v1/"
+	default:
+		api, auth = googleEndpoint, true
 	}
-	copts = append(copts, o.ClientOptions...)
-	client, err := storage.NewClient(ctx, copts...)
-	if err != nil {
-		return nil, fmt.Errorf("gcsstore: open: %w", err)
+	if !strings.HasSuffix(api, "/") {
+		api += "/"
 	}
-	// Reads keep the client's retries of 408, 429, 5xx and transport
-	// errors, but bounded: by default it retries until the context ends.
-	client.SetRetry(storage.WithMaxAttempts(readAttempts))
-	s := &Store{client: client, bucket: client.Bucket(o.Bucket), name: o.Bucket, prefix: prefix,
-		attempts: o.ResolveAttempts, backoff: o.ResolveBackoff, noCAD: o.NoCompareAndDelete}
+	u, err := url.Parse(api)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("gcsstore: open: endpoint %q: want http(s)://host/storage/v1/", api)
+	}
+	s := &Store{hc: o.HTTPClient, api: api, upload: u.Scheme + "://" + u.Host + "/upload/storage/v1/",
+		name: o.Bucket, prefix: prefix, attempts: o.ResolveAttempts, backoff: o.ResolveBackoff, noCAD: o.NoCompareAndDelete}
+	if s.hc == nil {
+		s.own = http.DefaultTransport.(*http.Transport).Clone()
+		s.hc = &http.Client{Transport: s.own}
+		if auth {
+			// The token source outlives Open's context: it refreshes
+			// tokens for as long as the store is used.
+			creds, err := google.FindDefaultCredentials(context.WithoutCancel(ctx), scopeFull, scopeCloud)
+			if err != nil {
+				return nil, fmt.Errorf("gcsstore: open: %w", err)
+			}
+			s.hc.Transport = &oauth2.Transport{Source: creds.TokenSource, Base: s.own}
+		}
+	}
 	if s.attempts <= 0 {
 		s.attempts = 3
 	}
@@ -113,9 +144,6 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 	}
 	return s, nil
 }
-
-// Client is the underlying GCS client (for tests and tools).
-func (s *Store) Client() *storage.Client { return s.client }
 
 // Bucket is the name of the store's bucket.
 func (s *Store) Bucket() string { return s.name }
@@ -130,12 +158,16 @@ func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{CreateIfAbsent: true, CompareAndSwap: true, CompareAndDelete: !s.noCAD, Streaming: true, UniqueVersions: true}
 }
 
-// Close closes the client; later calls fail with ErrClosed. A second
-// Close returns the first one's result.
+// Close releases the store's idle connections; later calls fail with
+// ErrClosed. Closing twice is not an error.
 func (s *Store) Close() error {
 	s.closed.Store(true)
-	s.closeOnce.Do(func() { s.closeErr = s.client.Close() })
-	return s.closeErr
+	s.closeOnce.Do(func() {
+		if s.own != nil {
+			s.own.CloseIdleConnections()
+		}
+	})
+	return nil
 }
 
 // check runs store.Guard, then the limit of the store's prefix.
@@ -152,17 +184,6 @@ func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error 
 			fmt.Errorf("key with the store prefix is longer than %d bytes (GCS's object-name limit)", store.MaxKeyLen))
 	}
 	return nil
-}
-
-// object is the handle of key's object. Writes turn the client's retries
-// off with writeHandle.
-func (s *Store) object(key string) *storage.ObjectHandle { return s.bucket.Object(s.prefix + key) }
-
-// writeHandle is key's object with the client's retries off: a resent
-// conditional write that already won answers 412 and would look lost, so
-// writes resolve their own ambiguous outcomes (resolve.go).
-func (s *Store) writeHandle(key string) *storage.ObjectHandle {
-	return s.object(key).Retryer(storage.WithPolicy(storage.RetryNever))
 }
 
 // version renders a generation as a Version.

@@ -9,7 +9,7 @@ import (
 
 // TestLeasesRealTime runs the lease conformance suite over gcsstore
 // against fake-gcs-server: no two holders, fencing tokens only go up,
-// ambiguous writes resolved — over the official client's JSON API and
+// ambiguous writes resolved — over the JSON API and
 // real generation preconditions.
 func TestLeasesRealTime(t *testing.T) {
 	e := startedEmulator(t)

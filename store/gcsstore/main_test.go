@@ -1,7 +1,11 @@
 package gcsstore_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -37,19 +41,37 @@ func startedEmulator(tb testing.TB) emulator {
 	return emulator{endpoint: strings.TrimSuffix(addr, "/") + "/storage/v1/"}
 }
 
-// bucket creates a fresh bucket on the emulator.
+// bucket creates a fresh bucket on the emulator (JSON API buckets.insert).
 func (e emulator) bucket(tb testing.TB) string {
 	tb.Helper()
-	s, err := gcsstore.Open(context.Background(), &gcsstore.Options{Bucket: "placeholder", Endpoint: e.endpoint})
+	name := testutil.RandomName("lk-test-")
+	body, _ := json.Marshal(map[string]string{"name": name})
+	resp, err := http.Post(e.endpoint+"b?project=latchkey-test", "application/json", bytes.NewReader(body))
+	if err != nil {
+		tb.Fatalf("fake-gcs-server at %s: create bucket %s: %v", e.endpoint, name, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("fake-gcs-server at %s: create bucket %s: %s", e.endpoint, name, resp.Status)
+	}
+	return name
+}
+
+// metadata reads an object's custom metadata (JSON API objects.get).
+func (e emulator) metadata(tb testing.TB, bucket, object string) map[string]string {
+	tb.Helper()
+	resp, err := http.Get(e.endpoint + "b/" + bucket + "/o/" + url.PathEscape(object))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer s.Close()
-	name := testutil.RandomName("lk-test-")
-	if err := s.Client().Bucket(name).Create(context.Background(), "latchkey-test", nil); err != nil {
-		tb.Fatalf("fake-gcs-server at %s: create bucket %s: %v", e.endpoint, name, err)
+	defer resp.Body.Close()
+	var o struct {
+		Metadata map[string]string `json:"metadata"`
 	}
-	return name
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&o) != nil {
+		tb.Fatalf("object %s/%s: %s", bucket, object, resp.Status)
+	}
+	return o.Metadata
 }
 
 // open returns a store on a fresh bucket, with no prefix (a prefix would

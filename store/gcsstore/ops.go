@@ -5,12 +5,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-
-	"cloud.google.com/go/storage"
-	"google.golang.org/api/iterator"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
 
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/resolve"
@@ -20,7 +23,12 @@ import (
 const metaNonce = "latchkey-nonce"
 
 // maxListPage is the largest page List asks for (the JSON API's limit).
-const maxListPage = 1000
+// maxListRequests bounds the requests of one List call: GCS may answer a
+// page with fewer names than asked, even none, and a next-page token.
+const (
+	maxListPage     = 1000
+	maxListRequests = 64
+)
 
 // newNonce returns a fresh random nonce as 32 hex digits.
 func newNonce() string {
@@ -31,21 +39,30 @@ func newNonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Get returns the key's value and generation, read in one request.
+// Get returns the key's value and generation, read in one request
+// (retried as a whole while it fails transiently).
 func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 	if err := s.check(ctx, "get", key, false); err != nil {
 		return store.Entry{}, err
 	}
-	r, err := s.object(key).NewReader(ctx)
+	var e store.Entry
+	err := readRetry(ctx, func() error {
+		r, gen, err := s.openObject(ctx, key)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		b, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		e = store.Entry{Key: key, Value: b, Version: version(gen)}
+		return nil
+	})
 	if err != nil {
 		return store.Entry{}, opError("get", key, classify(resolve.OpRead, err), err)
 	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return store.Entry{}, opError("get", key, classify(resolve.OpRead, err), err)
-	}
-	return store.Entry{Key: key, Value: b, Version: version(r.Attrs.Generation)}, nil
+	return e, nil
 }
 
 // Put writes value under key if cond holds.
@@ -53,42 +70,46 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
-	return s.put(ctx, key, func() (io.Reader, bool) { return bytes.NewReader(value), true }, cond)
+	return s.put(ctx, key, func() (io.Reader, int64, bool) { return bytes.NewReader(value), int64(len(value)), true }, cond)
 }
 
-// conditions turns a store condition into GCS preconditions. ok is false
-// for IfMatch of a version no object can have (the write is a conflict);
-// conditional is false for Unconditional.
-func conditions(cond store.Condition) (c storage.Conditions, conditional, ok bool) {
+// conditions turns a store condition into the ifGenerationMatch a write
+// carries (0: the object must not exist). ok is false for IfMatch of a
+// version no object can have (the write is a conflict); conditional is
+// false for Unconditional.
+func conditions(cond store.Condition) (match int64, conditional, ok bool) {
 	if cond.IsAbsent() {
-		return storage.Conditions{DoesNotExist: true}, true, true
+		return 0, true, true
 	}
 	if v, isMatch := cond.Match(); isMatch {
 		g, valid := generation(v)
-		return storage.Conditions{GenerationMatch: g}, true, valid
+		return g, true, valid
 	}
-	return storage.Conditions{}, false, true
+	return 0, false, true
 }
 
 // put uploads the value body returns, under cond, and resolves an unknown
-// outcome. body returns the value from its start once per attempt, and
-// false when it cannot.
-func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, bool), cond store.Condition) (store.Version, error) {
+// outcome. body returns the value from its start, and its length, once
+// per attempt, and false when it cannot.
+func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, int64, bool), cond store.Condition) (store.Version, error) {
 	if err := ctx.Err(); err != nil {
 		return "", store.NewOpError(backend, "put", key, store.ErrTransient, err) // nothing was sent
 	}
-	conds, conditional, ok := conditions(cond)
+	match, conditional, ok := conditions(cond)
 	if !ok {
 		return "", store.NewOpError(backend, "put", key, store.ErrConflict, fmt.Errorf("%s: no object has that generation", cond))
 	}
+	q := url.Values{"uploadType": {"multipart"}, "alt": {"json"}, "prettyPrint": {"false"}}
 	kind := resolve.OpWrite
 	if conditional {
 		kind = resolve.OpCondPut
+		q.Set("ifGenerationMatch", strconv.FormatInt(match, 10))
 	}
+	u := s.upload + "b/" + escape(s.name) + "/o?" + q.Encode()
 	nonce := newNonce()
 	first := true
 	send := func() (store.Version, resolve.Failure, error) {
-		r, ok := body()
+		r, size, ok := body()
 		if !ok {
 			if first {
 				return "", resolve.Failure{Kind: store.ErrTransient}, errors.New("the value's reader cannot seek to its start")
@@ -96,11 +117,7 @@ func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, boo
 			return "", resolve.Failure{Kind: store.ErrUnknownOutcome}, errors.New("the value cannot be sent again")
 		}
 		first = false
-		h := s.writeHandle(key)
-		if conditional {
-			h = h.If(conds)
-		}
-		return s.upload(ctx, h, nonce, r, kind)
+		return s.insert(ctx, u, key, nonce, r, size, kind)
 	}
 	v, f, err := send()
 	if err == nil {
@@ -113,57 +130,95 @@ func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, boo
 	return s.resolvePut(ctx, key, nonce, ifMatch, send, f, err)
 }
 
-// upload sends one object in a single request (no chunk buffer, no client
-// retries) and returns its generation.
-func (s *Store) upload(ctx context.Context, h *storage.ObjectHandle, nonce string, r io.Reader, kind resolve.OpKind) (store.Version, resolve.Failure, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w := h.NewWriter(ctx)
-	w.ChunkSize = 0
-	w.ContentType = "application/octet-stream"
-	w.Metadata = map[string]string{metaNonce: nonce}
-	if _, err := io.Copy(w, sourceReader{r}); err != nil {
-		var rerr *readError
-		if errors.As(err, &rerr) {
-			// The caller's reader failed mid-upload. Cancel the request
-			// and do not Close the writer (that would end the body
-			// normally). GCS does not finalize a multipart upload whose
-			// body never completed, but a lenient server may store what
-			// it got (fake-gcs-server does), so the outcome is unknown.
-			// PutStream spools plain readers first, so only a failing
-			// io.ReadSeeker gets here.
-			cancel()
-			return "", resolve.Failure{Kind: store.ErrUnknownOutcome}, fmt.Errorf("read value: %w", err)
-		}
-		// The upload itself failed; Close reports why.
-		cerr := w.Close()
-		if cerr == nil {
-			cerr = err
-		}
-		return "", classify(kind, cerr), cerr
+// insert sends one multipart upload to u (the object's metadata, with the
+// nonce, then size bytes of r, with a Content-Length: a body cut short is
+// never a complete request) and returns the new generation. Nothing
+// retries it.
+func (s *Store) insert(ctx context.Context, u, key, nonce string, r io.Reader, size int64, kind resolve.OpKind) (store.Version, resolve.Failure, error) {
+	meta, err := json.Marshal(map[string]any{
+		"name": s.prefix + key, "contentType": "application/octet-stream",
+		"metadata": map[string]string{metaNonce: nonce},
+	})
+	if err != nil {
+		return "", resolve.Failure{Kind: store.ErrTransient}, err
 	}
-	if err := w.Close(); err != nil {
+	boundary := newNonce()
+	head := "--" + boundary + "\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n" + string(meta) +
+		"\r\n--" + boundary + "\r\nContent-Type: application/octet-stream\r\n\r\n"
+	tail := "\r\n--" + boundary + "--\r\n"
+	src := &sourceReader{r: r, left: size}
+	b := io.MultiReader(strings.NewReader(head), src, strings.NewReader(tail))
+	resp, err := s.send(ctx, http.MethodPost, u, b, int64(len(head))+size+int64(len(tail)), "multipart/related; boundary="+boundary)
+	if src.failed.Load() {
+		// The caller's reader failed mid-upload, so the request was cut
+		// off before its declared length: GCS does not store it, but a
+		// lenient server might store what it got, so the outcome is
+		// unknown. PutStream spools plain readers first, so only a
+		// failing io.ReadSeeker gets here.
+		if resp != nil {
+			resp.Body.Close()
+		}
+		return "", resolve.Failure{Kind: store.ErrUnknownOutcome}, fmt.Errorf("read value: %w", src.err)
+	}
+	if err != nil {
 		return "", classify(kind, err), err
 	}
-	return version(w.Attrs().Generation), resolve.Failure{}, nil
+	defer resp.Body.Close()
+	var obj objectMeta
+	if err := decodeJSON(resp.Body, maxMetaBody, &obj); err != nil {
+		return "", classify(kind, err), err
+	}
+	gen, err := obj.gen()
+	if err != nil {
+		return "", classify(kind, err), err
+	}
+	return version(gen), resolve.Failure{}, nil
 }
 
-// readError marks a resolve.Failure of the caller's reader, as opposed to the
-// upload's.
-type readError struct{ err error }
+// sourceReader yields exactly left bytes of the caller's reader, and
+// records a failure of that reader (an error, or fewer bytes than
+// declared) as its own, apart from the upload's.
+type sourceReader struct {
+	r      io.Reader
+	left   int64
+	failed atomic.Bool
+	err    error // set before failed
+}
 
-func (e *readError) Error() string { return e.err.Error() }
-func (e *readError) Unwrap() error { return e.err }
-
-// sourceReader tags its reader's errors as readErrors.
-type sourceReader struct{ r io.Reader }
-
-func (sr sourceReader) Read(p []byte) (int, error) {
-	n, err := sr.r.Read(p)
-	if err != nil && err != io.EOF {
-		err = &readError{err}
+func (sr *sourceReader) Read(p []byte) (int, error) {
+	if sr.left <= 0 {
+		return 0, io.EOF
 	}
+	if int64(len(p)) > sr.left {
+		p = p[:sr.left]
+	}
+	n, err := sr.r.Read(p)
+	sr.left -= int64(n)
+	switch {
+	case err == io.EOF && sr.left > 0:
+		err = io.ErrUnexpectedEOF
+	case err == io.EOF || err == nil:
+		return n, err
+	}
+	sr.err = err
+	sr.failed.Store(true)
 	return n, err
+}
+
+// objectMeta is the part of an object resource the store reads. The API
+// renders int64s as JSON strings; a bare number is accepted too.
+type objectMeta struct {
+	Name       string            `json:"name"`
+	Generation json.RawMessage   `json:"generation"`
+	Metadata   map[string]string `json:"metadata"`
+}
+
+func (o *objectMeta) gen() (int64, error) {
+	g, err := strconv.ParseInt(strings.Trim(string(o.Generation), `"`), 10, 64)
+	if err != nil || g <= 0 {
+		return 0, &badAnswer{fmt.Sprintf("object %q without a valid generation (%s)", o.Name, o.Generation)}
+	}
+	return g, nil
 }
 
 // Delete removes key if cond holds.
@@ -177,7 +232,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	if err := ctx.Err(); err != nil {
 		return store.NewOpError(backend, "delete", key, store.ErrTransient, err) // nothing was sent
 	}
-	h := s.writeHandle(key)
+	q := url.Values{"prettyPrint": {"false"}}
 	kind := resolve.OpWrite
 	if v, ok := cond.Match(); ok {
 		if s.noCAD {
@@ -188,16 +243,19 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		if !valid {
 			return store.NewOpError(backend, "delete", key, store.ErrConflict, fmt.Errorf("%s: no object has that generation", cond))
 		}
-		h = h.If(storage.Conditions{GenerationMatch: g})
+		q.Set("ifGenerationMatch", strconv.FormatInt(g, 10))
 		kind = resolve.OpCondDelete
 	}
+	u := s.objectURL(key, q)
 	send := func() (resolve.Failure, error) {
-		err := h.Delete(ctx)
+		resp, err := s.send(ctx, http.MethodDelete, u, nil, 0, "")
 		if err == nil {
+			io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+			resp.Body.Close()
 			return resolve.Failure{}, nil
 		}
 		f := classify(kind, err)
-		if kind == resolve.OpWrite && f.Kind == store.ErrNotFound && !errors.Is(err, storage.ErrBucketNotExist) {
+		if kind == resolve.OpWrite && f.Kind == store.ErrNotFound {
 			return resolve.Failure{}, nil // an unconditional delete of a missing key succeeds
 		}
 		return f, err
@@ -212,8 +270,16 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	return s.resolveDelete(ctx, key, kind, send, f, err)
 }
 
+// listPage is one page of an objects list.
+type listPage struct {
+	Items         []objectMeta `json:"items"`
+	NextPageToken string       `json:"nextPageToken"`
+}
+
 // List returns one page of keys under prefix, in byte order, with their
-// generations.
+// generations. It reads pages of the bucket's listing (by prefix, from
+// After followed by a NUL byte, names and generations only) until it has
+// one name more than the page holds, or the listing ends.
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
 	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
@@ -226,33 +292,52 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	if limit <= 0 || limit > maxListPage {
 		limit = maxListPage
 	}
-	q := &storage.Query{Prefix: s.prefix + prefix}
+	q := url.Values{
+		"prefix":      {s.prefix + prefix},
+		"maxResults":  {strconv.Itoa(limit + 1)},
+		"fields":      {"items(name,generation),nextPageToken"},
+		"prettyPrint": {"false"},
+	}
 	if o.After != "" {
-		// StartOffset is inclusive; the smallest name after After is
+		// startOffset is inclusive; the smallest name after After is
 		// After followed by a NUL byte.
-		q.StartOffset = s.prefix + o.After + "\x00"
+		q.Set("startOffset", s.prefix+o.After+"\x00")
 	}
-	if err := q.SetAttrSelection([]string{"Name", "Generation"}); err != nil {
-		return store.Page{}, store.NewOpError(backend, "list", prefix, store.ErrUnsupported, err)
-	}
-	it := s.bucket.Objects(ctx, q)
-	it.PageInfo().MaxSize = limit + 1
 	page := store.Page{Items: make([]store.Item, 0, min(limit, 100))}
-	for {
-		a, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			return page, nil
-		}
-		if err != nil {
+	for n := 1; ; n++ {
+		var lp listPage
+		u := s.api + "b/" + escape(s.name) + "/o?" + q.Encode()
+		if err := readRetry(ctx, func() error { lp = listPage{}; return s.getJSON(ctx, u, maxListBody, &lp) }); err != nil {
 			return store.Page{}, opError("list", prefix, classify(resolve.OpRead, err), err)
 		}
-		if len(a.Name) < len(s.prefix) || a.Name[:len(s.prefix)] != s.prefix {
-			continue
+		for _, a := range lp.Items {
+			if !strings.HasPrefix(a.Name, s.prefix) {
+				continue
+			}
+			gen, err := a.gen()
+			if err != nil {
+				return store.Page{}, opError("list", prefix, classify(resolve.OpRead, err), err)
+			}
+			if len(page.Items) == limit {
+				page.Next = page.Items[limit-1].Key
+				return page, nil
+			}
+			page.Items = append(page.Items, store.Item{Key: a.Name[len(s.prefix):], Version: version(gen)})
 		}
-		if len(page.Items) == limit {
-			page.Next = page.Items[limit-1].Key
+		if lp.NextPageToken == "" {
 			return page, nil
 		}
-		page.Items = append(page.Items, store.Item{Key: a.Name[len(s.prefix):], Version: version(a.Generation)})
+		if n == maxListRequests {
+			if len(page.Items) > 0 {
+				page.Next = page.Items[len(page.Items)-1].Key // a short page; the caller goes on from here
+				return page, nil
+			}
+			err := fmt.Errorf("no name under the prefix in %d list pages", maxListRequests)
+			return store.Page{}, store.NewOpError(backend, "list", prefix, store.ErrTransient, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return store.Page{}, opError("list", prefix, classify(resolve.OpRead, err), err)
+		}
+		q.Set("pageToken", lp.NextPageToken)
 	}
 }

@@ -2,6 +2,7 @@ package gcsstore
 
 import (
 	"context"
+	"net/url"
 
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/resolve"
@@ -44,12 +45,18 @@ func (s *Store) resolveDelete(ctx context.Context, key string, kind resolve.OpKi
 // nonceOf reads which write the key's object holds: the nonce from its
 // custom metadata, with its generation. ok is false when it is absent.
 func (s *Store) nonceOf(ctx context.Context, key string) (resolve.Stored, bool, error) {
-	a, err := s.object(key).Attrs(ctx)
+	var a objectMeta
+	u := s.objectURL(key, url.Values{"fields": {"name,generation,metadata"}, "prettyPrint": {"false"}})
+	err := readRetry(ctx, func() error { a = objectMeta{}; return s.getJSON(ctx, u, maxMetaBody, &a) })
 	if err != nil {
 		if f := classify(resolve.OpRead, err); f.Kind == store.ErrNotFound {
 			return resolve.Stored{}, false, nil
 		}
 		return resolve.Stored{}, false, err
 	}
-	return resolve.Stored{Nonce: a.Metadata[metaNonce], Version: version(a.Generation)}, true, nil
+	gen, err := a.gen()
+	if err != nil {
+		return resolve.Stored{}, false, err
+	}
+	return resolve.Stored{Nonce: a.Metadata[metaNonce], Version: version(gen)}, true, nil
 }

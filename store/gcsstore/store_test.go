@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"google.golang.org/api/option"
-
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/gcsstore"
 )
@@ -60,11 +58,8 @@ func TestPrefixScopesKeys(t *testing.T) {
 	if _, err := b.Put(ctx, "k", []byte("b"), store.IfAbsent); err != nil {
 		t.Fatalf("same key under another prefix: %v", err)
 	}
-	attrs, err := a.Client().Bucket(bucket).Object("tenant-a/k").Attrs(ctx)
-	if err != nil {
-		t.Fatalf("object tenant-a/k: %v", err)
-	}
-	if n := attrs.Metadata["latchkey-nonce"]; len(n) != 32 {
+	meta := e.metadata(t, bucket, "tenant-a/k")
+	if n := meta["latchkey-nonce"]; len(n) != 32 {
 		t.Fatalf("nonce metadata = %q, want 32 hex digits", n)
 	}
 	p, err := a.List(ctx, "", nil)
@@ -121,7 +116,7 @@ func (lt *lossyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func (e emulator) lossy(t *testing.T, lt *lossyTransport) *gcsstore.Store {
 	s, err := gcsstore.Open(t.Context(), &gcsstore.Options{
 		Bucket: e.bucket(t), Endpoint: e.endpoint, NoCompareAndDelete: true,
-		ClientOptions:  []option.ClientOption{option.WithHTTPClient(&http.Client{Transport: lt})},
+		HTTPClient:     &http.Client{Transport: lt},
 		ResolveBackoff: 1,
 	})
 	if err != nil {

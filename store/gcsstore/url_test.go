@@ -44,7 +44,7 @@ func TestStoreURL(t *testing.T) {
 	}
 }
 
-// STORAGE_EMULATOR_HOST is honoured as the official client does: a gs://
+// STORAGE_EMULATOR_HOST is honoured as the official client honours it: a gs://
 // URL without endpoint= reaches the emulator it names.
 func TestStoreURLEmulatorHost(t *testing.T) {
 	e := startedEmulator(t)
