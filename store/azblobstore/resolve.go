@@ -8,31 +8,18 @@ import (
 )
 
 // resolver resolves this store's writes with the shared logic of
-// store/internal/resolve.
+// store/internal/resolve (its package doc): a write whose first attempt
+// ended without an answer reads the blob's properties for our nonce, else
+// resends the same write, and a 409/412/404 on the resend with someone
+// else's nonce, or none, is ErrUnknownOutcome, never a conflict; a
+// conditional delete that now fails its condition may have been the
+// attempt that removed the version, so that answer stays unknown.
 func (s *Store) resolver() *resolve.Resolver {
 	return &resolve.Resolver{
 		Attempts: s.attempts, Backoff: s.backoff,
 		Err:  opError,
 		Look: s.nonceOf,
 	}
-}
-
-// resolvePut decides the outcome of a write whose first attempt ended
-// without an answer (the store/internal/resolve package doc; see
-// resolve.Resolver.Put):
-// read the blob's properties for our nonce, else resend the same write;
-// a 409/412/404 on the resend with someone else's nonce, or none, is
-// ErrUnknownOutcome, never a conflict.
-func (s *Store) resolvePut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, resolve.Failure, error), last resolve.Failure, lastErr error) (store.Version, error) {
-	return s.resolver().Put(ctx, key, nonce, ifMatch, send, last, lastErr)
-}
-
-// resolveDelete resends a delete whose outcome is unknown (see
-// resolve.Resolver.Delete): a conditional one that now fails its
-// condition may have been the attempt that removed the version, so that
-// answer stays unknown.
-func (s *Store) resolveDelete(ctx context.Context, key string, kind resolve.OpKind, send func() (resolve.Failure, error), last resolve.Failure, lastErr error) error {
-	return s.resolver().Delete(ctx, key, kind.Conditional(), send, last, lastErr)
 }
 
 // nonceOf reads which write the blob currently holds, from its metadata.
