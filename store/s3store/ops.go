@@ -112,14 +112,8 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
 	}
-	var o store.ListOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := opts.Bounded(1000, 1000) // S3's page size
 	limit := o.Limit
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
 	in := &s3.ListObjectsV2Input{
 		Bucket:  &s.bucket,
 		Prefix:  aws.String(s.prefix + prefix),
