@@ -18,6 +18,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // Defaults used where Options leaves a field zero.
@@ -95,10 +96,17 @@ type Store struct {
 	write     *container.Client // no SDK retries: writes resolve their own ambiguity
 	container string
 	prefix    string // blob-name form: "" or ends with "/"
-	attempts  int
-	backoff   time.Duration
-	markers   *markerCache
-	closed    atomic.Bool
+	// res resolves this store's writes with the shared logic of
+	// store/internal/resolve (its package doc): a write whose first
+	// attempt ended without an answer reads the blob's properties for our
+	// nonce (nonceOf), else resends the same write, and a 409/412/404 on
+	// the resend with someone else's nonce, or none, is ErrUnknownOutcome,
+	// never a conflict; a conditional delete that now fails its condition
+	// may have been the attempt that removed the version, so that answer
+	// stays unknown.
+	res     *resolve.Resolver
+	markers *markerCache
+	closed  atomic.Bool
 }
 
 var (
@@ -134,8 +142,8 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("azblobstore: open: %w", err)
 	}
-	s := &Store{read: read, write: write, container: o.Container, prefix: prefix,
-		attempts: o.ResolveAttempts, backoff: o.ResolveBackoff, markers: newMarkerCache(markerCacheSize)}
+	s := &Store{read: read, write: write, container: o.Container, prefix: prefix, markers: newMarkerCache(markerCacheSize)}
+	s.res = &resolve.Resolver{Attempts: o.ResolveAttempts, Backoff: o.ResolveBackoff, Err: opError, Look: s.nonceOf}
 	if o.CreateContainer {
 		if _, err := read.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return nil, fmt.Errorf("azblobstore: open: create container %q: %w", o.Container, shortError{err})

@@ -106,7 +106,7 @@ func (s *Store) putBytes(ctx context.Context, key string, value []byte, cond sto
 		return quoteETag(out.ETag), resolve.Failure{}, nil
 	}
 	_, ifMatch := cond.Match()
-	return s.resolver().SendPut(ctx, key, nonce, ifMatch, send)
+	return s.res.SendPut(ctx, key, nonce, ifMatch, send)
 }
 
 // Delete removes key if cond holds.
@@ -134,5 +134,5 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		}
 		return resolve.Failure{}, nil
 	}
-	return s.resolver().SendDelete(ctx, key, kind.Conditional(), send)
+	return s.res.SendDelete(ctx, key, kind.Conditional(), send)
 }

@@ -70,7 +70,7 @@ func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadS
 		return quoteETag(out.ETag), resolve.Failure{}, nil
 	}
 	_, ifMatch := cond.Match()
-	return s.resolver().SendPut(ctx, key, nonce, ifMatch, send)
+	return s.res.SendPut(ctx, key, nonce, ifMatch, send)
 }
 
 // Delete removes key if cond holds.
@@ -104,7 +104,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		}
 		return resolve.Failure{}, nil
 	}
-	return s.resolver().SendDelete(ctx, key, kind.Conditional(), send)
+	return s.res.SendDelete(ctx, key, kind.Conditional(), send)
 }
 
 // List returns one page of keys under prefix, in byte order.

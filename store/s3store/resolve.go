@@ -12,21 +12,6 @@ import (
 	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
-// resolver resolves this store's writes with the shared logic of
-// store/internal/resolve (its package doc): a Put whose first attempt
-// ended without an answer HEADs the key for our nonce, else resends the
-// same conditional write, and a 412/409/404 on the resend with someone
-// else's object, or none, is ErrUnknownOutcome, never a conflict; a
-// conditional Delete that now fails its condition may have been the
-// attempt that removed the version, so that answer stays unknown.
-func (s *Store) resolver() *resolve.Resolver {
-	return &resolve.Resolver{
-		Attempts: s.attempts, Backoff: s.backoff,
-		Err:  opError,
-		Look: s.nonceOf,
-	}
-}
-
 // nonceOf reads which write the key currently holds: the nonce from the
 // object's metadata or, when there is none (a server that drops user
 // metadata, with an object of the legacy format), from its legacy header

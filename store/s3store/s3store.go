@@ -16,6 +16,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // Defaults used where Options leaves a field zero.
@@ -74,13 +75,20 @@ func (o *Options) withDefaults() (Options, error) {
 
 // Store is a store.Store over one bucket and key prefix.
 type Store struct {
-	client   *s3.Client
-	bucket   string
-	prefix   string // "" or ends with "/"
-	attempts int
-	backoff  time.Duration
-	noCAD    bool
-	closed   atomic.Bool
+	client *s3.Client
+	bucket string
+	prefix string // "" or ends with "/"
+	// res resolves this store's writes with the shared logic of
+	// store/internal/resolve (its package doc): a Put whose first attempt
+	// ended without an answer HEADs the key for our nonce (nonceOf), else
+	// resends the same conditional write, and a 412/409/404 on the resend
+	// with someone else's object, or none, is ErrUnknownOutcome, never a
+	// conflict; a conditional Delete that now fails its condition may have
+	// been the attempt that removed the version, so that answer stays
+	// unknown.
+	res    *resolve.Resolver
+	noCAD  bool
+	closed atomic.Bool
 }
 
 var (
@@ -132,7 +140,9 @@ func Open(ctx context.Context, bucket, prefix string, opts *Options) (*Store, er
 			so.UsePathStyle = true
 		}
 	})
-	return &Store{client: client, bucket: bucket, prefix: prefix, attempts: o.ResolveAttempts, backoff: o.ResolveBackoff, noCAD: o.NoCompareAndDelete}, nil
+	s := &Store{client: client, bucket: bucket, prefix: prefix, noCAD: o.NoCompareAndDelete}
+	s.res = &resolve.Resolver{Attempts: o.ResolveAttempts, Backoff: o.ResolveBackoff, Err: opError, Look: s.nonceOf}
+	return s, nil
 }
 
 // Client is the underlying S3 client (for tests and tools).
