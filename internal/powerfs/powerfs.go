@@ -16,6 +16,8 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // FS is one mounted power-loss file system.
@@ -75,10 +77,7 @@ func available() error {
 func Mount(t testing.TB, src string, opts Options) *FS {
 	t.Helper()
 	if err := available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("powerfs: %v", err)
-		}
-		t.Skipf("powerfs: %v", err)
+		testutil.Unavailable(t, "powerfs: %v", err)
 	}
 	base := t.TempDir()
 	p := &FS{opts: opts, backing: filepath.Join(base, "root"), grave: filepath.Join(base, "grave"), mnt: t.TempDir()}
@@ -117,10 +116,7 @@ func Mount(t testing.TB, src string, opts Options) *FS {
 		},
 	})
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("powerfs: mount: %v", err)
-		}
-		t.Skipf("powerfs: mount: %v", err)
+		testutil.Unavailable(t, "powerfs: mount: %v", err)
 	}
 	p.server = server
 	t.Cleanup(func() { p.Unmount() })

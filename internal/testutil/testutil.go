@@ -1,6 +1,8 @@
 // Package testutil holds the helpers that tests in several packages share:
-// random names for buckets and prefixes, re-running the test binary as a
-// child process, and serving a handler over loopback HTTP. It is imported
+// the peer a test reads from the environment (skipped locally, failed
+// under CI), random names for buckets and prefixes, re-running the test
+// binary as a child process, and serving a handler over loopback HTTP. It
+// is imported
 // only from _test.go files (internal/depcheck checks this) and depends on
 // the standard library only, so that any package's internal tests can use
 // it without an import cycle.
@@ -17,6 +19,34 @@ import (
 	"strings"
 	"testing"
 )
+
+// Peer returns the value of the environment variable env, which names a
+// peer the test needs: an emulator's address, a tool's path, a key. When
+// it is unset or empty, the test ends through Unavailable (it fails under
+// CI=true and skips elsewhere) with a message that says what env names and
+// how .ci/run provides it, which is what: "a running Azurite blob endpoint
+// such as http://127.0.0.1:10000/devstoreaccount1 (.ci/run starts one)".
+func Peer(tb testing.TB, env, what string) string {
+	tb.Helper()
+	v := os.Getenv(env)
+	if v == "" {
+		Unavailable(tb, "%s is not set: it names %s", env, what)
+	}
+	return v
+}
+
+// Unavailable ends the test for want of something outside it (a peer, a
+// tool, a privilege) that format and args describe. Under CI=true (.ci/run
+// sets it, and installs and starts every peer) it fails the test, so that
+// CI can never pass by skipping; elsewhere it skips the test. It does not
+// return.
+func Unavailable(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("CI=true but "+format, args...)
+	}
+	tb.Skipf(format, args...)
+}
 
 // RandomName returns prefix followed by 26 random lower-case letters and
 // digits (crypto/rand's Text, lower-cased), valid in S3, GCS and Azure

@@ -1,6 +1,7 @@
 package azblobstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +16,17 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
+)
+
+// Defaults used where Options leaves a field zero.
+const (
+	// DefaultResolveAttempts is the default Options.ResolveAttempts.
+	DefaultResolveAttempts = 3
+	// DefaultResolveBackoff is the default Options.ResolveBackoff.
+	DefaultResolveBackoff = 100 * time.Millisecond
 )
 
 // Azurite's well-known development account (the emulator's documented
@@ -30,7 +41,9 @@ const (
 // documented zero value. Exactly one way to authenticate is used, in this
 // order: ConnectionString; AccountName with AccountKey (shared key);
 // Credential (Microsoft Entra ID); none (ServiceURL must then carry a SAS
-// token in its query, or the container must allow anonymous access).
+// token in its query, or the container must allow anonymous access). A
+// zero numeric field means its Default… constant; a negative one is an
+// error.
 type Options struct {
 	// ServiceURL is the blob service endpoint: for Azure
 	// "https://ACCOUNT.blob.core.windows.net/" (the default when
@@ -57,11 +70,24 @@ type Options struct {
 	// Transport overrides the HTTP client (tests inject faults here).
 	Transport policy.Transporter
 	// ResolveAttempts bounds the resends used to resolve one ambiguous
-	// write; 0 means 3.
+	// write; 0 means DefaultResolveAttempts (3).
 	ResolveAttempts int
 	// ResolveBackoff is the first delay between resolution attempts,
-	// doubled each time with full jitter; 0 means 100ms.
+	// doubled each time with full jitter; 0 means DefaultResolveBackoff
+	// (100ms).
 	ResolveBackoff time.Duration
+}
+
+// withDefaults returns a copy of o with zero fields set to their
+// defaults, or an error naming the first negative field.
+func (o *Options) withDefaults() (Options, error) {
+	r := *o
+	if err := optcheck.NonNegative(optcheck.Named("ResolveAttempts", r.ResolveAttempts), optcheck.Named("ResolveBackoff", r.ResolveBackoff)); err != nil {
+		return r, err
+	}
+	r.ResolveAttempts = cmp.Or(r.ResolveAttempts, DefaultResolveAttempts)
+	r.ResolveBackoff = cmp.Or(r.ResolveBackoff, DefaultResolveBackoff)
+	return r, nil
 }
 
 // Store is a store.Store over the blobs of one container under one prefix.
@@ -70,10 +96,17 @@ type Store struct {
 	write     *container.Client // no SDK retries: writes resolve their own ambiguity
 	container string
 	prefix    string // blob-name form: "" or ends with "/"
-	attempts  int
-	backoff   time.Duration
-	markers   *markerCache
-	closed    atomic.Bool
+	// res resolves this store's writes with the shared logic of
+	// store/internal/resolve (its package doc): a write whose first
+	// attempt ended without an answer reads the blob's properties for our
+	// nonce (nonceOf), else resends the same write, and a 409/412/404 on
+	// the resend with someone else's nonce, or none, is ErrUnknownOutcome,
+	// never a conflict; a conditional delete that now fails its condition
+	// may have been the attempt that removed the version, so that answer
+	// stays unknown.
+	res     *resolve.Resolver
+	markers *markerCache
+	closed  atomic.Bool
 }
 
 var (
@@ -87,7 +120,10 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 	if opts == nil {
 		return nil, errors.New("azblobstore: open: no options (a container is required)")
 	}
-	o := *opts
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("azblobstore: open: %w", err)
+	}
 	if err := validContainer(o.Container); err != nil {
 		return nil, fmt.Errorf("azblobstore: open: %w", err)
 	}
@@ -106,14 +142,8 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("azblobstore: open: %w", err)
 	}
-	s := &Store{read: read, write: write, container: o.Container, prefix: prefix,
-		attempts: o.ResolveAttempts, backoff: o.ResolveBackoff, markers: newMarkerCache(markerCacheSize)}
-	if s.attempts <= 0 {
-		s.attempts = 3
-	}
-	if s.backoff <= 0 {
-		s.backoff = 100 * time.Millisecond
-	}
+	s := &Store{read: read, write: write, container: o.Container, prefix: prefix, markers: newMarkerCache(markerCacheSize)}
+	s.res = &resolve.Resolver{Attempts: o.ResolveAttempts, Backoff: o.ResolveBackoff, Err: opError, Look: s.nonceOf}
 	if o.CreateContainer {
 		if _, err := read.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return nil, fmt.Errorf("azblobstore: open: create container %q: %w", o.Container, shortError{err})

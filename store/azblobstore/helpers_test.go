@@ -2,7 +2,6 @@ package azblobstore_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -14,19 +13,11 @@ import (
 // service URL: http://127.0.0.1:PORT/devstoreaccount1.
 const azuriteEnv = "LATCHKEY_TEST_AZURITE"
 
-// azurite returns the Azurite service URL. Outside CI a missing emulator
-// skips the test with a message; with CI=true it fails it.
+// azurite returns the Azurite service URL (testutil.Peer: without it the
+// test skips, and fails under CI=true).
 func azurite(tb testing.TB) string {
 	tb.Helper()
-	u := os.Getenv(azuriteEnv)
-	if u == "" {
-		msg := azuriteEnv + " names a running Azurite blob endpoint, e.g. http://127.0.0.1:10000/devstoreaccount1 (.ci/run starts one)"
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("CI=true but no Azurite: %s", msg)
-		}
-		tb.Skipf("no Azurite: %s", msg)
-	}
-	return u
+	return testutil.Peer(tb, azuriteEnv, "a running Azurite blob endpoint, e.g. http://127.0.0.1:10000/devstoreaccount1 (.ci/run starts one)")
 }
 
 func options(serviceURL, container, prefix string) *azblobstore.Options {

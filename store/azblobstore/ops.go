@@ -106,19 +106,7 @@ func (s *Store) putBytes(ctx context.Context, key string, value []byte, cond sto
 		return quoteETag(out.ETag), resolve.Failure{}, nil
 	}
 	_, ifMatch := cond.Match()
-	return s.sendPut(ctx, key, nonce, ifMatch, send)
-}
-
-// sendPut sends a write once and resolves an unknown outcome.
-func (s *Store) sendPut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, resolve.Failure, error)) (store.Version, error) {
-	v, f, err := send()
-	if err == nil {
-		return v, nil
-	}
-	if f.Kind != store.ErrUnknownOutcome {
-		return "", opError("put", key, f, err)
-	}
-	return s.resolvePut(ctx, key, nonce, ifMatch, send, f, err)
+	return s.res.SendPut(ctx, key, nonce, ifMatch, send)
 }
 
 // Delete removes key if cond holds.
@@ -146,12 +134,5 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		}
 		return resolve.Failure{}, nil
 	}
-	f, err := send()
-	if err == nil {
-		return nil
-	}
-	if f.Kind != store.ErrUnknownOutcome {
-		return opError("delete", key, f, err)
-	}
-	return s.resolveDelete(ctx, key, kind, send, f, err)
+	return s.res.SendDelete(ctx, key, kind.Conditional(), send)
 }

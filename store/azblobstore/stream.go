@@ -75,7 +75,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		return quoteETag(out.ETag), resolve.Failure{}, nil
 	}
 	_, ifMatch := cond.Match()
-	return s.sendPut(ctx, key, nonce, ifMatch, send)
+	return s.res.SendPut(ctx, key, nonce, ifMatch, send)
 }
 
 // GetStream returns a reader of the key's value and its version. The SDK

@@ -2,6 +2,7 @@ package consulstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,10 +14,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
 )
 
-// Options say which Consul to talk to. A nil *Options means all defaults.
+// Options say which Consul to talk to. A nil *Options means all defaults;
+// a zero numeric field means its Default… constant, and a negative one is
+// an error.
 type Options struct {
 	// Address is HOST:PORT of the Consul HTTP API. Default: the official
 	// client's (CONSUL_HTTP_ADDR, else 127.0.0.1:8500).
@@ -39,11 +43,12 @@ type Options struct {
 	// Datacenter, when set, is sent as ?dc=.
 	Datacenter string
 	// MaxValueSize is the largest value Put accepts, in bytes. Default
-	// 380 KiB, so that the base64 value fits Consul's 512 KiB
-	// txn_max_req_len; raise it only for a server configured larger.
+	// DefaultMaxValueSize (380 KiB), so that the base64 value fits
+	// Consul's 512 KiB txn_max_req_len; raise it only for a server
+	// configured larger.
 	MaxValueSize int
 	// WaitTime bounds one blocking query of WaitChange (it loops until a
-	// change or ctx ends). Default 5 minutes.
+	// change or ctx ends). Default DefaultWaitTime (5 minutes).
 	WaitTime time.Duration
 	// MaxConns is the most connections this process holds open to one
 	// address, idle ones included, all Stores with the same address,
@@ -72,6 +77,32 @@ type Options struct {
 // DefaultMaxValueSize is the default Options.MaxValueSize.
 const DefaultMaxValueSize = 380 << 10
 
+// DefaultWaitTime is the default Options.WaitTime, the wait Consul
+// itself gives a blocking query that names none (its default_query_time).
+const DefaultWaitTime = 5 * time.Minute
+
+// withDefaults returns a copy of o (nil: every default) with zero fields
+// set to their defaults, or an error naming the first negative field.
+func (o *Options) withDefaults() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if err := optcheck.NonNegative(
+		optcheck.Named("MaxValueSize", r.MaxValueSize), optcheck.Named("WaitTime", r.WaitTime),
+		optcheck.Named("MaxConns", r.MaxConns), optcheck.Named("RequestTimeout", r.RequestTimeout),
+		optcheck.Named("BackPressureWait", r.BackPressureWait),
+	); err != nil {
+		return r, err
+	}
+	r.MaxValueSize = cmp.Or(r.MaxValueSize, DefaultMaxValueSize)
+	r.WaitTime = cmp.Or(r.WaitTime, DefaultWaitTime)
+	r.MaxConns = cmp.Or(r.MaxConns, DefaultMaxConns)
+	r.RequestTimeout = cmp.Or(r.RequestTimeout, DefaultRequestTimeout)
+	r.BackPressureWait = cmp.Or(r.BackPressureWait, DefaultBackPressureWait)
+	return r, nil
+}
+
 // listPageSize is the page size when ListOptions.Limit is 0.
 const listPageSize = 1000
 
@@ -98,9 +129,9 @@ var (
 // Open returns a store over the Consul that opts names. It does not
 // contact Consul; the first operation does.
 func Open(ctx context.Context, opts *Options) (*Store, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("consulstore: open: %w", err)
 	}
 	prefix := strings.TrimPrefix(o.Prefix, "/")
 	if prefix != "" && !strings.HasSuffix(prefix, "/") {
@@ -108,21 +139,6 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 	}
 	if err := store.ValidatePrefix(prefix); err != nil {
 		return nil, fmt.Errorf("consulstore: %w", err)
-	}
-	if o.MaxValueSize <= 0 {
-		o.MaxValueSize = DefaultMaxValueSize
-	}
-	if o.WaitTime <= 0 {
-		o.WaitTime = 5 * time.Minute
-	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = DefaultMaxConns
-	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.BackPressureWait <= 0 {
-		o.BackPressureWait = DefaultBackPressureWait
 	}
 	s := &Store{prefix: prefix, opts: o}
 	addrs := append([]string{o.Address}, o.Addresses...)

@@ -2,11 +2,9 @@ package consulstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/lease/leasetest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/consulstore"
@@ -14,24 +12,14 @@ import (
 )
 
 // realConsul is the HOST:PORT of a real Consul agent to test against
-// (LATCHKEY_TEST_CONSUL; .ci/run starts a 1.16.3 dev agent). Without it
-// the tests skip, except under CI=true, where they fail.
+// (testutil.Peer: without it the tests skip, and fail under CI=true).
 func realConsul(t *testing.T) string {
 	t.Helper()
-	addr := os.Getenv("LATCHKEY_TEST_CONSUL")
-	if addr == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("LATCHKEY_TEST_CONSUL is not set (.ci/run starts a Consul 1.16.3 dev agent)")
-		}
-		t.Skip("LATCHKEY_TEST_CONSUL is not set: no real Consul to test against")
-	}
-	return addr
+	return testutil.Peer(t, "LATCHKEY_TEST_CONSUL", "the HOST:PORT of a real Consul agent (.ci/run starts a 1.16.3 dev agent)")
 }
 
 func openReal(tb testing.TB, addr string) store.Store {
-	var b [6]byte
-	rand.Read(b[:])
-	s, err := consulstore.Open(context.Background(), &consulstore.Options{Address: addr, Prefix: "latchkey-test-" + hex.EncodeToString(b[:])})
+	s, err := consulstore.Open(context.Background(), &consulstore.Options{Address: addr, Prefix: testutil.RandomName("latchkey-test-")})
 	if err != nil {
 		tb.Fatal(err)
 	}

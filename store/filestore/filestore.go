@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/fsutil"
+	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -34,7 +36,8 @@ const (
 	StaleTempAge = time.Hour
 )
 
-// Options configure Open. The zero value (or nil) means the defaults.
+// Options configure Open. The zero value (or nil) means the defaults: a
+// zero field means its Default… constant, and a negative one is an error.
 type Options struct {
 	// Stripes is the number of lock stripes (1 to MaxStripes) used when
 	// Open creates a new store; 0 means DefaultStripes. An existing store
@@ -81,18 +84,9 @@ var _ interface {
 // unapplied. It refuses a non-empty directory that is not a store. A nil
 // opts means the defaults.
 func Open(dir string, opts *Options) (*Store, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.Stripes == 0 {
-		o.Stripes = DefaultStripes
-	}
-	if o.Stripes < 1 || o.Stripes > MaxStripes {
-		return nil, fmt.Errorf("filestore: open %s: %d stripes, want 1 to %d", dir, o.Stripes, MaxStripes)
-	}
-	if o.PollInterval <= 0 {
-		o.PollInterval = DefaultPollInterval
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("filestore: open %s: %w", dir, err)
 	}
 	if !supported {
 		return nil, store.NewOpError(backend, "open", dir, store.ErrUnsupported, errNoFlock)
@@ -115,6 +109,25 @@ func Open(dir string, opts *Options) (*Store, error) {
 	}
 	s.cleanTemps()
 	return s, nil
+}
+
+// withDefaults returns a copy of o (nil: every default) with zero fields
+// set to their defaults, or an error naming the first negative field or
+// a stripe count above MaxStripes.
+func (o *Options) withDefaults() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if err := optcheck.NonNegative(optcheck.Named("Stripes", r.Stripes), optcheck.Named("PollInterval", r.PollInterval)); err != nil {
+		return r, err
+	}
+	r.Stripes = cmp.Or(r.Stripes, DefaultStripes)
+	r.PollInterval = cmp.Or(r.PollInterval, DefaultPollInterval)
+	if r.Stripes > MaxStripes {
+		return r, fmt.Errorf("%d stripes, want 1 to %d", r.Stripes, MaxStripes)
+	}
+	return r, nil
 }
 
 // Dir returns the store's directory (absolute).

@@ -3,6 +3,7 @@ package filestore
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,13 +21,7 @@ import (
 // really had, though the listing as a whole is not a snapshot.
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
 	const op = "list"
-	var o store.ListOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Limit <= 0 {
-		o.Limit = DefaultPageSize
-	}
+	o := opts.Bounded(DefaultPageSize, math.MaxInt)
 	if err := s.begin(ctx, store.GuardPrefix, op, prefix); err != nil {
 		return store.Page{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -122,13 +123,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
-	var o store.ListOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.Limit <= 0 {
-		o.Limit = DefaultPageSize
-	}
+	o := opts.Bounded(DefaultPageSize, math.MaxInt)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := store.GuardPrefix(ctx, s.closed, backend, "list", prefix); err != nil {

@@ -2,7 +2,6 @@ package s3store_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -30,20 +29,15 @@ func latchkeyPeer(t testing.TB) peer {
 	return peer{name: "latchkey", endpoint: srv.URL, accessKey: srv.AccessKey, secret: srv.SecretKey}
 }
 
-// versityPeer is the Versity Gateway that .ci/run starts. Outside CI a
-// missing gateway skips the test with a message; in CI it fails it.
+// versityPeer is the Versity Gateway that .ci/run starts (testutil.Peer:
+// without it the test skips, and fails under CI=true).
 func versityPeer(t testing.TB) peer {
-	p := peer{name: "versitygw", endpoint: os.Getenv("LATCHKEY_TEST_VERSITYGW"),
-		accessKey: os.Getenv("LATCHKEY_TEST_VERSITYGW_ACCESS_KEY"), secret: os.Getenv("LATCHKEY_TEST_VERSITYGW_SECRET_KEY"),
-		noCAD: true}
-	if p.endpoint == "" || p.accessKey == "" || p.secret == "" {
-		msg := "LATCHKEY_TEST_VERSITYGW, LATCHKEY_TEST_VERSITYGW_ACCESS_KEY and LATCHKEY_TEST_VERSITYGW_SECRET_KEY name a running Versity Gateway (.ci/run starts one)"
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but no Versity Gateway: %s", msg)
-		}
-		t.Skipf("no Versity Gateway: %s", msg)
-	}
-	return p
+	t.Helper()
+	return peer{name: "versitygw",
+		endpoint:  testutil.Peer(t, "LATCHKEY_TEST_VERSITYGW", "a running Versity Gateway's URL (.ci/run starts one)"),
+		accessKey: testutil.Peer(t, "LATCHKEY_TEST_VERSITYGW_ACCESS_KEY", "the Versity Gateway's root access key (.ci/run sets it)"),
+		secret:    testutil.Peer(t, "LATCHKEY_TEST_VERSITYGW_SECRET_KEY", "the Versity Gateway's root secret key (.ci/run sets it)"),
+		noCAD:     true}
 }
 
 func (p peer) options() *s3store.Options {

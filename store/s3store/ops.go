@@ -69,15 +69,8 @@ func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadS
 		}
 		return quoteETag(out.ETag), resolve.Failure{}, nil
 	}
-	v, f, err := send()
-	if err == nil {
-		return v, nil
-	}
-	if f.Kind != store.ErrUnknownOutcome {
-		return "", opError("put", key, f, err)
-	}
 	_, ifMatch := cond.Match()
-	return s.resolvePut(ctx, key, nonce, ifMatch, send, f, err)
+	return s.res.SendPut(ctx, key, nonce, ifMatch, send)
 }
 
 // Delete removes key if cond holds.
@@ -111,14 +104,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		}
 		return resolve.Failure{}, nil
 	}
-	f, err := send()
-	if err == nil {
-		return nil
-	}
-	if f.Kind != store.ErrUnknownOutcome {
-		return opError("delete", key, f, err)
-	}
-	return s.resolveDelete(ctx, key, kind, send, f, err)
+	return s.res.SendDelete(ctx, key, kind.Conditional(), send)
 }
 
 // List returns one page of keys under prefix, in byte order.
@@ -126,14 +112,8 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
 	}
-	var o store.ListOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := opts.Bounded(1000, 1000) // S3's page size
 	limit := o.Limit
-	if limit <= 0 || limit > 1000 {
-		limit = 1000
-	}
 	in := &s3.ListObjectsV2Input{
 		Bucket:  &s.bucket,
 		Prefix:  aws.String(s.prefix + prefix),

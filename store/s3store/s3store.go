@@ -1,6 +1,7 @@
 package s3store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,12 +14,23 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/resolve"
+)
+
+// Defaults used where Options leaves a field zero.
+const (
+	// DefaultResolveAttempts is the default Options.ResolveAttempts.
+	DefaultResolveAttempts = 3
+	// DefaultResolveBackoff is the default Options.ResolveBackoff.
+	DefaultResolveBackoff = 100 * time.Millisecond
 )
 
 // Options configure Open. The zero value (or nil) talks to AWS with the
 // standard credential chain and region resolution of config.LoadDefaultConfig
-// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, ~/.aws/…).
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, ~/.aws/…). A zero
+// numeric field means its Default… constant; a negative one is an error.
 type Options struct {
 	// Endpoint is the base URL of an S3-compatible server, e.g.
 	// "http://127.0.0.1:7070". Empty means AWS. Setting it turns on
@@ -38,22 +50,45 @@ type Options struct {
 	// N racing conditional deletes all "win".
 	NoCompareAndDelete bool
 	// ResolveAttempts bounds the resends used to resolve one ambiguous
-	// write; 0 means 3.
+	// write; 0 means DefaultResolveAttempts (3).
 	ResolveAttempts int
 	// ResolveBackoff is the first delay between resolution attempts,
-	// doubled each time with full jitter; 0 means 100ms.
+	// doubled each time with full jitter; 0 means DefaultResolveBackoff
+	// (100ms).
 	ResolveBackoff time.Duration
+}
+
+// withDefaults returns a copy of o (nil: every default) with zero fields
+// set to their defaults, or an error naming the first negative field.
+func (o *Options) withDefaults() (Options, error) {
+	var r Options
+	if o != nil {
+		r = *o
+	}
+	if err := optcheck.NonNegative(optcheck.Named("ResolveAttempts", r.ResolveAttempts), optcheck.Named("ResolveBackoff", r.ResolveBackoff)); err != nil {
+		return r, err
+	}
+	r.ResolveAttempts = cmp.Or(r.ResolveAttempts, DefaultResolveAttempts)
+	r.ResolveBackoff = cmp.Or(r.ResolveBackoff, DefaultResolveBackoff)
+	return r, nil
 }
 
 // Store is a store.Store over one bucket and key prefix.
 type Store struct {
-	client   *s3.Client
-	bucket   string
-	prefix   string // "" or ends with "/"
-	attempts int
-	backoff  time.Duration
-	noCAD    bool
-	closed   atomic.Bool
+	client *s3.Client
+	bucket string
+	prefix string // "" or ends with "/"
+	// res resolves this store's writes with the shared logic of
+	// store/internal/resolve (its package doc): a Put whose first attempt
+	// ended without an answer HEADs the key for our nonce (nonceOf), else
+	// resends the same conditional write, and a 412/409/404 on the resend
+	// with someone else's object, or none, is ErrUnknownOutcome, never a
+	// conflict; a conditional Delete that now fails its condition may have
+	// been the attempt that removed the version, so that answer stays
+	// unknown.
+	res    *resolve.Resolver
+	noCAD  bool
+	closed atomic.Bool
 }
 
 var (
@@ -65,9 +100,9 @@ var (
 // prefix gets a trailing '/' if it lacks one. Open does not contact the
 // server.
 func Open(ctx context.Context, bucket, prefix string, opts *Options) (*Store, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("s3store: open: %w", err)
 	}
 	if bucket == "" {
 		return nil, errors.New("s3store: open: empty bucket name")
@@ -105,13 +140,8 @@ func Open(ctx context.Context, bucket, prefix string, opts *Options) (*Store, er
 			so.UsePathStyle = true
 		}
 	})
-	s := &Store{client: client, bucket: bucket, prefix: prefix, attempts: o.ResolveAttempts, backoff: o.ResolveBackoff, noCAD: o.NoCompareAndDelete}
-	if s.attempts <= 0 {
-		s.attempts = 3
-	}
-	if s.backoff <= 0 {
-		s.backoff = 100 * time.Millisecond
-	}
+	s := &Store{client: client, bucket: bucket, prefix: prefix, noCAD: o.NoCompareAndDelete}
+	s.res = &resolve.Resolver{Attempts: o.ResolveAttempts, Backoff: o.ResolveBackoff, Err: opError, Look: s.nonceOf}
 	return s, nil
 }
 

@@ -3,7 +3,6 @@ package storeurl
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -35,13 +34,9 @@ func openAzblob(ctx context.Context, u *url.URL) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	create := false
-	switch q.Get("create-container") {
-	case "", "0", "false":
-	case "1", "true":
-		create = true
-	default:
-		return nil, fmt.Errorf("create-container=%q: want 1 or 0", q.Get("create-container"))
+	create, err := flag(q, "create-container")
+	if err != nil {
+		return nil, err
 	}
 	opts := &azblobstore.Options{Container: u.Host, Prefix: strings.TrimPrefix(u.Path, "/"), CreateContainer: create,
 		AccountName: os.Getenv("AZURE_STORAGE_ACCOUNT"), AccountKey: os.Getenv("AZURE_STORAGE_KEY")}
@@ -51,9 +46,9 @@ func openAzblob(ctx context.Context, u *url.URL) (store.Store, error) {
 	ep := q.Get("endpoint")
 	switch {
 	case ep != "":
-		e, err := url.Parse(ep)
-		if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
-			return nil, fmt.Errorf("endpoint %q: want http(s)://host[:port][/account], e.g. http://127.0.0.1:10000/devstoreaccount1", ep)
+		e, err := httpEndpoint(ep, "http(s)://host[:port][/account], e.g. http://127.0.0.1:10000/devstoreaccount1")
+		if err != nil {
+			return nil, err
 		}
 		opts.ServiceURL = ep
 		if opts.AccountName == "" && loopback(e.Hostname()) {

@@ -2,12 +2,10 @@ package storeurl_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/azblobstore"
 	"github.com/latchkey/latchkey/store/storeurl"
@@ -18,20 +16,12 @@ import (
 // loopback endpoint gets Azurite's dev account), and checks the prefix
 // scoping.
 func TestAzblobURL(t *testing.T) {
-	ep := os.Getenv("LATCHKEY_TEST_AZURITE")
-	if ep == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI=true but LATCHKEY_TEST_AZURITE is not set (.ci/run starts Azurite)")
-		}
-		t.Skip("LATCHKEY_TEST_AZURITE names a running Azurite blob endpoint (.ci/run starts one)")
-	}
+	ep := testutil.Peer(t, "LATCHKEY_TEST_AZURITE", "a running Azurite blob endpoint (.ci/run starts one)")
 	t.Setenv("AZURE_STORAGE_ACCOUNT", "")
 	t.Setenv("AZURE_STORAGE_KEY", "")
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "")
 	ctx := context.Background()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "lk-url-" + hex.EncodeToString(b[:])
+	name := testutil.RandomName("lk-url-")
 	admin, err := azblobstore.Open(ctx, &azblobstore.Options{ServiceURL: ep, Container: name,
 		AccountName: azblobstore.DevAccountName, AccountKey: azblobstore.DevAccountKey})
 	if err != nil {

@@ -43,12 +43,10 @@ func openEtcd(ctx context.Context, u *url.URL) (store.Store, error) {
 		}
 		opts.Username, opts.Password = u.User.Username(), pw
 	}
-	switch q.Get("tls") {
-	case "", "0", "false":
-	case "1", "true":
+	if on, err := flag(q, "tls"); err != nil {
+		return nil, err
+	} else if on {
 		opts.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-	default:
-		return nil, fmt.Errorf("tls=%q: want 1 or 0", q.Get("tls"))
 	}
 	if f := q.Get("cacert"); f != "" {
 		pem, err := os.ReadFile(f)

@@ -3,7 +3,6 @@ package storeurl
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 	"strings"
 
@@ -30,9 +29,9 @@ func openGCS(ctx context.Context, u *url.URL) (store.Store, error) {
 	}
 	opts := &gcsstore.Options{Bucket: u.Host, Prefix: strings.TrimPrefix(u.Path, "/"), Endpoint: q.Get("endpoint")}
 	if ep := opts.Endpoint; ep != "" {
-		e, err := url.Parse(ep)
-		if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
-			return nil, fmt.Errorf("endpoint %q: want http://host:port/storage/v1/ or https://host/storage/v1/", ep)
+		e, err := httpEndpoint(ep, "http://host:port/storage/v1/ or https://host/storage/v1/")
+		if err != nil {
+			return nil, err
 		}
 		if e.Path == "" || e.Path == "/" {
 			// The JSON API lives under /storage/v1/; accept the bare
@@ -41,12 +40,8 @@ func openGCS(ctx context.Context, u *url.URL) (store.Store, error) {
 			opts.Endpoint = e.String()
 		}
 	}
-	switch q.Get("no-compare-and-delete") {
-	case "", "0", "false":
-	case "1", "true":
-		opts.NoCompareAndDelete = true
-	default:
-		return nil, fmt.Errorf("no-compare-and-delete=%q: want 1 or 0", q.Get("no-compare-and-delete"))
+	if opts.NoCompareAndDelete, err = flag(q, "no-compare-and-delete"); err != nil {
+		return nil, err
 	}
 	return gcsstore.Open(ctx, opts)
 }

@@ -39,13 +39,9 @@ func openS3(ctx context.Context, u *url.URL) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	create := false
-	switch q.Get("create-bucket") {
-	case "", "0", "false":
-	case "1", "true":
-		create = true
-	default:
-		return nil, fmt.Errorf("create-bucket=%q: want 1 or 0", q.Get("create-bucket"))
+	create, err := flag(q, "create-bucket")
+	if err != nil {
+		return nil, err
 	}
 	opts := &s3store.Options{Endpoint: q.Get("endpoint"), Region: q.Get("region")}
 	if opts.Endpoint == "" {
@@ -54,17 +50,12 @@ func openS3(ctx context.Context, u *url.URL) (store.Store, error) {
 		opts.Endpoint = cmp.Or(os.Getenv("AWS_ENDPOINT_URL_S3"), os.Getenv("AWS_ENDPOINT_URL"))
 	}
 	if ep := opts.Endpoint; ep != "" {
-		e, err := url.Parse(ep)
-		if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
-			return nil, fmt.Errorf("endpoint %q: want http://host:port or https://host", ep)
+		if _, err := httpEndpoint(ep, "http://host:port or https://host"); err != nil {
+			return nil, err
 		}
 	}
-	switch q.Get("no-compare-and-delete") {
-	case "", "0", "false":
-	case "1", "true":
-		opts.NoCompareAndDelete = true
-	default:
-		return nil, fmt.Errorf("no-compare-and-delete=%q: want 1 or 0", q.Get("no-compare-and-delete"))
+	if opts.NoCompareAndDelete, err = flag(q, "no-compare-and-delete"); err != nil {
+		return nil, err
 	}
 	creds, err := s3Credentials(ctx, opts.Region)
 	if err != nil {

@@ -104,6 +104,29 @@ func Open(ctx context.Context, rawURL string) (store.Store, error) {
 	return s, nil
 }
 
+// flag reads the boolean parameter name: absent, 0 or false is false, 1
+// or true is true, anything else an error.
+func flag(q url.Values, name string) (bool, error) {
+	switch v := q.Get(name); v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want 1 or 0", name, v)
+	}
+}
+
+// httpEndpoint parses the endpoint= parameter ep: an http or https URL
+// with a host. want says what the scheme expects, for the error.
+func httpEndpoint(ep, want string) (*url.URL, error) {
+	e, err := url.Parse(ep)
+	if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" {
+		return nil, fmt.Errorf("endpoint %q: want %s", ep, want)
+	}
+	return e, nil
+}
+
 // params checks that u's query holds only the allowed keys, each once, and
 // returns it.
 func params(u *url.URL, allowed ...string) (url.Values, error) {

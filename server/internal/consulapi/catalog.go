@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/latchkey/latchkey/internal/keyrange"
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
 
@@ -47,17 +48,13 @@ const (
 	maxNodeEntries  = 256
 )
 
-// countPrefix counts the catalog records under prefix, stopping past limit.
+// countPrefix counts the catalog records under prefix, stopping at limit.
 func countPrefix(tx *engine.Tx, prefix []byte, limit int) int {
 	b := tx.ReadBucket(bucketCatalog)
 	if b == nil {
 		return 0
 	}
-	n := 0
-	c := b.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n <= limit; k, _ = c.Next() {
-		n++
-	}
+	n, _ := keyrange.Count(b.Cursor(), prefix, limit)
 	return n
 }
 

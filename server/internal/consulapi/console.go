@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/keyrange"
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
 
@@ -104,12 +105,5 @@ func SessionCount(tx *engine.Tx, limit int) (n int, more bool) {
 	if b == nil {
 		return 0, false
 	}
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		if n >= limit {
-			return n, true
-		}
-		n++
-	}
-	return n, false
+	return keyrange.Count(b.Cursor(), nil, limit)
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // upstreamTests are HashiCorp's own github.com/hashicorp/consul/api
@@ -30,14 +32,8 @@ const upstreamTests = `^(TestAPI_Client(PutGetDelete|List_DeleteRecurse|DeleteCA
 // directory). Outside CI, missing variables skip the test; with CI=true
 // they fail it.
 func TestUpstreamAPITests(t *testing.T) {
-	bin, src := os.Getenv("LATCHKEY_TEST_CONSUL_API_TEST"), os.Getenv("LATCHKEY_TEST_CONSUL_API_SRC")
-	if bin == "" || src == "" {
-		msg := "LATCHKEY_TEST_CONSUL_API_TEST and LATCHKEY_TEST_CONSUL_API_SRC name the github.com/hashicorp/consul/api v1.34.5 test binary and source (.ci/run builds them)"
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but no upstream api tests: %s", msg)
-		}
-		t.Skipf("no upstream api tests: %s", msg)
-	}
+	bin := testutil.Peer(t, "LATCHKEY_TEST_CONSUL_API_TEST", "the github.com/hashicorp/consul/api v1.34.5 test binary (.ci/run builds it)")
+	src := testutil.Peer(t, "LATCHKEY_TEST_CONSUL_API_SRC", "the github.com/hashicorp/consul/api v1.34.5 module's source (.ci/run fetches it)")
 	fakebin := t.TempDir()
 	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", filepath.Join(fakebin, "consul"), "./internal/fakeconsul")
 	if out, err := build.CombinedOutput(); err != nil {

@@ -3,6 +3,8 @@ package engine
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/latchkey/latchkey/internal/keyrange"
 )
 
 // ScanKV calls fn with the records whose key starts with prefix, in
@@ -30,12 +32,5 @@ func (tx *Tx) ScanKV(prefix, start string, fn func(kv KV) bool) {
 // limit; it reports whether it stopped there (the count is then a lower
 // bound). Values are not decoded.
 func (tx *Tx) CountKV(prefix string, limit int) (n int, more bool) {
-	c := tx.btx.Bucket(bucketKV).Cursor()
-	for k, _ := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, _ = c.Next() {
-		if n >= limit {
-			return n, true
-		}
-		n++
-	}
-	return n, false
+	return keyrange.Count(tx.btx.Bucket(bucketKV).Cursor(), []byte(prefix), limit)
 }

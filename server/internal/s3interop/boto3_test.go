@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/server/servertest"
 )
 
@@ -33,10 +34,7 @@ func boto3Python(t *testing.T) string {
 		err = exec.Command(py, "-c", "import boto3").Run()
 	}
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but python3 with boto3 is not available: %v", err)
-		}
-		t.Skipf("python3 with boto3 is not available: %v", err)
+		testutil.Unavailable(t, "python3 with boto3 is not available: %v", err)
 	}
 	return py
 }

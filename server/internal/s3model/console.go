@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/keyrange"
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
 
@@ -156,14 +157,7 @@ func ConsoleCount(tx *engine.Tx, table string, limit int) (n int, more bool) {
 	if name == "" || b == nil {
 		return 0, false
 	}
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		if n >= limit {
-			return n, true
-		}
-		n++
-	}
-	return n, false
+	return keyrange.Count(b.Cursor(), nil, limit)
 }
 
 // ConsoleInline returns the body of one version of key when it is stored

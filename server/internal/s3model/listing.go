@@ -3,6 +3,8 @@ package s3model
 import (
 	"bytes"
 	"strings"
+
+	"github.com/latchkey/latchkey/internal/keyrange"
 )
 
 // keyIter walks the distinct object keys of one bucket in byte order.
@@ -24,19 +26,6 @@ type Page struct {
 	Next string
 	// Current holds the current version of every key of Keys.
 	Current map[string]Version
-}
-
-// prefixEnd is the smallest string greater than every string that starts
-// with p ("" when there is none).
-func prefixEnd(p string) string {
-	b := []byte(p)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1])
-		}
-	}
-	return ""
 }
 
 // rollup returns the common prefix key falls under, or "" when key is not
@@ -62,7 +51,7 @@ func startAfter(prefix, delim, marker string) string {
 	}
 	if strings.HasPrefix(marker, prefix) {
 		if cp := rollup(marker, prefix, delim); cp != "" {
-			if end := prefixEnd(cp); end != "" {
+			if end := keyrange.PrefixEnd(cp); end != "" {
 				return end
 			}
 		}
@@ -93,7 +82,7 @@ func listKeys(it keyIter, prefix, delim, marker string, max int, live func(strin
 		if cp := rollup(key, prefix, delim); cp != "" {
 			p.Prefixes = append(p.Prefixes, cp)
 			p.Next = cp
-			end := prefixEnd(cp)
+			end := keyrange.PrefixEnd(cp)
 			if end == "" {
 				break
 			}

@@ -3,6 +3,8 @@ package s3model
 import (
 	"bytes"
 	"strings"
+
+	"github.com/latchkey/latchkey/internal/keyrange"
 )
 
 // VersionsQuery selects one page of ListObjectVersions.
@@ -141,7 +143,7 @@ func (l *versionLister) commonPrefix(cp string) bool {
 	l.page.Prefixes = append(l.page.Prefixes, cp)
 	l.count++
 	l.page.NextKey, l.page.NextVersionID = cp, ""
-	end := prefixEnd(cp)
+	end := keyrange.PrefixEnd(cp)
 	if end == "" {
 		return false
 	}

@@ -94,6 +94,34 @@ func (r *Resolver) next(lastErr, err error) error {
 	return err
 }
 
+// SendPut sends a put once and returns its answer. A failure whose
+// outcome is known is r.Err("put", …); one of unknown outcome is decided
+// by Put, with send as the resend.
+func (r *Resolver) SendPut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, Failure, error)) (store.Version, error) {
+	v, f, err := send()
+	if err == nil {
+		return v, nil
+	}
+	if f.Kind != store.ErrUnknownOutcome {
+		return "", r.Err("put", key, f, err)
+	}
+	return r.Put(ctx, key, nonce, ifMatch, send, f, err)
+}
+
+// SendDelete sends a delete once. A failure whose outcome is known is
+// r.Err("delete", …); one of unknown outcome is decided by Delete, with
+// send as the resend.
+func (r *Resolver) SendDelete(ctx context.Context, key string, conditional bool, send func() (Failure, error)) error {
+	f, err := send()
+	if err == nil {
+		return nil
+	}
+	if f.Kind != store.ErrUnknownOutcome {
+		return r.Err("delete", key, f, err)
+	}
+	return r.Delete(ctx, key, conditional, send, f, err)
+}
+
 // Put decides the outcome of a put whose attempt ended as last/lastErr
 // without an answer: read the key; our nonce there means we won. A put
 // that is not an if-match (unconditional, or if-absent) is then only

@@ -373,3 +373,40 @@ func TestFailureOpError(t *testing.T) {
 		t.Errorf("%v does not match both its kind and its cause", err)
 	}
 }
+
+// TestSendOnceThenResolve: SendPut and SendDelete return the first
+// answer, report a failure of known outcome as it is without resending,
+// and resolve only an unknown one.
+func TestSendOnceThenResolve(t *testing.T) {
+	lost := fmt.Errorf("500: %w", store.ErrUnknownOutcome)
+	conflict := fmt.Errorf("412: %w", store.ErrConflict)
+	for _, c := range []struct {
+		name     string
+		sends    []error
+		wantKind error
+		sent     int
+	}{
+		{name: "answered", sends: []error{nil}, sent: 1},
+		{name: "known failure", sends: []error{conflict}, wantKind: store.ErrConflict, sent: 1},
+		{name: "unknown, then the resend wins", sends: []error{lost, nil}, sent: 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := fake{sends: c.sends}
+				_, err := k.resolver(3).SendPut(t.Context(), "jobs/a", "n1", true, k.send)
+				if c.wantKind == nil && err != nil || c.wantKind != nil && !errors.Is(err, c.wantKind) {
+					t.Fatalf("SendPut = %v, want kind %v", err, c.wantKind)
+				}
+				d := fake{sends: c.sends}
+				send := func() (Failure, error) { _, f, err := d.send(); return f, err }
+				err = d.resolver(3).SendDelete(t.Context(), "jobs/a", true, send)
+				if c.wantKind == nil && err != nil || c.wantKind != nil && !errors.Is(err, c.wantKind) {
+					t.Fatalf("SendDelete = %v, want kind %v", err, c.wantKind)
+				}
+				if k.sent != c.sent || d.sent != c.sent {
+					t.Fatalf("sent %d (put) and %d (delete), want %d", k.sent, d.sent, c.sent)
+				}
+			})
+		})
+	}
+}

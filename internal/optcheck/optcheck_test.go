@@ -1,0 +1,19 @@
+package optcheck
+
+import (
+	"testing"
+	"time"
+)
+
+func TestNonNegativeNamesTheFirstNegativeField(t *testing.T) {
+	if err := NonNegative(Named("A", 0), Named("B", time.Second), Named("C", int32(7))); err != nil {
+		t.Fatalf("zero and positive fields: %v, want nil", err)
+	}
+	if err := NonNegative(); err != nil {
+		t.Fatalf("no fields: %v, want nil", err)
+	}
+	err := NonNegative(Named("A", 1), Named("B", -time.Nanosecond), Named("C", -1))
+	if err == nil || err.Error() != "negative Options.B (zero means the default)" {
+		t.Fatalf("NonNegative = %v, want the error naming B", err)
+	}
+}
