@@ -43,6 +43,9 @@ func newCmdFlags(e *env, name, synopsis, summary string) *cmdFlags {
 func newHelpFlags(e *env, name, help string) *cmdFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	if e.verbose != nil {
+		fs.BoolVar(e.verbose, "verbose", *e.verbose, "on failure, print the raw cause on a second line (also $LATCHKEY_VERBOSE=1)")
+	}
 	return &cmdFlags{FlagSet: fs, e: e, help: help}
 }
 

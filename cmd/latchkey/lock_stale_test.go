@@ -112,11 +112,11 @@ func TestLockDeletedRecordWarns(t *testing.T) {
 func TestLockRunSaysStoreUnreachable(t *testing.T) {
 	c := newCLI(t)
 	o := c.run("lock", "run", "--store", "consul://127.0.0.1:1/locks", "--wait", "500ms", "k", "--", "true")
-	if o.code != exitUnavailable || strings.Count(o.stderr, "store unreachable, retrying: ") != 1 {
+	if o.code != exitUnavailable || strings.Count(o.stderr, "waiting for k: store unreachable (127.0.0.1:1: connection refused); retrying") != 1 {
 		t.Errorf("lock run against a dead store: exit %d, stderr %q; want 69 and one 'store unreachable' line", o.code, o.stderr)
 	}
 	o = c.run("lock", "run", "--quiet", "--store", "consul://127.0.0.1:1/locks", "--wait", "300ms", "k", "--", "true")
-	if o.code != exitUnavailable || strings.Contains(o.stderr, "unreachable, retrying") {
+	if o.code != exitUnavailable || strings.Contains(o.stderr, "retrying") {
 		t.Errorf("--quiet: exit %d, stderr %q; want 69 without progress lines", o.code, o.stderr)
 	}
 }

@@ -212,7 +212,7 @@ func TestCappedJoinedErrors(t *testing.T) {
 		errs = append(errs, fmt.Errorf("delete %d: boom", i))
 	}
 	var b bytes.Buffer
-	report(fmt.Errorf("publish p: failed: %w", errors.Join(errs...)), &b)
+	report(fmt.Errorf("publish p: failed: %w", errors.Join(errs...)), &b, false)
 	want := "latchkey: publish p: failed: delete 0: boom; delete 1: boom; delete 2: boom; and 184 more\n"
 	if b.String() != want {
 		t.Fatalf("report = %q, want %q", b.String(), want)
