@@ -187,6 +187,7 @@ func report(err error, stderr io.Writer, verbose bool) int {
 		msg, cause = plainMessage(err, msg)
 	}
 	if msg != "" {
+		msg = identifierWords.Replace(msg)
 		// One line, even when a cause (a server's error body, a child's
 		// message) brought line breaks along.
 		fmt.Fprintln(stderr, "latchkey: "+oneLine(msg))

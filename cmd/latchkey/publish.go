@@ -135,8 +135,8 @@ func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, tok
 		}
 		prog.done(pf.size)
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("publish %s: %w before the commit; nothing published", prefix, err)
+	if ctx.Err() != nil {
+		return publishInterrupted(ctx, w, prefix, len(files), len(files), nil)
 	}
 	c, err := w.Commit(ctx)
 	if errors.Is(err, publish.ErrSuperseded) || errors.Is(err, publish.ErrFenced) {
