@@ -170,17 +170,22 @@ func (f *lockFlags) key() (string, error) {
 
 // showRecord is what lock show --json and lock list --json print.
 type showRecord struct {
-	Key       string        `json:"key"`
-	Holder    string        `json:"holder"`
-	Token     uint64        `json:"token"`
-	Released  bool          `json:"released"`
-	Forced    bool          `json:"forced"`
-	State     string        `json:"state"`
-	TTLMillis int64         `json:"ttl_ms"`
-	TTLNanos  int64         `json:"ttl_ns"`
-	Acquired  time.Time     `json:"acquired"`
-	Renewed   time.Time     `json:"renewed"`
-	AgeMillis int64         `json:"renewed_age_ms"`
+	Key       string    `json:"key"`
+	Holder    string    `json:"holder"`
+	Token     uint64    `json:"token"`
+	Released  bool      `json:"released"`
+	Forced    bool      `json:"forced"`
+	State     string    `json:"state"`
+	TTLMillis int64     `json:"ttl_ms"`
+	TTLNanos  int64     `json:"ttl_ns"`
+	Acquired  time.Time `json:"acquired"`
+	Renewed   time.Time `json:"renewed"`
+	AgeMillis int64     `json:"renewed_age_ms"`
+	// Expires is Renewed + TTL and StaleFrom Renewed + StaleAfter(TTL),
+	// both on the writer's clock: fixed by the record, the same on every
+	// call. Zero for a released or pending record.
+	Expires   time.Time     `json:"expires,omitzero"`
+	StaleFrom time.Time     `json:"stale_from,omitzero"`
 	Version   store.Version `json:"version"`
 	Queue     []showWaiter  `json:"queue"`
 }
@@ -227,9 +232,36 @@ func lockState(rec lease.Record, now time.Time) string {
 }
 
 func newShowRecord(key string, rec lease.Record, v store.Version, now time.Time) showRecord {
-	return showRecord{Key: key, Holder: rec.Holder, Token: rec.Token, Released: rec.Released, Forced: rec.Forced,
+	r := showRecord{Key: key, Holder: rec.Holder, Token: rec.Token, Released: rec.Released, Forced: rec.Forced,
 		State: lockState(rec, now), TTLMillis: (rec.TTL + time.Millisecond - 1).Milliseconds(), TTLNanos: int64(rec.TTL),
 		Acquired: rec.Acquired, Renewed: rec.Renewed, AgeMillis: now.Sub(rec.Renewed).Milliseconds(), Version: v}
+	if !rec.Released && !rec.Pending {
+		r.Expires, r.StaleFrom = rec.Renewed.Add(rec.TTL), rec.Renewed.Add(lease.StaleAfter(rec.TTL))
+	}
+	return r
+}
+
+// takeoverLines are lock show's lines on when the lock ends if its holder
+// stops renewing, and when a taker may take it over: times computed from
+// the record alone (its last renew plus its TTL), so that two calls on a
+// dead holder print the same ones. A taker's own rule is relative: it
+// takes the lock once it has seen the record unchanged for a TTL on its
+// own clock.
+func takeoverLines(b *strings.Builder, r showRecord, ttl time.Duration, now time.Time) {
+	if r.Expires.IsZero() {
+		return
+	}
+	if now.Before(r.Expires) {
+		fmt.Fprintf(b, "expires:   %s (renewed + TTL, writer's clock) unless renewed\n", r.Expires.Format(time.RFC3339Nano))
+	} else {
+		fmt.Fprintf(b, "expired:   %s (renewed + TTL, writer's clock): not renewed since\n", r.Expires.Format(time.RFC3339Nano))
+	}
+	if r.Forced {
+		fmt.Fprintf(b, "takeover:  once a waiter has seen this record unchanged for %v\n", ttl)
+		return
+	}
+	fmt.Fprintf(b, "takeover:  once a waiter has seen this record unchanged for %v; by lock run --wait 0 from %s (renewed + 2 TTLs: stale) after confirming it for %v\n",
+		ttl, r.StaleFrom.Format(time.RFC3339Nano), ttl)
 }
 
 // noLock is the message for a key without a lock record.
@@ -296,6 +328,7 @@ func runLockShow(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(&b, "ttl:       %v\n", rec.TTL)
 	fmt.Fprintf(&b, "acquired:  %s (holder's clock)\n", rec.Acquired.Format(time.RFC3339Nano))
 	fmt.Fprintf(&b, "renewed:   %s (writer's clock), %s ago\n", rec.Renewed.Format(time.RFC3339Nano), time.Duration(r.AgeMillis)*time.Millisecond)
+	takeoverLines(&b, r, rec.TTL, now)
 	fmt.Fprintf(&b, "version:   %s\n", v)
 	fmt.Fprintf(&b, "queue:     %d waiting (served in this order)\n", len(r.Queue))
 	for _, w := range r.Queue {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,46 @@ func TestPublishLeaseWait(t *testing.T) {
 	c.fails(1, "not acquired within --wait 200ms", "publish", "--prefix", "site", "--lease", "locks/site", "--wait", "200ms", "a.txt")
 	if gen := strings.TrimSpace(c.ok("publish", "--prefix", "site", "--lease", "locks/free", "--wait", "0", "a.txt")); gen == "" {
 		t.Error("publish under a free lease printed no generation")
+	}
+}
+
+// lock show of a dead holder shows when it was last renewed, when it
+// expires and when a taker may take it over, computed from the record:
+// two calls print the same times, and they are the record's renew time
+// plus one and two TTLs.
+func TestLockShowDeadHolderTimesFixed(t *testing.T) {
+	c := newCLI(t)
+	crashedHolder(t, openCLIStore(t, c), "jobs/x", time.Minute)
+	times := func() (string, []string) {
+		out := c.ok("lock", "show", "jobs/x")
+		var lines []string
+		for l := range strings.Lines(out) {
+			if strings.HasPrefix(l, "expires:") || strings.HasPrefix(l, "takeover:") {
+				lines = append(lines, l)
+			}
+			if strings.HasPrefix(l, "renewed:") {
+				lines = append(lines, strings.Split(l, ",")[0]) // its age moves, its time does not
+			}
+		}
+		return out, lines
+	}
+	out1, first := times()
+	time.Sleep(20 * time.Millisecond)
+	out2, second := times()
+	if len(first) != 3 || !slices.Equal(first, second) {
+		t.Fatalf("lock show of a dead holder, twice:\n%s\n%s\nwant the same renewed, expires and takeover times", out1, out2)
+	}
+	var rec showRecord
+	if err := json.Unmarshal([]byte(c.ok("lock", "show", "--json", "jobs/x")), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Expires.Equal(rec.Renewed.Add(time.Minute)) || !rec.StaleFrom.Equal(rec.Renewed.Add(2*time.Minute)) {
+		t.Fatalf("--json: renewed %v, expires %v, stale_from %v; want renewed + 1 and + 2 TTLs", rec.Renewed, rec.Expires, rec.StaleFrom)
+	}
+	for _, want := range []string{rec.Expires.Format(time.RFC3339Nano) + " (renewed + TTL, writer's clock) unless renewed",
+		"takeover:  once a waiter has seen this record unchanged for 1m0s; by lock run --wait 0 from " + rec.StaleFrom.Format(time.RFC3339Nano)} {
+		if !strings.Contains(out1, want) {
+			t.Errorf("lock show lacks %q:\n%s", want, out1)
+		}
 	}
 }
