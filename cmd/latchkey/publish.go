@@ -136,12 +136,14 @@ func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, tok
 		return err
 	}
 	prog := newProgress(e.stderr, len(files), totalSize(files))
+	defer prog.finish() // the result or the error starts a line of its own
 	for i, pf := range files {
-		if err := putFile(ctx, w, pf); err != nil {
+		if err := putFile(ctx, w, pf, prog); err != nil {
 			return putFailed(ctx, w, prefix, i, len(files), err)
 		}
 		prog.done(pf.size)
 	}
+	prog.finish()
 	if ctx.Err() != nil {
 		return publishInterrupted(ctx, w, prefix, len(files), len(files), nil)
 	}
@@ -161,13 +163,13 @@ func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, tok
 	return nil
 }
 
-func putFile(ctx context.Context, w *publish.Writer, pf pubFile) error {
+func putFile(ctx context.Context, w *publish.Writer, pf pubFile, prog *progress) error {
 	fh, err := os.Open(pf.path)
 	if err != nil {
 		return err
 	}
 	defer fh.Close()
-	return w.Put(ctx, pf.name, fh)
+	return w.Put(ctx, pf.name, prog.reader(fh))
 }
 
 func runSnapshot(ctx context.Context, e *env, args []string) error {

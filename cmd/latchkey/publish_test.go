@@ -259,7 +259,9 @@ func TestPublishProgress(t *testing.T) {
 	var b bytes.Buffer
 	p := newProgress(&b, 2, 3<<20)
 	p.done(1 << 20)
+	p.reader(strings.NewReader("x")).Read(make([]byte, 1))
 	p.done(2 << 20)
+	p.finish()
 	if b.Len() != 0 {
 		t.Fatalf("progress wrote %q to a non-terminal", b.String())
 	}
