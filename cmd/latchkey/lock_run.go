@@ -136,7 +136,7 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 	}
 	l, err := acquireForRun(ctx, lk, c.wait, w)
 	if err != nil {
-		line, cause := plainMessageTried(err, "lock run: "+err.Error(), streak.account())
+		line, cause := plainMessageTried(err, heldSaid("lock run: "+err.Error(), err), streak.account())
 		return &exitError{code: notAcquiredCode(ctx, err, c.conflictCode, w.sawHolder), msg: line, cause: cause}
 	}
 	w.done()
@@ -312,6 +312,25 @@ func (w *waitReporter) done() {
 	w.mu.Lock()
 	w.acquired = true
 	w.mu.Unlock()
+}
+
+// heldSaid is msg, the message of err, with a holder's lease error said
+// from its record: when it was last renewed, on the holder's clock, the
+// same on every call, rather than the lease's own estimate of its expiry
+// (the time this contender first saw the record plus a TTL), which moves
+// with every call. lock show says when it may be taken over.
+func heldSaid(msg string, err error) string {
+	var held *lease.HeldError
+	var queued *lease.QueuedError
+	if !errors.As(err, &held) || errors.As(err, &queued) {
+		return msg
+	}
+	words := fmt.Sprintf("%q held by %q (token %d), last renewed %s by its clock; latchkey lock show %s tells when it may be taken over",
+		held.Key, held.Holder, held.Token, held.Renewed.Format(time.RFC3339Nano), held.Key)
+	if held.Forced {
+		words = fmt.Sprintf("%q released by force by %q (token %d); free once unchanged for its TTL", held.Key, held.Holder, held.Token)
+	}
+	return strings.Replace(msg, held.Error(), words, 1)
 }
 
 // stale announces the confirmation of a stale-looking record.

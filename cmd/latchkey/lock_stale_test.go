@@ -163,6 +163,12 @@ func TestLockShowDeadHolderTimesFixed(t *testing.T) {
 	if len(first) != 3 || !slices.Equal(first, second) {
 		t.Fatalf("lock show of a dead holder, twice:\n%s\n%s\nwant the same renewed, expires and takeover times", out1, out2)
 	}
+	// lock run --wait 0 says the same of it on every call too.
+	run1 := c.fails(exitConflict, `"jobs/x" held by "vm:18503" (token 1), last renewed `, "lock", "run", "--wait", "0", "jobs/x", "--", "true")
+	time.Sleep(1100 * time.Millisecond) // the lease's own estimate moves by the second
+	if run2 := c.run("lock", "run", "--wait", "0", "jobs/x", "--", "true"); run2.stderr != run1.stderr {
+		t.Errorf("lock run --wait 0 twice on a dead holder:\n%s%s", run1.stderr, run2.stderr)
+	}
 	var rec showRecord
 	if err := json.Unmarshal([]byte(c.ok("lock", "show", "--json", "jobs/x")), &rec); err != nil {
 		t.Fatal(err)

@@ -88,7 +88,7 @@ refused; --wait D bounds the wait for it as lock run's --wait does.`)
 	}
 	l, err := acquireForRun(ctx, lk, wait, &waitReporter{e: e, key: *leaseKey, quiet: true})
 	if err != nil {
-		return failf("publish: lease %q: %v", *leaseKey, err)
+		return failf("%s", heldSaid(fmt.Sprintf("publish: lease %q: %v", *leaseKey, err), err))
 	}
 	l.KeepAlive()
 	// The commit's context ends when the lease is lost, before anyone
