@@ -133,12 +133,12 @@ func TestErrorsInPlainWords(t *testing.T) {
 	t.Setenv("AWS_REGION", "us-east-1")
 	c := newCLI(t)
 	url := "s3://bucket/p?endpoint=" + srv.URL
-	o := c.fails(1, `kv get: s3store: get "k": access denied (403 AccessDenied)`, "kv", "get", "--store", url, "k")
+	o := c.fails(1, `kv get: access denied (s3store get "k": 403 AccessDenied); check the credentials and the store's permissions`, "kv", "get", "--store", url, "k")
 	if strings.Contains(o.stderr, "unsupported") {
 		t.Fatalf("stderr %q still says unsupported", o.stderr)
 	}
 	status = 501
-	c.fails(1, `not applied: refused by the store (501 NotImplemented)`, "kv", "put", "--store", url, "k", "v")
+	c.fails(1, `kv put: not applied: refused by the store (s3store put "k": 501 NotImplemented); nothing changed`, "kv", "put", "--store", url, "k", "v")
 
 	for _, tc := range []struct{ err, want string }{
 		{"etcdstore: no answer from etcd within Options.RequestTimeout", "etcdstore: no answer from etcd within the request timeout"},
@@ -146,7 +146,7 @@ func TestErrorsInPlainWords(t *testing.T) {
 		{"kv get: context deadline exceeded", "kv get: timed out"},
 	} {
 		var b bytes.Buffer
-		report(errors.New(tc.err), &b)
+		report(errors.New(tc.err), &b, false)
 		if got := strings.TrimSpace(b.String()); got != "latchkey: "+tc.want {
 			t.Errorf("report(%q) = %q, want %q", tc.err, got, tc.want)
 		}

@@ -62,6 +62,9 @@ func runVersion(ctx context.Context, e *env, args []string) error {
 }
 
 func run(ctx context.Context, args []string, e *env) error {
+	if e.verbose == nil {
+		e.verbose = new(bool)
+	}
 	args, e, err := globalFlags(args, e)
 	if err != nil || args == nil {
 		return err
@@ -121,7 +124,12 @@ arguments (kv get KEY -detailed); after "--" everything is an argument.
 
 Before COMMAND: --store URL (for any command), --timeout DUR (or
 $LATCHKEY_TIMEOUT: the whole command, store requests included, gives up
-after DUR; not serve, bench or lock run), --version, --help.
+after DUR; not serve, bench or lock run), --verbose (or $LATCHKEY_VERBOSE=1;
+also a flag of every command), --version, --help.
+
+Failures are one line in plain words ("store unreachable", "store answered
+but refused", "outcome unknown: the write may or may not have applied");
+--verbose adds the raw cause on a second, indented line ("  cause: ...").
 
 Store selection (every command that uses a store):
   --store URL or LATCHKEY_STORE, one of:
@@ -164,6 +172,8 @@ func globalFlags(args []string, e *env) ([]string, *env, error) {
 			return args, &g, nil
 		case "version":
 			return nil, &g, runVersion(context.Background(), &g, nil)
+		case "v", "verbose":
+			*g.verbose = true
 		case "store", "timeout":
 			if !hasVal {
 				if len(args) < 2 {
@@ -181,7 +191,7 @@ func globalFlags(args []string, e *env) ([]string, *env, error) {
 			}
 			g.timeout = d
 		default:
-			return nil, &g, usagef("%s: not a flag of latchkey itself (--store URL, --timeout DUR, --version, --help); a command's flags go after its name", args[0])
+			return nil, &g, usagef("%s: not a flag of latchkey itself (--store URL, --timeout DUR, --verbose, --version, --help); a command's flags go after its name", args[0])
 		}
 		args = args[1:]
 	}

@@ -22,9 +22,10 @@ import (
 // KEY -- CMD [ARGS...] reaches the command as written.
 type cmdFlags struct {
 	*flag.FlagSet
-	e    *env
-	help string // printed on -h before the flag defaults
-	args []string
+	e     *env
+	help  string // printed on -h before the flag defaults
+	after string // printed on -h after them (see helpText)
+	args  []string
 	// cmdAfter, when positive, is the count of arguments after which a
 	// command line follows (kv update KEY [--] CMD...): from there on only
 	// flags followed by "--" are taken as flags.
@@ -32,10 +33,45 @@ type cmdFlags struct {
 }
 
 // newCmdFlags returns the flags of command name ("publish", "kv put"),
-// whose -h prints "Usage: latchkey NAME SYNOPSIS", the summary and the
-// flags.
+// whose -h prints "Usage: latchkey NAME SYNOPSIS", the flags, then the
+// summary; add examples and exit codes to its after.
 func newCmdFlags(e *env, name, synopsis, summary string) *cmdFlags {
-	return newHelpFlags(e, name, fmt.Sprintf("Usage: latchkey %s %s\n\n%s\n\nFlags:\n", name, synopsis, summary))
+	f := newHelpFlags(e, name, fmt.Sprintf("Usage: latchkey %s %s\n\nFlags:\n", name, synopsis))
+	f.after = "\n" + summary + "\n"
+	return f
+}
+
+// helpText is the shape of every command's --help after its usage line
+// and flags: one short paragraph, examples, the command's exit codes, and
+// where the long explanation is (a page of docs/).
+type helpText struct {
+	synopsis string // after "latchkey COMMAND "
+	about    string // one short paragraph
+	examples string // indented command lines, "# comment" allowed
+	exits    string // the command's exit code lines
+	more     string // a page of docs/ and its section, or ""
+}
+
+// addHelp appends examples, exit codes and a pointer to docs (any may be
+// "") to what -h prints after the flags, in helpText's shape.
+func (f *cmdFlags) addHelp(examples, exits, more string) {
+	f.after += strings.TrimPrefix(helpText{examples: examples, exits: exits, more: more}.tail(), "\n\n")
+}
+
+// tail is what --help prints after the flags.
+func (h helpText) tail() string {
+	var b strings.Builder
+	b.WriteString("\n" + h.about + "\n")
+	if h.examples != "" {
+		b.WriteString("\nExamples:\n" + h.examples)
+	}
+	if h.exits != "" {
+		b.WriteString("\nExit codes (all: latchkey help exit-codes):\n" + h.exits)
+	}
+	if h.more != "" {
+		b.WriteString("\nMore: " + h.more + ".\n")
+	}
+	return b.String()
 }
 
 // newHelpFlags returns the flags of command name whose -h prints help
@@ -43,6 +79,9 @@ func newCmdFlags(e *env, name, synopsis, summary string) *cmdFlags {
 func newHelpFlags(e *env, name, help string) *cmdFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	if e.verbose != nil {
+		fs.BoolVar(e.verbose, "verbose", *e.verbose, "on failure, print the raw cause on a second line (also $LATCHKEY_VERBOSE=1)")
+	}
 	return &cmdFlags{FlagSet: fs, e: e, help: help}
 }
 
@@ -106,6 +145,7 @@ func (f *cmdFlags) parseFlags(args []string) error {
 		io.WriteString(f.e.stdout, f.help)
 		f.SetOutput(f.e.stdout)
 		f.PrintDefaults()
+		io.WriteString(f.e.stdout, f.after)
 		return errHelp
 	}
 	if err != nil {

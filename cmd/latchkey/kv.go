@@ -122,6 +122,7 @@ type kvFlags struct {
 func newKVFlags(e *env, name string) *kvFlags {
 	c := kvCommands()[name]
 	f := newCmdFlags(e, "kv "+name, c.args, c.summary+".")
+	f.after = kvHelp(name, c.summary)
 	return &kvFlags{cmdFlags: f, name: name, store: addStoreFlag(f.FlagSet)}
 }
 

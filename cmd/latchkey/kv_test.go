@@ -68,7 +68,7 @@ func (c *cli) runIn(stdin string, args ...string) outcome {
 	if c.interrupt != nil && ctx.Err() != nil {
 		err = interrupted(err, syscall.SIGTERM)
 	}
-	code := report(err, &errb)
+	code := report(err, &errb, e.isVerbose())
 	return outcome{code, out.String(), errb.String()}
 }
 
@@ -310,7 +310,7 @@ func TestReportPrintsOneLine(t *testing.T) {
 		{&exitError{code: 7}, 7, ""},
 	} {
 		var b bytes.Buffer
-		if code := report(tc.err, &b); code != tc.code || b.String() != tc.want {
+		if code := report(tc.err, &b, false); code != tc.code || b.String() != tc.want {
 			t.Errorf("report(%q) = %d, %q; want %d, %q", tc.err, code, b.String(), tc.code, tc.want)
 		}
 	}

@@ -58,7 +58,8 @@ func runKVUpdate(ctx context.Context, e *env, args []string) error {
 		}
 		return cas.Set(out), nil
 	}
-	ss := &settlingStore{Store: s}
+	streak := &streakStore{Store: s}
+	ss := &settlingStore{Store: streak}
 	_, err = cas.Update(ctx, ss, key, fn, opts)
 	var ce *cas.ContendedError
 	var xe *exitError // from runFilter: CMD failed
@@ -74,7 +75,16 @@ func runKVUpdate(ctx context.Context, e *env, args []string) error {
 	case errors.As(err, &xe):
 		return xe
 	case err != nil:
-		return fmt.Errorf("kv update: %w", err)
+		// cas retries store failures until the earlier of -max-time
+		// and --timeout.
+		tried := streak.account()
+		if tried != "" && e.timeout > 0 && e.timeout < *budget {
+			tried += fmt.Sprintf(" (--timeout %v)", e.timeout)
+		} else if tried != "" {
+			tried += fmt.Sprintf(" (-max-time %v)", *budget)
+		}
+		line, cause := plainMessageTried(err, fmt.Sprintf("kv update: %v; nothing written", err), tried)
+		return &exitError{code: exitFail, msg: line, cause: cause}
 	}
 	fmt.Fprintf(e.stdout, "Success! Data written to: %s\n", key)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -114,14 +115,16 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 	s, err := openStore(ctx, e, c.store)
 	var ee *exitError
 	if err != nil && !errors.As(err, &ee) {
-		return &exitError{code: exitUnavailable, msg: err.Error()}
+		line, cause := plainMessage(err, err.Error())
+		return &exitError{code: exitUnavailable, msg: line, cause: cause}
 	}
 	if err != nil {
 		return err
 	}
-	s = benchInstrument(e, s)
+	w := &waitReporter{e: e, key: c.key, quiet: c.quiet, wait: c.wait}
+	streak := &streakStore{Store: s, onStart: w.storeFailing, onEnd: w.storeAnswered}
+	s = benchInstrument(e, streak)
 	defer s.Close()
-	w := &waitReporter{e: e, key: c.key, quiet: c.quiet}
 	opts := c.options()
 	opts.Waiting = w.report
 	if u, err := storeURL(e, c.store); err == nil {
@@ -133,8 +136,10 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 	}
 	l, err := acquireForRun(ctx, lk, c.wait, w)
 	if err != nil {
-		return &exitError{code: notAcquiredCode(ctx, err, c.conflictCode, w.sawHolder), msg: fmt.Sprintf("lock run: %v", err)}
+		line, cause := plainMessageTried(err, heldSaid("lock run: "+err.Error(), err), streak.account())
+		return &exitError{code: notAcquiredCode(ctx, err, c.conflictCode, w.sawHolder), msg: line, cause: cause}
 	}
+	w.done()
 	if l.Recreated() {
 		fmt.Fprintf(e.stderr, "latchkey: lock run: warning: the lock record at %q had been deleted by hand; its tokens continue above the deleted ones (token %d)\n", c.key, l.Token())
 	}
@@ -221,12 +226,20 @@ func notAcquiredCode(ctx context.Context, err error, conflict int, sawHolder boo
 }
 
 // waitReporter tells the user, on stderr, whom a waiting lock run waits
-// for: once, and again when that changes (unless --quiet).
+// for: once, and again when that changes (unless --quiet). A streak of
+// store failures (see streakStore) is one line when it starts (what
+// failed, that it is retried until when) and one when the store answers
+// again (after N tries over D); if it never does, lock run's last line
+// says so.
 type waitReporter struct {
 	e     *env
 	key   string
 	quiet bool
-	last  string
+	wait  time.Duration // --wait; < 0 none
+
+	mu       sync.Mutex // the store's callbacks come from lease's goroutines
+	last     string
+	acquired bool // nothing more to say
 	// sawHolder: the last wait was for a holder or waiters ahead, not
 	// for the store.
 	sawHolder bool
@@ -235,10 +248,11 @@ type waitReporter struct {
 func (w *waitReporter) say(msg string) { w.sayAs(msg, msg) }
 
 // sayAs prints msg unless the last line printed was of the same kind: a
-// state seen again, or a store failure again whose wording changed only
-// in its counts and durations.
+// state seen again, or a store failure again.
 func (w *waitReporter) sayAs(kind, msg string) {
-	if w.quiet || kind == w.last {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.quiet || w.acquired || kind == w.last {
 		return
 	}
 	w.last = kind
@@ -250,7 +264,9 @@ func (w *waitReporter) report(err error) {
 	var held *lease.HeldError
 	var queued *lease.QueuedError
 	// A queue with nobody ahead and no holder is no evidence of one.
+	w.mu.Lock()
 	w.sawHolder = errors.As(err, &held) || errors.As(err, &queued) && (queued.Held != nil || queued.Ahead > 0)
+	w.mu.Unlock()
 	switch {
 	case errors.As(err, &queued) && queued.Held == nil:
 		w.say(fmt.Sprintf("waiting for %s: free, but %d waiter(s) queued before us", w.key, queued.Ahead))
@@ -261,8 +277,60 @@ func (w *waitReporter) report(err error) {
 	case errors.As(err, &held):
 		w.say(fmt.Sprintf("waiting for %s: held by %s (token %d)", w.key, held.Holder, held.Token))
 	default:
-		w.sayAs("store unreachable", fmt.Sprintf("store unreachable, retrying: %v", err))
+		w.storeFailing(err)
 	}
+}
+
+// storeFailing says, once per streak, that the store fails and that lock
+// run retries.
+func (w *waitReporter) storeFailing(err error) {
+	until := "retrying until --wait " + w.wait.String() + " runs out"
+	if w.wait < 0 {
+		until = "retrying until it answers (Ctrl-C to stop)"
+	}
+	what := "store failing"
+	var oe *store.OpError
+	if errors.As(err, &oe) && troubleOf(oe).what != "" {
+		what = troubleOf(oe).brief()
+	}
+	w.sayAs("store failure", fmt.Sprintf("waiting for %s: %s; %s", w.key, what, until))
+}
+
+// storeAnswered ends a streak of store failures that was announced.
+func (w *waitReporter) storeAnswered(n int, over time.Duration) {
+	w.mu.Lock()
+	announced := w.last == "store failure"
+	w.mu.Unlock()
+	if announced {
+		w.sayAs("store answered", "store answered again"+tries(n, over))
+	}
+}
+
+// done silences the reporter once the lock is acquired: renewals have
+// their own account (a lost lock).
+func (w *waitReporter) done() {
+	w.mu.Lock()
+	w.acquired = true
+	w.mu.Unlock()
+}
+
+// heldSaid is msg, the message of err, with a holder's lease error said
+// from its record: when it was last renewed, on the holder's clock, the
+// same on every call, rather than the lease's own estimate of its expiry
+// (the time this contender first saw the record plus a TTL), which moves
+// with every call. lock show says when it may be taken over.
+func heldSaid(msg string, err error) string {
+	var held *lease.HeldError
+	var queued *lease.QueuedError
+	if !errors.As(err, &held) || errors.As(err, &queued) {
+		return msg
+	}
+	words := fmt.Sprintf("%q held by %q (token %d), last renewed %s by its clock; latchkey lock show %s tells when it may be taken over",
+		held.Key, held.Holder, held.Token, held.Renewed.Format(time.RFC3339Nano), held.Key)
+	if held.Forced {
+		words = fmt.Sprintf("%q released by force by %q (token %d); free once unchanged for its TTL", held.Key, held.Holder, held.Token)
+	}
+	return strings.Replace(msg, held.Error(), words, 1)
 }
 
 // stale announces the confirmation of a stale-looking record.

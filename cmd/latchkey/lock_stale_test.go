@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,11 +113,11 @@ func TestLockDeletedRecordWarns(t *testing.T) {
 func TestLockRunSaysStoreUnreachable(t *testing.T) {
 	c := newCLI(t)
 	o := c.run("lock", "run", "--store", "consul://127.0.0.1:1/locks", "--wait", "500ms", "k", "--", "true")
-	if o.code != exitUnavailable || strings.Count(o.stderr, "store unreachable, retrying: ") != 1 {
+	if o.code != exitUnavailable || strings.Count(o.stderr, "waiting for k: store unreachable (127.0.0.1:1: connection refused); retrying") != 1 {
 		t.Errorf("lock run against a dead store: exit %d, stderr %q; want 69 and one 'store unreachable' line", o.code, o.stderr)
 	}
 	o = c.run("lock", "run", "--quiet", "--store", "consul://127.0.0.1:1/locks", "--wait", "300ms", "k", "--", "true")
-	if o.code != exitUnavailable || strings.Contains(o.stderr, "unreachable, retrying") {
+	if o.code != exitUnavailable || strings.Contains(o.stderr, "retrying") {
 		t.Errorf("--quiet: exit %d, stderr %q; want 69 without progress lines", o.code, o.stderr)
 	}
 }
@@ -133,5 +134,52 @@ func TestPublishLeaseWait(t *testing.T) {
 	c.fails(1, "not acquired within --wait 200ms", "publish", "--prefix", "site", "--lease", "locks/site", "--wait", "200ms", "a.txt")
 	if gen := strings.TrimSpace(c.ok("publish", "--prefix", "site", "--lease", "locks/free", "--wait", "0", "a.txt")); gen == "" {
 		t.Error("publish under a free lease printed no generation")
+	}
+}
+
+// lock show of a dead holder shows when it was last renewed, when it
+// expires and when a taker may take it over, computed from the record:
+// two calls print the same times, and they are the record's renew time
+// plus one and two TTLs.
+func TestLockShowDeadHolderTimesFixed(t *testing.T) {
+	c := newCLI(t)
+	crashedHolder(t, openCLIStore(t, c), "jobs/x", time.Minute)
+	times := func() (string, []string) {
+		out := c.ok("lock", "show", "jobs/x")
+		var lines []string
+		for l := range strings.Lines(out) {
+			if strings.HasPrefix(l, "expires:") || strings.HasPrefix(l, "takeover:") {
+				lines = append(lines, l)
+			}
+			if strings.HasPrefix(l, "renewed:") {
+				lines = append(lines, strings.Split(l, ",")[0]) // its age moves, its time does not
+			}
+		}
+		return out, lines
+	}
+	out1, first := times()
+	time.Sleep(20 * time.Millisecond)
+	out2, second := times()
+	if len(first) != 3 || !slices.Equal(first, second) {
+		t.Fatalf("lock show of a dead holder, twice:\n%s\n%s\nwant the same renewed, expires and takeover times", out1, out2)
+	}
+	// lock run --wait 0 says the same of it on every call too.
+	run1 := c.fails(exitConflict, `"jobs/x" held by "vm:18503" (token 1), last renewed `, "lock", "run", "--wait", "0", "jobs/x", "--", "true")
+	time.Sleep(1100 * time.Millisecond) // the lease's own estimate moves by the second
+	if run2 := c.run("lock", "run", "--wait", "0", "jobs/x", "--", "true"); run2.stderr != run1.stderr {
+		t.Errorf("lock run --wait 0 twice on a dead holder:\n%s%s", run1.stderr, run2.stderr)
+	}
+	var rec showRecord
+	if err := json.Unmarshal([]byte(c.ok("lock", "show", "--json", "jobs/x")), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Expires.Equal(rec.Renewed.Add(time.Minute)) || !rec.StaleFrom.Equal(rec.Renewed.Add(2*time.Minute)) {
+		t.Fatalf("--json: renewed %v, expires %v, stale_from %v; want renewed + 1 and + 2 TTLs", rec.Renewed, rec.Expires, rec.StaleFrom)
+	}
+	for _, want := range []string{rec.Expires.Format(time.RFC3339Nano) + " (renewed + TTL, writer's clock) unless renewed",
+		"takeover:  once a waiter has seen this record unchanged for 1m0s; by lock run --wait 0 from " + rec.StaleFrom.Format(time.RFC3339Nano)} {
+		if !strings.Contains(out1, want) {
+			t.Errorf("lock show lacks %q:\n%s", want, out1)
+		}
 	}
 }

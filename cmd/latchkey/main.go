@@ -36,13 +36,14 @@ func main() {
 		caught <- s
 		cancel()
 	}()
-	err := run(ctx, os.Args[1:], &env{
+	e := &env{
 		stdin:   os.Stdin,
 		stdout:  os.Stdout,
 		stderr:  os.Stderr,
 		getenv:  os.Getenv,
 		environ: os.Environ,
-	})
+	}
+	err := run(ctx, os.Args[1:], e)
 	signal.Stop(sigs)
 	select {
 	case s := <-caught:
@@ -50,7 +51,7 @@ func main() {
 	default:
 	}
 	cancel()
-	os.Exit(report(err, os.Stderr))
+	os.Exit(report(err, os.Stderr, e.isVerbose()))
 }
 
 // interrupted is the outcome of a command that got signal sig: a command
@@ -95,6 +96,18 @@ type env struct {
 	timeout time.Duration   // latchkey --timeout DUR COMMAND: the command's deadline
 	// wrapStore, when set (by tests), wraps every store a command opens.
 	wrapStore func(store.Store) store.Store
+	// verbose is set by --verbose (before the command or among its
+	// flags) or LATCHKEY_VERBOSE=1: failures print their raw cause too.
+	// run allocates it; the env's copies share it.
+	verbose *bool
+}
+
+// verboseEnv is the environment variable for --verbose.
+const verboseEnv = "LATCHKEY_VERBOSE"
+
+// isVerbose reports whether the raw causes of failures are printed.
+func (e *env) isVerbose() bool {
+	return e.verbose != nil && *e.verbose || e.getenv != nil && e.getenv(verboseEnv) == "1"
 }
 
 // Exit codes, documented in usage and exitCodesHelp. They are a contract
@@ -140,9 +153,12 @@ const exitCodesHelp = `Exit codes (every command; each command's help lists its 
 
 // exitError carries a process exit code. A nil msg prints nothing (the
 // command already said what happened, or passes a child's code through).
+// cause, when set, is the raw failure behind msg, printed under it with
+// --verbose.
 type exitError struct {
-	code int
-	msg  string
+	code  int
+	msg   string
+	cause string
 }
 
 func (e *exitError) Error() string { return e.msg }
@@ -157,21 +173,27 @@ func usagef(format string, args ...any) error {
 	return &exitError{code: exitUsage, msg: fmt.Sprintf(format, args...)}
 }
 
-// report prints err as one line and returns the exit code.
-func report(err error, stderr io.Writer) int {
+// report prints err as one line and returns the exit code; with verbose,
+// the raw cause behind the line follows on a second, indented one.
+func report(err error, stderr io.Writer, verbose bool) int {
 	if err == nil {
 		return exitOK
 	}
-	code, msg := exitFail, capErrors(err).Error()
+	code, msg, cause := exitFail, capErrors(err).Error(), ""
 	var ee *exitError
 	if errors.As(err, &ee) {
-		code, msg = ee.code, ee.msg
+		code, msg, cause = ee.code, ee.msg, ee.cause
+	} else {
+		msg, cause = plainMessage(err, msg)
 	}
-	msg = plainMessage(err, msg)
 	if msg != "" {
+		msg = identifierWords.Replace(msg)
 		// One line, even when a cause (a server's error body, a child's
 		// message) brought line breaks along.
 		fmt.Fprintln(stderr, "latchkey: "+oneLine(msg))
+		if verbose {
+			printCause(stderr, cause)
+		}
 	}
 	return code
 }

@@ -25,9 +25,11 @@ listing, concurrent writers of one key, transactions and watches where
 declared. Some stores accept conditions and silently ignore them; this is how
 to find out before relying on one. Every key written is deleted afterwards.
 Prints one line per check (PASS, FAIL, SKIP for an undeclared capability);
-a FAIL marked BROKEN means the store broke a guarantee it declares.
-Exit 0 when everything declared is verified, 1 when a check fails, 2 for a
-bad command line or a --prefix that already holds keys.`)
+a FAIL marked BROKEN means the store broke a guarantee it declares.`)
+	f.addHelp("  latchkey probe --store 's3://my-bucket/probe?region=eu-west-1'\n", `  0   everything declared is verified
+  1   a check failed
+  2   bad command line, or a --prefix that already holds keys
+`, "")
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "write only under `P`, which must hold no key (default latchkey-probe/<random>)")
 	asJSON := f.Bool("json", false, "print the report as JSON")

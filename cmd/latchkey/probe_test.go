@@ -102,7 +102,7 @@ func TestProbeBrokenStoreExits1(t *testing.T) {
 		var out, errb bytes.Buffer
 		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
 		err := probeStore(context.Background(), e, ignoringPuts{memstore.New()}, "test://ignoring", nil, asJSON)
-		if code := report(err, &errb); code != exitFail {
+		if code := report(err, &errb, false); code != exitFail {
 			t.Fatalf("json=%v: exit %d; want 1\n%s", asJSON, code, out.String())
 		}
 		const check = "if-absent/second create returns ErrConflict and keeps the value"

@@ -30,15 +30,22 @@ its relative path as given (absolute paths and '..' are refused); a DIR
 publishes every file under it, named relative to DIR; -C DIR names every
 path relative to DIR (as tar -C); --files-from reads more paths (names with spaces, or
 NUL-separated with -0, as from find -print0). Prints the
-committed generation. Exit 1 with a line containing "superseded" when another
-publisher committed first (nothing of ours is left behind); exit 74 when the
-commit was sent but never answered (it may or may not have applied: see
-publish current).
-With --lease KEY, the lease at KEY is held while publishing and its fencing
-token is recorded in the pointer: a publisher with an older token is refused.
---wait D bounds the wait for that lease as lock run's --wait does (default:
-as long as it takes; 0: try once, taking over a lock that looks stale after
-confirming it for a TTL).`)
+committed generation, and on a terminal its progress on stderr. With
+--lease KEY, the lease at KEY is held while publishing and its fencing
+token is recorded in the pointer: a publisher with an older token is
+refused; --wait D bounds the wait for it as lock run's --wait does.`)
+	f.addHelp(`  latchkey publish --prefix site -C build .
+  find docs -name '*.html' -print0 | latchkey publish --prefix site --files-from - -0
+  latchkey publish --prefix site --lease locks/site --wait 1m -C build .
+`, `  0   published; the generation is printed
+  1   not published: "superseded" (another publisher committed first, or
+      one with a newer lease token), a bad path, a store failure; nothing
+      of ours is left visible
+  2   bad command line
+  74  the commit was sent but never answered: it may or may not have
+      applied (publish current tells)
+  130, 143  interrupted before the commit: nothing committed
+`, `docs/cli.md, "Interrupted"`)
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "publication `prefix` (required)")
 	leaseKey := f.String("lease", "", "hold the lease at `KEY` while publishing and fence the commit with its token")
@@ -81,7 +88,7 @@ confirming it for a TTL).`)
 	}
 	l, err := acquireForRun(ctx, lk, wait, &waitReporter{e: e, key: *leaseKey, quiet: true})
 	if err != nil {
-		return failf("publish: lease %q: %v", *leaseKey, err)
+		return failf("%s", heldSaid(fmt.Sprintf("publish: lease %q: %v", *leaseKey, err), err))
 	}
 	l.KeepAlive()
 	// The commit's context ends when the lease is lost, before anyone
@@ -129,14 +136,16 @@ func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, tok
 		return err
 	}
 	prog := newProgress(e.stderr, len(files), totalSize(files))
+	defer prog.finish() // the result or the error starts a line of its own
 	for i, pf := range files {
-		if err := putFile(ctx, w, pf); err != nil {
+		if err := putFile(ctx, w, pf, prog); err != nil {
 			return putFailed(ctx, w, prefix, i, len(files), err)
 		}
 		prog.done(pf.size)
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("publish %s: %w before the commit; nothing published", prefix, err)
+	prog.finish()
+	if ctx.Err() != nil {
+		return publishInterrupted(ctx, w, prefix, len(files), len(files), nil)
 	}
 	c, err := w.Commit(ctx)
 	if errors.Is(err, publish.ErrSuperseded) || errors.Is(err, publish.ErrFenced) {
@@ -154,13 +163,13 @@ func publishFiles(ctx context.Context, e *env, s store.Store, prefix string, tok
 	return nil
 }
 
-func putFile(ctx context.Context, w *publish.Writer, pf pubFile) error {
+func putFile(ctx context.Context, w *publish.Writer, pf pubFile, prog *progress) error {
 	fh, err := os.Open(pf.path)
 	if err != nil {
 		return err
 	}
 	defer fh.Close()
-	return w.Put(ctx, pf.name, fh)
+	return w.Put(ctx, pf.name, prog.reader(fh))
 }
 
 func runSnapshot(ctx context.Context, e *env, args []string) error {
@@ -176,6 +185,10 @@ which must not exist or be empty (with --force, a DIR that holds files is
 replaced whole). The files are written into a new directory beside DIR,
 which is renamed to DIR once all are written, checked and synced: DIR
 holds one whole generation or nothing. Prints the generation.`)
+	f.addHelp("  latchkey snapshot get --prefix site --out /srv/www/site --force\n", `  0   written; the generation is printed
+  1   nothing published, --out not empty (without --force), an error
+  2   bad command line
+`, "")
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "publication `prefix` (required)")
 	out := f.String("out", "", "output `directory` (required; must not exist or be empty)")
@@ -345,6 +358,10 @@ longest reader and the longest publisher (a publisher refuses to commit
 after 30 minutes) plus the clock skew between hosts: a shorter grace can
 remove a generation while a reader still reads it, or while it is being
 published (that publish then fails and publishes nothing).`)
+	f.addHelp("  latchkey gc --prefix site --dry-run\n  latchkey gc --prefix site --grace 24h\n", `  0   done (the deleted and kept generations are printed)
+  1   a delete or the listing failed
+  2   bad command line
+`, "")
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "publication `prefix` (required)")
 	grace := f.Duration("grace", publish.DefaultGrace, "keep generations younger than this")

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/latchkey/latchkey/publish"
-	"github.com/latchkey/latchkey/store"
 )
 
 // pubFile is one file to publish: where it is on disk and the name it is
@@ -151,19 +150,44 @@ func readFileList(e *env, from string, nul bool) ([]string, error) {
 }
 
 // putFailed is the one line publish prints when writing the objects
-// failed: what happened, how far it got, and what is left behind.
+// failed: what happened, how far it got, and what is left behind. An
+// interruption (Ctrl-C, SIGTERM, --timeout) is said as one, whatever the
+// store's request said of being cut off.
 func putFailed(ctx context.Context, w *publish.Writer, prefix string, done, total int, err error) error {
-	what := "failed"
-	switch {
-	case errors.Is(err, store.ErrTransient), errors.Is(err, store.ErrUnknownOutcome):
-		what = "store unreachable"
-	case ctx.Err() != nil:
-		what = "interrupted"
+	if ctx.Err() != nil {
+		return publishInterrupted(ctx, w, prefix, done, total, err)
 	}
-	aerr := w.Abort(context.WithoutCancel(ctx))
-	left := "nothing left behind"
-	if aerr != nil {
-		left = fmt.Sprintf("generation %s left behind; gc removes it after the grace (%v)", w.ID(), publish.DefaultGrace)
+	left := abortLeft(ctx, w)
+	line, cause := plainMessage(err, capErrors(err).Error())
+	return &exitError{code: exitFail, cause: cause,
+		msg: fmt.Sprintf("publish %s: failed after %d of %d objects; %s: %s", prefix, done, total, left, line)}
+}
+
+// publishInterrupted is the line of a publish whose context ended before
+// the commit: nothing was committed, and its staged objects are deleted,
+// or left for gc. main turns ctx's "context canceled" into "interrupted
+// by SIGINT" and the exit code into 128+N.
+func publishInterrupted(ctx context.Context, w *publish.Writer, prefix string, done, total int, err error) error {
+	left := abortLeft(ctx, w)
+	ee := &exitError{code: exitFail,
+		msg: fmt.Sprintf("publish %s: %v after %d of %d objects; nothing committed, readers still see the current generation; %s",
+			prefix, ctx.Err(), done, total, left)}
+	if err != nil {
+		ee.cause = identifierWords.Replace(err.Error())
 	}
-	return failf("publish %s: %s after %d of %d objects; %s: %v", prefix, what, done, total, left, capErrors(err))
+	return ee
+}
+
+// abortLeft deletes the objects w staged, within settleGrace when ctx has
+// ended, and says what is left.
+func abortLeft(ctx context.Context, w *publish.Writer) string {
+	actx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if ctx.Err() != nil {
+		actx, cancel = context.WithTimeout(actx, settleGrace)
+	}
+	defer cancel()
+	if err := w.Abort(actx); err != nil {
+		return fmt.Sprintf("staged objects of generation %s left for gc, which removes them after its grace (%v)", w.ID(), publish.DefaultGrace)
+	}
+	return "staged objects deleted"
 }

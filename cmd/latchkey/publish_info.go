@@ -22,6 +22,10 @@ var publishSubcommands = map[string]func(ctx context.Context, e *env, args []str
 func runPublishCurrent(ctx context.Context, e *env, args []string) error {
 	f := newCmdFlags(e, "publish current", "--prefix P [--json]",
 		"Print the generation currently published under P (--json: with its files).")
+	f.addHelp("", `  0   printed
+  1   nothing published under P, or an error
+  2   bad command line
+`, "")
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "publication `prefix` (required)")
 	asJSON := f.Bool("json", false, "print the manifest as JSON")
@@ -63,6 +67,10 @@ func runPublishList(ctx context.Context, e *env, args []string) error {
 it is (superseded, and when; abandoned: a manifest no commit kept; unfinished:
 no manifest yet) and whether gc --grace D would delete it now, or until when
 it is kept.`)
+	f.addHelp("", `  0   listed
+  1   an error
+  2   bad command line
+`, "")
 	storeFlag := addStoreFlag(f.FlagSet)
 	prefix := f.String("prefix", "", "publication `prefix` (required)")
 	grace := f.Duration("grace", publish.DefaultGrace, "the grace gc would use")

@@ -66,3 +66,51 @@ func TestPublishKilledMidway(t *testing.T) {
 		t.Fatalf("after gc: %q, want only the first generation's %q", rest, want)
 	}
 }
+
+// Ctrl-C during publish says it was interrupted (not a store failure),
+// how far it got and that nothing was committed, deletes what it staged,
+// and exits 130 as latchkey help exit-codes says.
+func TestPublishInterrupted(t *testing.T) {
+	c := newCLI(t)
+	src := t.TempDir()
+	inDir(t, src)
+	writeFiles(t, src, map[string]string{"a.txt": "committed", "c.txt": "never"})
+	first := strings.TrimSpace(c.ok("publish", "--prefix", "p", "a.txt"))
+	if err := syscall.Mkfifo(filepath.Join(src, "b.fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := binary(t, "publish", "--store", c.env[storeEnv], "--prefix", "p", "a.txt", "b.fifo", "c.txt")
+	cmd.Dir = src
+	var errb lockedBuffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fifo, err := os.OpenFile(filepath.Join(src, "b.fifo"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo.Write([]byte("partial body"))
+	deadline := time.Now().Add(10 * time.Second)
+	for c.ok("kv", "list", "p/gen/") == c.ok("kv", "list", "p/gen/"+first+"/") {
+		if time.Now().After(deadline) {
+			t.Fatal("the publisher wrote nothing in 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(100 * time.Millisecond)
+	fifo.Close() // the read of b.fifo ends, interrupted or not
+	err = cmd.Wait()
+	code := cmd.ProcessState.ExitCode()
+	want := "latchkey: publish p: interrupted by SIGINT after 1 of 3 objects; nothing committed, readers still see the current generation; staged objects deleted\n"
+	if code != 130 || errb.String() != want {
+		t.Fatalf("publish interrupted: %v (exit %d), stderr %q; want exit 130 and %q", err, code, errb.String(), want)
+	}
+	if got := c.ok("kv", "list", "p/gen/"); got != c.ok("kv", "list", "p/gen/"+first+"/") {
+		t.Fatalf("objects left under p/gen/ besides the first generation's:\n%s", got)
+	}
+	if got := strings.TrimSpace(c.ok("publish", "current", "--prefix", "p")); !strings.Contains(got, first) {
+		t.Fatalf("publish current = %q, want %s", got, first)
+	}
+}

@@ -212,7 +212,7 @@ func TestCappedJoinedErrors(t *testing.T) {
 		errs = append(errs, fmt.Errorf("delete %d: boom", i))
 	}
 	var b bytes.Buffer
-	report(fmt.Errorf("publish p: failed: %w", errors.Join(errs...)), &b)
+	report(fmt.Errorf("publish p: failed: %w", errors.Join(errs...)), &b, false)
 	want := "latchkey: publish p: failed: delete 0: boom; delete 1: boom; delete 2: boom; and 184 more\n"
 	if b.String() != want {
 		t.Fatalf("report = %q, want %q", b.String(), want)
@@ -259,7 +259,9 @@ func TestPublishProgress(t *testing.T) {
 	var b bytes.Buffer
 	p := newProgress(&b, 2, 3<<20)
 	p.done(1 << 20)
+	p.reader(strings.NewReader("x")).Read(make([]byte, 1))
 	p.done(2 << 20)
+	p.finish()
 	if b.Len() != 0 {
 		t.Fatalf("progress wrote %q to a non-terminal", b.String())
 	}

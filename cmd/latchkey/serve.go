@@ -222,20 +222,7 @@ func serveConfig(e *env, args []string) (cfg server.Config, help bool, err error
 
 func serveUsage(w io.Writer, flags []serveFlag) {
 	var b strings.Builder
-	b.WriteString(`Usage: latchkey serve [flags]
-
-Run latchkey's durable server: the Consul-compatible KV API (kv, txn,
-sessions, locks) under /v1/ and the S3-compatible API on every other path,
-on one listener, with its data in one directory. Writes are acknowledged only
-once fsynced. A second server on the same directory is refused.
-
-Every flag may also be given as an environment variable (the flag wins).
-It listens on loopback by default. Beyond loopback it refuses to serve the
-Consul API without --acl-token unless --consul-anonymous says so; S3
-requests must be signed (SigV4) unless --anonymous says otherwise.
-
-Flags:
-`)
+	b.WriteString("Usage: latchkey serve [flags]\n\nFlags (each also an environment variable; the flag wins):\n")
 	for _, f := range flags {
 		name := "--" + f.name
 		if f.arg != "" {
@@ -243,15 +230,24 @@ Flags:
 		}
 		fmt.Fprintf(&b, "  %-24s %s\n  %-24s   $%s\n", name, f.help, "", f.env)
 	}
-	b.WriteString(`
-  --print-env                print export lines for the S3 API's clients
+	b.WriteString(`  --print-env                print export lines for the S3 API's clients
                              (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
                              AWS_SECRET_ACCESS_KEY, AWS_REGION) and
                              CONSUL_HTTP_ADDR, for eval "$(latchkey serve
                              --print-env)" with the same flags, and exit
 
-At start it prints on stderr the S3 endpoint, the access key id and where
-the secret is.
+Runs latchkey's durable server: the Consul-compatible KV API under /v1/ and
+the S3-compatible API on every other path, on one listener, its data in one
+directory; writes are acknowledged once fsynced. It listens on loopback by
+default; beyond it, the Consul API needs --acl-token (or
+--consul-anonymous) and S3 requests must be signed (or --anonymous). At
+start it prints the S3 endpoint, the access key id and where the secret is.
+SIGINT or SIGTERM stop it gracefully (--shutdown-timeout).
+
+Examples:
+  latchkey serve
+  LATCHKEY_DATA_DIR=/var/lib/latchkey latchkey serve --listen 0.0.0.0:8500 --acl-token "$TOKEN"
+  eval "$(latchkey serve --print-env)"; aws s3 mb s3://my-bucket
 
 Endpoints:
   /v1/...      Consul KV API (point consul/api or CONSUL_HTTP_ADDR here)
@@ -260,21 +256,13 @@ Endpoints:
   /ui/         the web console (login with the ACL token or the S3 keys)
   /BUCKET/KEY  S3 API, path-style (point the S3 endpoint here)
 
-Memory: unless GOGC is set, the Go collector runs at GOGC=400 (the
-server's live heap is small and every request leaves garbage: at Go's
-default of 100 it collected ~6 times per 1000 GET+PUT pairs, at 400 once,
-for a heap that peaks near 5x the live heap instead of 2x); unless
-GOMEMLIMIT is set, a cgroup v2 memory.max sets a soft limit of 90% of it.
-The environment's GOGC and GOMEMLIMIT always win.
+Exit codes (all: latchkey help exit-codes):
+  0   stopped cleanly (SIGINT, SIGTERM)
+  1   the data directory is in use, or the server failed
+  2   bad command line
 
-Limits: request headers 64 KiB, read within 10s; idle keep-alive
-connections closed after 120s; no overall request timeout (S3 bodies up to
-5 GiB, Consul blocking queries up to 10m); Consul values 512 KiB.
-
-It stops gracefully on SIGINT or SIGTERM: it stops accepting, answers
-Consul blocking queries at once, lets other requests finish for up to
---shutdown-timeout, then exits. Exit status 0 after a clean shutdown, 1 if
-the data directory is in use or the server fails, 2 for a bad command line.
+More: docs/cli.md, "serve in depth" (memory, limits, shutdown); the
+README's serve section; docs/security.md.
 `)
 	io.WriteString(w, b.String())
 }

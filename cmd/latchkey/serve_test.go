@@ -53,7 +53,7 @@ func startServeLog(t *testing.T, vars map[string]string, args ...string) (string
 	out, errb := &lockedBuffer{}, &lockedBuffer{}
 	e := &env{stdin: strings.NewReader(""), stdout: out, stderr: errb, getenv: func(k string) string { return vars[k] }}
 	done := make(chan int, 1)
-	go func() { done <- report(run(ctx, append([]string{"serve"}, args...), e), errb) }()
+	go func() { done <- report(run(ctx, append([]string{"serve"}, args...), e), errb, false) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(out.String(), "\n") {
 		select {

@@ -33,21 +33,18 @@ func mayHaveApplied(err error) bool {
 }
 
 // unknownWrite is the error of a command whose write (what, "writing
-// KEY") may or may not have applied: exit exitUnknown, and the advice to
-// look. ctx's end, when it ended, is named first.
+// KEY") may or may not have applied: exit exitUnknown, one line saying so
+// and why, the advice to look (check), and err's raw text for --verbose.
 func unknownWrite(ctx context.Context, cmd, what, check string, err error) error {
-	why := "no answer from the store"
+	why := "no answer from the store while " + what
+	var oe *store.OpError
 	if ctx.Err() != nil {
 		why = fmt.Sprintf("%v while %s, before the store answered", ctx.Err(), what)
-	} else {
-		why += " while " + what
+	} else if errors.As(err, &oe) && troubleOf(oe).what != "" {
+		why = troubleOf(oe).brief() + " while " + what
 	}
-	cause := ""
-	if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
-		cause = " (" + plainMessage(err, err.Error()) + ")"
-	}
-	return &exitError{code: exitUnknown, msg: fmt.Sprintf("%s: %s: the write may or may not have applied%s; check with %s",
-		cmd, why, cause, check)}
+	return &exitError{code: exitUnknown, cause: identifierWords.Replace(err.Error()),
+		msg: identifierWords.Replace(fmt.Sprintf("%s: %s: %s; check with `%s`", cmd, outcomeUnknown, why, check))}
 }
 
 // settlingStore gives each Put and Delete settleCtx's grace, and remembers
