@@ -63,13 +63,18 @@ import (
 // line (an outage, a store that refuses the names) sends the Update on
 // without it, as before. The line costs requests only under contention: a
 // listing and a create to take a ticket, a delete to leave, and a few
-// listings while waiting. Tickets of processes that died on a key nobody
+// listings while waiting. Under heavy contention every Update waits, so
+// each costs two writes more than its own (about 12 requests per update
+// at 64 processes on fake time, where the free-for-all sent 8): on a
+// store whose writes are dear (latchkey serve and etcd fsync each commit
+// round) that is the price of the order. The waits are bounded: the
+// tickets ahead of one are finite, and each is served or taken for gone. Tickets of processes that died on a key nobody
 // contends again stay behind until the next contention removes them.
 const (
 	linePrefix = ".latchkey/cas-line/"
 	// lineAfter is how many races an Update loses before it takes a
 	// ticket.
-	lineAfter = 1
+	lineAfter = 2
 	// lineWindow is how many tickets at the front race for the key.
 	lineWindow = 3
 	// lineDelayAttempts is the ceiling of the backoff of a ticket of the
@@ -113,12 +118,9 @@ type waiting struct {
 	// those we deleted for it.
 	front   map[string]time.Time
 	deleted map[string]bool
-	// ahead are the tickets before ours at the last look, and movedAt
-	// when one of them last left: pace is how long the line took to move
-	// one place (0: not seen yet).
-	ahead   []string
-	movedAt time.Time
-	pace    time.Duration
+	// attempt is how long an attempt of the key took lately: the pace of
+	// the line, at most (0: not known yet).
+	attempt time.Duration
 }
 
 // lined reports whether u may use a line.
@@ -129,18 +131,30 @@ func (u *updater) lined() bool {
 // lineFirst reports whether u should take a ticket before its first
 // attempt: this process left others in the line lately.
 func (u *updater) lineFirst() bool {
-	return u.lined() && lineSeen(u.s, u.key, now())
+	if !u.lined() {
+		return false
+	}
+	seen, attempt := lineSeen(u.s, u.key, now())
+	if seen {
+		u.newWaiting().attempt = attempt
+	}
+	return seen
+}
+
+// newWaiting returns u.w, made on first use.
+func (u *updater) newWaiting() *waiting {
+	if u.w == nil {
+		u.w = &waiting{prefix: LinePrefix(u.key), ttl: lineTicketTTL * u.o.MaxDelay,
+			front: map[string]time.Time{}, deleted: map[string]bool{}}
+	}
+	return u.w
 }
 
 // joinLine takes a ticket (or a new one in the same place, after ours was
 // deleted). It returns an error only when ctx ended; other failures send
 // u on without the line.
 func (u *updater) joinLine(ctx context.Context) error {
-	if u.w == nil {
-		u.w = &waiting{prefix: LinePrefix(u.key), ttl: lineTicketTTL * u.o.MaxDelay,
-			front: map[string]time.Time{}, deleted: map[string]bool{}}
-	}
-	w := u.w
+	w := u.newWaiting()
 	if w.seq == 0 {
 		if err := u.listLine(ctx); err != nil || u.unlined {
 			return err
@@ -220,7 +234,7 @@ func (u *updater) leaveLine(ctx context.Context) {
 	}
 	others := slices.ContainsFunc(w.items, func(k string) bool { return k != w.me && !w.gone(k, now()) })
 	if others {
-		sawLine(u.s, u.key, now())
+		sawLine(u.s, u.key, now(), u.attempt)
 	} else {
 		forgetLine(u.s, u.key)
 	}
@@ -248,7 +262,7 @@ func (u *updater) waitInLine(ctx context.Context) error {
 		if i < lineWindow {
 			return nil
 		}
-		if err := u.pause(ctx, w.delay(i, max(u.attempt, u.o.BaseDelay), u.o.MaxDelay)); err != nil {
+		if err := u.pause(ctx, w.delay(i, u.lineAttempt(), u.o.MaxDelay)); err != nil {
 			return err
 		}
 		if err := u.listLine(ctx); err != nil {
@@ -258,17 +272,34 @@ func (u *updater) waitInLine(ctx context.Context) error {
 	return nil
 }
 
+// lineAttempt is how long an attempt of the key takes: the last of u's,
+// else the one this process remembers with the key's line, at least
+// BaseDelay.
+func (u *updater) lineAttempt() time.Duration {
+	a := u.attempt
+	if a == 0 {
+		a = u.w.attempt
+	}
+	return max(a, u.o.BaseDelay)
+}
+
 // lineDelay is how long a ticket of the window waits after a lost race
-// before it reads the key again: a draw under lineDelayAttempts times the
-// attempt's duration (at least BaseDelay, at most MaxDelay), whatever the
-// races it lost: the window is a few tickets, not a crowd to spread.
+// before it reads the key again. A lost race means a write has just
+// landed, so the head reads again almost at once (a draw under
+// BaseDelay); the others of the window draw under lineDelayAttempts times
+// the attempt's duration (at least BaseDelay, at most MaxDelay), so that
+// the head mostly wins. Neither grows with the races lost: the window is
+// a few tickets, not a crowd to spread.
 func (u *updater) lineDelay() time.Duration {
-	c := min(4*max(u.attempt, u.o.BaseDelay), u.o.MaxDelay)
+	c := u.o.BaseDelay
+	if u.w.place(now()) > 0 {
+		c = min(lineDelayAttempts*u.lineAttempt(), u.o.MaxDelay)
+	}
 	return backoff.Policy{Base: c, Max: c}.Delay(1)
 }
 
-// saw records items, the line listed (or written) at t: which tickets
-// came to the front, and how fast the line moves.
+// saw records items, the line listed (or written) at t, and which
+// tickets came to the front.
 func (w *waiting) saw(items []string, t time.Time) {
 	w.items = items
 	var ahead []string
@@ -278,19 +309,6 @@ func (w *waiting) saw(items []string, t time.Time) {
 		}
 		ahead = append(ahead, k)
 	}
-	moved := 0
-	for _, k := range w.ahead {
-		if !slices.Contains(ahead, k) {
-			moved++
-		}
-	}
-	if moved > 0 && !w.movedAt.IsZero() {
-		w.pace = t.Sub(w.movedAt) / time.Duration(moved)
-	}
-	if moved > 0 || w.movedAt.IsZero() {
-		w.movedAt = t
-	}
-	w.ahead = ahead
 	live := 0
 	for _, k := range ahead {
 		if live >= lineWindow {
@@ -330,26 +348,25 @@ func (w *waiting) place(t time.Time) int {
 }
 
 // delay is how long a ticket at place i, behind the window, waits before
-// it lists the line again: about half the time the line takes to bring
-// it to the window, at the pace it was seen to move (one attempt per
-// place until it has moved), jittered, at least one attempt and at most
-// maxDelay.
+// it lists the line again: half the time the line would take to bring it
+// to the window if each of its places took one attempt (the quickest it
+// moves: one update per read and write), jittered, at least half an
+// attempt and at most maxDelay. Timing the reads by the pace the line was
+// seen to move instead is circular: a line whose window emptied while its
+// next tickets slept moves slowly, and then they sleep longer.
 func (w *waiting) delay(i int, attempt, maxDelay time.Duration) time.Duration {
-	pace := w.pace
-	if pace <= 0 {
-		pace = attempt
-	}
-	d := backoff.Jitter(time.Duration(i-lineWindow+1) * pace / 2)
-	return min(max(d, attempt), maxDelay)
+	d := backoff.Jitter(time.Duration(i-lineWindow+1) * attempt / 2)
+	return min(max(d, attempt/2), maxDelay)
 }
 
 // The line memory: the keys whose line this process left others in,
 // lately, per store value. A small fixed table, like the contention
 // memory (contention.go).
 type lineEntry struct {
-	s   store.Store
-	key string
-	at  time.Time
+	s       store.Store
+	key     string
+	at      time.Time
+	attempt time.Duration // how long the last attempt of the key took
 }
 
 var lines [memorySlots]atomic.Pointer[lineEntry]
@@ -359,21 +376,21 @@ func lineSlot(key string) *atomic.Pointer[lineEntry] {
 }
 
 // lineSeen reports whether this process left others in the line of key
-// on s within lineMemoryTTL before t.
-func lineSeen(s store.Store, key string, t time.Time) bool {
+// on s within lineMemoryTTL before t, and how long an attempt took then.
+func lineSeen(s store.Store, key string, t time.Time) (bool, time.Duration) {
 	m := lineSlot(key).Load()
 	if m == nil || m.s != s || m.key != key {
-		return false
+		return false, 0
 	}
 	age := t.Sub(m.at)
-	return age >= 0 && age < lineMemoryTTL
+	return age >= 0 && age < lineMemoryTTL, m.attempt
 }
 
 // sawLine records that this process left others in the line of key on s
-// at t.
-func sawLine(s store.Store, key string, t time.Time) {
+// at t, after an attempt that took attempt.
+func sawLine(s store.Store, key string, t time.Time, attempt time.Duration) {
 	if remembers(s) {
-		lineSlot(key).Store(&lineEntry{s: s, key: key, at: t})
+		lineSlot(key).Store(&lineEntry{s: s, key: key, at: t, attempt: attempt})
 	}
 }
 

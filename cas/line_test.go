@@ -63,12 +63,12 @@ func lineOf(t *testing.T, s store.Store, key string) []string {
 func TestAnUncontendedUpdateSendsOneReadAndOneWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memstore.New()
-		c := &counting{Store: &racing{Store: mem, n: 1}}
+		c := &counting{Store: &racing{Store: mem, n: lineAfter}}
 		if _, err := Update(context.Background(), c, "k", add, nil); err != nil {
 			t.Fatal(err)
 		}
 		if c.lists.Load() != 1 || c.dels.Load() != 1 {
-			t.Fatalf("an Update that lost one race sent %v; want it to take a ticket (a list and a create) and delete it", c)
+			t.Fatalf("an Update that lost %d races sent %v; want it to take a ticket (a list and a create) and delete it", lineAfter, c)
 		}
 		time.Sleep(lineMemoryTTL)
 		c = &counting{Store: c.Store}
@@ -96,7 +96,7 @@ func TestTheWinnerGoesBehindTheOthers(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		sawLine(s, "k", time.Now())
+		sawLine(s, "k", time.Now(), 0)
 		done := make(chan Result, 1)
 		go func() {
 			res, err := Update(context.Background(), s, "k", add, nil)
@@ -139,7 +139,7 @@ func TestDeadTicketsAreSkippedAfterTheirTTL(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		s := &racing{Store: mem, n: 1}
+		s := &racing{Store: mem, n: lineAfter}
 		o := &Options{MaxDelay: 100 * ms}
 		start := time.Now()
 		res, err := Update(context.Background(), s, "k", add, o)
@@ -169,7 +169,7 @@ func TestAnUpdateLeavesTheLineWhenCancelled(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 100*ms)
 		defer cancel()
-		_, err := Update(ctx, &racing{Store: mem, n: 1}, "k", add, nil)
+		_, err := Update(ctx, &racing{Store: mem, n: lineAfter}, "k", add, nil)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want ctx's deadline", err)
 		}

@@ -42,7 +42,7 @@ type Result struct {
 // cannot be compared with == take no turns.
 //
 // Updates of one key from different processes (or store values) are
-// served roughly in arrival order: an Update that lost a race takes a
+// served roughly in arrival order: an Update that lost two races takes a
 // ticket in the key's waiting line, a few records under LinePrefix(key)
 // in the same store, and waits there until it is among the first few;
 // only those race for the key, with short backoffs. An Update whose
