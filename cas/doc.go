@@ -31,7 +31,7 @@
 //     served roughly in arrival order through a waiting line kept in the
 //     store beside the key (tickets under LinePrefix(key)), which an
 //     Update joins after two lost races: with 64 processes on one
-//     key, p99 within 1.5× p50 and every process within 10% of the mean
+//     key, p99 within 1.2× p50 and every process within 10% of the mean
 //     share (TestUpdateIsFairAcrossProcesses), where whoever had just won
 //     used to win again (p99 1 s, p50 11 ms). An Update that wins at once
 //     sends one read and one write, as before. The line orders attempts;
