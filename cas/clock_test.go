@@ -143,3 +143,34 @@ func (s *stepOnGet) Get(ctx context.Context, key string) (store.Entry, error) {
 	}
 	return store.Entry{}, store.ErrTransient
 }
+
+// A step of the wall clock, backwards or forwards by an hour, while an
+// Update waits behind tickets whose processes died, changes nothing: the
+// tickets are passed after their TTL on the monotonic clock, no sooner
+// (a step forward does not expire them) and not an hour later.
+func TestDeadTicketsPassWhateverTheWallClock(t *testing.T) {
+	const maxDelay = 25 * time.Millisecond
+	ttl := lineTicketTTL * maxDelay
+	for _, step := range []time.Duration{-time.Hour, time.Hour} {
+		t.Run(step.String(), func(t *testing.T) {
+			clk := stepClock(t)
+			mem := memstore.New()
+			for i := range lineWindow {
+				k := LinePrefix("k") + "0000000000000000000" + string(rune('1'+i)) + "-dead"
+				if _, err := mem.Put(context.Background(), k, []byte("{}"), store.IfAbsent); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.AfterFunc(ttl/2, func() { clk.Step(step) })
+			ctx, cancel := context.WithTimeout(context.Background(), ttl+2*time.Second)
+			defer cancel()
+			start := time.Now()
+			if _, err := Update(ctx, &racing{Store: mem, n: lineAfter}, "k", add, &Options{MaxDelay: maxDelay}); err != nil {
+				t.Fatalf("after a step of %v: %v", step, err)
+			}
+			if el := time.Since(start); el < ttl || el > ttl+time.Second {
+				t.Fatalf("after a step of %v the Update behind dead tickets took %v, want their TTL (%v) and little more", step, el, ttl)
+			}
+		})
+	}
+}

@@ -99,9 +99,9 @@ func TestUncomparableStoreHasNoMemory(t *testing.T) {
 	}
 }
 
-// racing is a store where another writer wins the first n writes of an
-// Update (it writes just before each of them), and every Put takes put
-// (a slow round trip).
+// racing is a store where another writer wins the first n writes of k
+// (it writes just before each of them), and every Put takes put (a slow
+// round trip).
 type racing struct {
 	store.Store
 	n   int
@@ -110,7 +110,7 @@ type racing struct {
 
 func (r *racing) Put(ctx context.Context, key string, v []byte, c store.Condition) (store.Version, error) {
 	time.Sleep(r.put)
-	if r.n > 0 {
+	if r.n > 0 && key == "k" {
 		r.n--
 		if _, err := r.Store.Put(ctx, key, []byte(fmt.Sprint("other ", r.n)), store.Unconditional); err != nil {
 			return "", err

@@ -27,6 +27,16 @@
 //     goroutines on a hot key cost the store about one read and one write
 //     per update instead of several; only other processes' writes make an
 //     attempt lose.
+//   - Fair across processes. Contenders from different processes are
+//     served roughly in arrival order through a waiting line kept in the
+//     store beside the key (tickets under LinePrefix(key)), which an
+//     Update joins after two lost races: with 64 processes on one
+//     key, p99 within 1.2× p50 and every process within 10% of the mean
+//     share (TestUpdateIsFairAcrossProcesses), where whoever had just won
+//     used to win again (p99 1 s, p50 11 ms). An Update that wins at once
+//     sends one read and one write, as before. The line orders attempts;
+//     it never decides a write, and a dead contender's ticket is passed
+//     after 4 MaxDelays.
 //   - Honest outcomes. A write whose outcome is unknown
 //     (store.ErrUnknownOutcome) is resolved by re-reading where that
 //     proves something and returned to the caller where it does not; see

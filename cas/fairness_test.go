@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,12 +18,15 @@ import (
 // own (so Updates of different procs share no turns and no contention
 // memory, as in separate processes), every request taking one round
 // trip.
+// It counts every request it sends, on any key, in requests.
 type proc struct {
 	store.Store
-	rtt time.Duration
+	rtt      time.Duration
+	requests *atomic.Int64
 }
 
 func (p *proc) Get(ctx context.Context, key string) (store.Entry, error) {
+	p.requests.Add(1)
 	time.Sleep(p.rtt / 2)
 	e, err := p.Store.Get(ctx, key)
 	time.Sleep(p.rtt / 2)
@@ -30,10 +34,27 @@ func (p *proc) Get(ctx context.Context, key string) (store.Entry, error) {
 }
 
 func (p *proc) Put(ctx context.Context, key string, v []byte, c store.Condition) (store.Version, error) {
+	p.requests.Add(1)
 	time.Sleep(p.rtt / 2)
 	ver, err := p.Store.Put(ctx, key, v, c)
 	time.Sleep(p.rtt / 2)
 	return ver, err
+}
+
+func (p *proc) List(ctx context.Context, prefix string, o *store.ListOptions) (store.Page, error) {
+	p.requests.Add(1)
+	time.Sleep(p.rtt / 2)
+	page, err := p.Store.List(ctx, prefix, o)
+	time.Sleep(p.rtt / 2)
+	return page, err
+}
+
+func (p *proc) Delete(ctx context.Context, key string, c store.Condition) error {
+	p.requests.Add(1)
+	time.Sleep(p.rtt / 2)
+	err := p.Store.Delete(ctx, key, c)
+	time.Sleep(p.rtt / 2)
+	return err
 }
 
 type fairness struct {
@@ -42,12 +63,16 @@ type fairness struct {
 	minShare, mean float64
 	failed, total  int
 	attempts       int
+	requests       int64
 	d              time.Duration
 }
 
+func (f fairness) rate() float64 { return float64(f.total) / f.d.Seconds() }
+
 func (f fairness) String() string {
-	return fmt.Sprintf("%d updates (%.0f/s, %d failed, %.2f attempts each), p50 %v p99 %v max %v, slowest process %.2f of the mean share",
-		f.total, float64(f.total)/f.d.Seconds(), f.failed, float64(f.attempts)/float64(f.total), f.p50, f.p99, f.max, f.minShare)
+	return fmt.Sprintf("%d updates (%.0f/s, %d failed, %.2f attempts and %.2f requests each), p50 %v p99 %v max %v, slowest process %.2f of the mean share",
+		f.total, f.rate(), f.failed, float64(f.attempts)/float64(f.total), float64(f.requests)/float64(f.total),
+		f.p50, f.p99, f.max, f.minShare)
 }
 
 // measureFairness runs procs processes, each one goroutine updating one
@@ -58,9 +83,10 @@ func measureFairness(t *testing.T, procs int, d, rtt time.Duration) fairness {
 	var lat []time.Duration
 	f := fairness{counts: make([]int, procs), d: d}
 	var wg sync.WaitGroup
+	var requests atomic.Int64
 	end := time.Now().Add(d)
 	for i := range procs {
-		p := &proc{Store: mem, rtt: rtt}
+		p := &proc{Store: mem, rtt: rtt, requests: &requests}
 		wg.Go(func() {
 			for time.Now().Before(end) {
 				start := time.Now()
@@ -79,6 +105,7 @@ func measureFairness(t *testing.T, procs int, d, rtt time.Duration) fairness {
 		})
 	}
 	wg.Wait()
+	f.requests = requests.Load()
 	slices.Sort(lat)
 	for _, c := range f.counts {
 		f.total += c
@@ -93,26 +120,43 @@ func measureFairness(t *testing.T, procs int, d, rtt time.Duration) fairness {
 	return f
 }
 
-// TestUpdateFairnessFigures reproduces the capture effect of cas.Update
-// across processes (issue 26) on fake time: 1, 8 and 64 processes, each
-// with its own store value, update one key in a loop through a store
-// whose every request takes a 1 ms round trip. It checks that no update is
-// lost or doubled, and logs the figures the fairness target is stated in
-// (p99 at most 10× p50, no process below half the mean share, and the
-// attempts per update, which a fix must not buy fairness with). Today's
-// figures at 64 processes: p50 about 12 ms, p99 about 1.1 s, the slowest
-// process at about a quarter of the mean share, 4.0 attempts per update:
-// whoever has just won reads first while the others sleep backoffs that
-// grow with every loss. Backoffs that stop growing (or shrink) after a few
-// losses, with a fresh Update first sleeping one remembered ceiling, reach
-// p99 ≈ 5–8× p50 and a share of 0.7 here, but at 12–21 attempts per update:
-// fairness paid for with 3–5× the store's load. A fair Update (a ticket
-// queue) will assert the target here.
-func TestUpdateFairnessFigures(t *testing.T) {
+// TestUpdateIsFairAcrossProcesses reproduces the capture effect of
+// cas.Update across processes (issue 26) on fake time: 1, 8 and 64
+// processes, each with its own store value (so they share no turns and no
+// contention memory, as separate processes), update one key in a loop
+// through a store whose every request takes a 1 ms round trip. No update
+// may be lost or doubled, and at 8 and 64 processes the targets hold: p99 at most
+// 10× p50, no process below half the mean share, and goodput at least 75%
+// of one uncontended process's.
+//
+// Before the waiting line (queue.go), at 64 processes: p50 about 12 ms,
+// p99 about 1.0 s, the slowest process at about a quarter of the mean
+// share, 4.1 attempts and 8.2 requests per update: whoever had just won
+// read first while the others slept backoffs that grew with every loss.
+func TestUpdateIsFairAcrossProcesses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		var one float64
 		for _, procs := range []int{1, 8, 64} {
 			f := measureFairness(t, procs, 3*time.Second, time.Millisecond)
 			t.Logf("%d processes: %v", procs, f)
+			if procs == 1 {
+				one = f.rate()
+			}
+			if procs == 1 {
+				continue
+			}
+			if f.p99 > 10*f.p50 {
+				t.Errorf("%d processes: p99 %v is more than 10× p50 %v", procs, f.p99, f.p50)
+			}
+			if f.minShare < 0.5 {
+				t.Errorf("%d processes: the slowest process did %.2f of the mean share, want at least 0.5", procs, f.minShare)
+			}
+			if f.rate() < 0.75*one {
+				t.Errorf("%d processes: %.0f updates/s, want at least 75%% of one process's %.0f/s", procs, f.rate(), one)
+			}
+			if f.failed > 0 {
+				t.Errorf("%d processes: %d updates failed", procs, f.failed)
+			}
 		}
 	})
 }

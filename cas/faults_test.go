@@ -81,8 +81,8 @@ func TestTransientBudgetRunsOut(t *testing.T) {
 func TestConflictAndTransientBudgetsAreSeparate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fs, _ := faulty(t)
-		fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Err: store.ErrConflict, Count: 3})
-		fs.Inject(faultstore.Rule{Ops: faultstore.OpGet, Count: 4})
+		fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "k", Err: store.ErrConflict, Count: 3})
+		fs.Inject(faultstore.Rule{Ops: faultstore.OpGet, Prefix: "k", Count: 4})
 		res, err := cas.Update(context.Background(), fs, "k", increment, &cas.Options{MaxAttempts: 4})
 		if err != nil {
 			t.Fatal(err)

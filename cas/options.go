@@ -55,7 +55,10 @@ type Options struct {
 	// with, halved (contention is remembered in-process for about a
 	// second, so that each Update under contention does not start again
 	// from BaseDelay and lose log2(writers) races before its retries
-	// spread). Whatever its start, no ceiling exceeds MaxDelay, and the
+	// spread). An Update in the waiting line of its key (see Update)
+	// backs off less once at its front: a draw under twice the duration
+	// of its last attempt (at least BaseDelay), since only a few race
+	// there. Whatever its start, no ceiling exceeds MaxDelay, and the
 	// first attempt of an Update never sleeps a backoff. (It may wait for
 	// another Update of the same key through the same store, in this
 	// process, to finish its attempt: see Update. That wait is not a
@@ -63,8 +66,9 @@ type Options struct {
 	BaseDelay time.Duration
 
 	// MaxDelay caps the backoff ceiling, and how long an Update waits for
-	// the turn of its key while one holder keeps it. Zero means
-	// DefaultMaxDelay.
+	// the turn of its key while one holder keeps it, and between two reads
+	// of the waiting line; a ticket of the line that stands at its front
+	// for 4 MaxDelays is taken for gone. Zero means DefaultMaxDelay.
 	MaxDelay time.Duration
 
 	// Timeout, when positive, is a budget for the whole Update: no new

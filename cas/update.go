@@ -41,6 +41,19 @@ type Result struct {
 // itself, then lose its race to its own write). Stores whose dynamic type
 // cannot be compared with == take no turns.
 //
+// Updates of one key from different processes (or store values) are
+// served roughly in arrival order: an Update that lost two races takes a
+// ticket in the key's waiting line, a few records under LinePrefix(key)
+// in the same store, and waits there until it is among the first few;
+// only those race for the key, with short backoffs. An Update whose
+// process left others in the line takes its ticket before its first
+// attempt, so the last winner goes to the back. The line is read and
+// written with the store's ordinary operations, costs nothing when the
+// first attempt wins, and never decides a write: a write is conditional
+// as ever, and an Update whose line fails goes on without it. Tickets of
+// Updates that died are passed after 4 MaxDelays. Keys under ".latchkey/"
+// have no line. See line.go for the design and its costs.
+//
 // It returns the Result on success (the Decision applied, or fn chose
 // Abort). Otherwise it returns an error, and the Result so far:
 //
@@ -146,6 +159,11 @@ type updater struct {
 	// the first retry, last the ceiling of the last conflict backoff drawn.
 	attempt     time.Duration
 	first, last time.Duration
+
+	// The waiting line (line.go): w is nil until u takes a ticket;
+	// unlined sends u on without a line.
+	w       *waiting
+	unlined bool
 }
 
 func (u *updater) errorf(format string, args ...any) error {
@@ -153,10 +171,19 @@ func (u *updater) errorf(format string, args ...any) error {
 }
 
 func (u *updater) run(ctx context.Context) error {
+	defer u.leaveLine(ctx)
+	if u.lineFirst() {
+		if err := u.joinLine(ctx); err != nil {
+			return u.stopped(err)
+		}
+	}
 	for {
+		if err := u.waitInLine(ctx); err != nil {
+			return u.stopped(err)
+		}
 		done, err := u.inTurn(ctx)
 		if errors.Is(err, errTimeout) {
-			return &ContendedError{Key: u.key, Attempts: u.res.Attempts, Deadline: true}
+			return u.stopped(err)
 		}
 		if done || !errors.Is(err, store.ErrConflict) {
 			return u.unresolved(err)
@@ -165,13 +192,28 @@ func (u *updater) run(ctx context.Context) error {
 		if u.conflicts >= u.o.MaxAttempts {
 			return &ContendedError{Key: u.key, Attempts: u.res.Attempts}
 		}
-		if err := u.pause(ctx, u.conflictDelay()); err != nil {
-			if errors.Is(err, errTimeout) {
-				return &ContendedError{Key: u.key, Attempts: u.res.Attempts, Deadline: true}
+		if u.w == nil && u.conflicts >= lineAfter && u.lined() {
+			if err := u.joinLine(ctx); err != nil {
+				return u.stopped(err)
 			}
-			return err
+		}
+		d := u.conflictDelay()
+		if u.w != nil && !u.unlined {
+			d = u.lineDelay()
+		}
+		if err := u.pause(ctx, d); err != nil {
+			return u.stopped(err)
 		}
 	}
+}
+
+// stopped returns the error that ends u when err (errTimeout, or ctx's
+// cause) came while it waited.
+func (u *updater) stopped(err error) error {
+	if errors.Is(err, errTimeout) {
+		return &ContendedError{Key: u.key, Attempts: u.res.Attempts, Deadline: true}
+	}
+	return err
 }
 
 // inTurn waits for the key's turn (turns.go) and makes one attempt in it,

@@ -111,6 +111,7 @@ func TestWallClockSteps(t *testing.T) {
 		case <-time.After(2 * ttl):
 			t.Fatal("the contender did not take over within two TTLs")
 		}
+		synctest.Wait() // and released it
 		if took := at.Sub(firstLook); took < ttl || took > ttl+c.Options().PollInterval+ttl/10 {
 			t.Errorf("the contender took over %v after its first look, want a TTL (%v) and at most a poll interval more", took, ttl)
 		}

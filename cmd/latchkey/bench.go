@@ -47,6 +47,8 @@ type benchConfig struct {
 	size               int
 	queue              bool
 	q                  queueBenchConfig
+	updateProcs        string
+	worker             updateWorkerConfig
 }
 
 func benchFlags(cfg *benchConfig) *flag.FlagSet {
@@ -73,6 +75,9 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.q.pollBudget, "poll-budget", "", "with --queue: the lock runs' --poll-budget `RATE`")
 	fs.BoolVar(&cfg.q.noQueue, "no-queue", false, "with --queue: run the lock runs with --no-queue (the free-for-all, for comparison)")
 	fs.BoolVar(&cfg.q.noWatch, "no-watch", false, "with --queue: hide the store's native watch from the lock runs, so they poll (the directory store on Linux has one)")
+	fs.StringVar(&cfg.updateProcs, "update-procs", "", "run the update pattern with separate processes instead, one per client: comma-separated process `counts` (e.g. 1,16,64); with --etcd also etcdstore and etcd's concurrency.STM")
+	fs.StringVar(&cfg.worker.kind, "update-worker", "", "internal: run as one worker `process` of --update-procs")
+	fs.StringVar(&cfg.worker.key, "update-key", "", "internal: the `key` of an --update-worker")
 	fs.DurationVar(&cfg.dur, "duration", 5*time.Second, "length of each measurement (at most 10m)")
 	fs.Int64Var(&cfg.ops, "ops", 0, "stop each measurement after `N` applied writes (0: run for --duration)")
 	fs.IntVar(&cfg.size, "value-size", 128, "value size in `bytes` (at most 512 KiB)")
@@ -102,6 +107,18 @@ func runBenchCmd(ctx context.Context, e *env, args []string) error {
 	}
 	if cfg.token == "" {
 		cfg.token = e.getenv("CONSUL_HTTP_TOKEN")
+	}
+	if cfg.worker.kind != "" {
+		w := cfg.worker
+		w.base, w.token, w.etcd = strings.TrimSuffix(cfg.url, "/"), cfg.token, cfg.etcd
+		return runUpdateWorker(ctx, e, w, cfg.dur, cfg.size)
+	}
+	if cfg.updateProcs != "" {
+		counts, err := benchCounts("--update-procs", cfg.updateProcs)
+		if err != nil {
+			return err
+		}
+		return runUpdateProcsBench(ctx, e, cfg, counts)
 	}
 	if cfg.lock {
 		return runLockBench(ctx, e, cfg)
@@ -494,6 +511,19 @@ work. It reads the server's /-/metrics.
 concurrency.Mutex with --etcd); each holds it briefly and releases. It
 reports handoff latency (release → next holder acquired) p50/p99, handoffs
 per second, and requests per second per waiter.
+
+--update-procs N,M,... runs the update pattern with separate processes
+instead of goroutines: for each count it starts that many worker processes
+of this executable, each running cas.Update in a loop on one shared key
+through a store client of its own (with --etcd, the same against etcd
+through etcdstore, and etcd's own concurrency.STM, which retries at once),
+starts them together, and reports updates/s (and as a share of one
+process's), attempts per update, p50/p99/max per update across all
+processes, the spread (the slowest process's updates over the mean) and
+each process's count. Afterwards the key must count exactly the updates
+done. For example:
+
+  latchkey bench --update-procs 1,16,64 --etcd 127.0.0.1:2379
 
 --queue measures waiting with lock run itself: for each --waiters count N
 it starts a holder and then N lock run processes on one lock of --store

@@ -214,19 +214,28 @@ func updateKey(prefix string, sc benchScenario) string {
 // the count tells after the run whether an update was lost.
 func benchIncrement(val []byte) cas.Func {
 	return func(cur []byte, exists bool) (cas.Decision, error) {
-		n := 0
-		if exists {
-			var err error
-			if n, err = benchCount(cur); err != nil {
-				return cas.Decision{}, err
-			}
+		v, err := benchNext(val, cur, exists)
+		if err != nil {
+			return cas.Decision{}, err
 		}
-		count := strconv.Itoa(n+1) + " "
-		v := make([]byte, max(len(val), len(count)))
-		copy(v, val)
-		copy(v, count)
 		return cas.Set(v), nil
 	}
+}
+
+// benchNext is the value benchIncrement writes over cur.
+func benchNext(val, cur []byte, exists bool) ([]byte, error) {
+	n := 0
+	if exists {
+		var err error
+		if n, err = benchCount(cur); err != nil {
+			return nil, err
+		}
+	}
+	count := strconv.Itoa(n+1) + " "
+	v := make([]byte, max(len(val), len(count)))
+	copy(v, val)
+	copy(v, count)
+	return v, nil
 }
 
 // benchCount reads the counter benchIncrement wrote.

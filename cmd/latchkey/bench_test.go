@@ -327,3 +327,35 @@ func TestBenchUpdateCountsItsWrites(t *testing.T) {
 		}
 	}
 }
+
+// The update pattern with separate processes: every worker is a process
+// of its own, each target's row reports the spread and each process's
+// count, and the key counts exactly the updates done (the bench fails
+// otherwise).
+func TestBenchUpdateProcs(t *testing.T) {
+	t.Setenv(asMain, "1") // the bench starts this binary as the server and the workers
+	ep := startEmbeddedEtcd(t)
+	c := &cli{t: t, env: map[string]string{}}
+	out := c.ok("bench", "--update-procs", "1,3", "--duration", "300ms", "--etcd", ep)
+	row := regexp.MustCompile(`(?m)^\s*(latchkey|etcd|etcd-stm)\s+(\d+)\s+(\d+)\s+(\d+)%\s+([0-9.]+)\s+\S+\s+\S+\s+\S+\s+([0-9.]+)\s+(\d+) (\d+) (\d+)\s*$`)
+	rows := row.FindAllStringSubmatch(out, -1)
+	if len(rows) != 6 {
+		t.Fatalf("want 6 rows (latchkey, etcd and etcd-stm × 1 and 3 processes), got %d:\n%s", len(rows), out)
+	}
+	for _, r := range rows {
+		if n, _ := strconv.Atoi(r[3]); n <= 0 {
+			t.Errorf("row %q: no update done", r[0])
+		}
+		if a, _ := strconv.ParseFloat(r[5], 64); a < 1 {
+			t.Errorf("row %q: %v attempts per update", r[0], a)
+		}
+		if r[2] == "1" && (r[6] != "1.00" || r[4] != "100") {
+			t.Errorf("row %q: one process is its own mean and its own 100%%", r[0])
+		}
+	}
+	for _, kind := range []string{"latchkey", "etcd", "etcd-stm"} {
+		if !regexp.MustCompile(`updates per process, ` + kind + ` × 3: \d+ \d+ \d+`).MatchString(out) {
+			t.Errorf("no per-process counts for %s × 3:\n%s", kind, out)
+		}
+	}
+}

@@ -1,0 +1,215 @@
+package cas
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/faultstore"
+	"github.com/latchkey/latchkey/store/memstore"
+)
+
+// counting counts the requests sent through it, per operation.
+type counting struct {
+	store.Store
+	gets, puts, dels, lists atomic.Int64
+}
+
+func (c *counting) Get(ctx context.Context, key string) (store.Entry, error) {
+	c.gets.Add(1)
+	return c.Store.Get(ctx, key)
+}
+
+func (c *counting) Put(ctx context.Context, key string, v []byte, cond store.Condition) (store.Version, error) {
+	c.puts.Add(1)
+	return c.Store.Put(ctx, key, v, cond)
+}
+
+func (c *counting) Delete(ctx context.Context, key string, cond store.Condition) error {
+	c.dels.Add(1)
+	return c.Store.Delete(ctx, key, cond)
+}
+
+func (c *counting) List(ctx context.Context, prefix string, o *store.ListOptions) (store.Page, error) {
+	c.lists.Add(1)
+	return c.Store.List(ctx, prefix, o)
+}
+
+func (c *counting) String() string {
+	return fmt.Sprintf("%d gets, %d puts, %d deletes, %d lists", c.gets.Load(), c.puts.Load(), c.dels.Load(), c.lists.Load())
+}
+
+func lineOf(t *testing.T, s store.Store, key string) []string {
+	t.Helper()
+	page, err := s.List(context.Background(), LinePrefix(key), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, it := range page.Items {
+		keys = append(keys, it.Key)
+	}
+	return keys
+}
+
+// An Update that wins at once sends one read and one write, and nothing
+// to the line, also on a key that was contended earlier (once the
+// process's memory of its line has expired).
+func TestAnUncontendedUpdateSendsOneReadAndOneWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memstore.New()
+		c := &counting{Store: &racing{Store: mem, n: lineAfter}}
+		if _, err := Update(context.Background(), c, "k", add, nil); err != nil {
+			t.Fatal(err)
+		}
+		if c.lists.Load() != 1 || c.dels.Load() != 1 {
+			t.Fatalf("an Update that lost %d races sent %v; want it to take a ticket (a list and a create) and delete it", lineAfter, c)
+		}
+		time.Sleep(lineMemoryTTL)
+		c = &counting{Store: c.Store}
+		if _, err := Update(context.Background(), c, "k", add, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.String(); got != "1 gets, 1 puts, 0 deletes, 0 lists" {
+			t.Fatalf("an uncontended Update sent %s, want one read and one write", got)
+		}
+		if l := lineOf(t, mem, "k"); len(l) != 0 {
+			t.Fatalf("tickets left in the line: %q", l)
+		}
+	})
+}
+
+// A process that left others in the line takes a ticket before its next
+// Update's first attempt: the winner goes behind the losers.
+func TestTheWinnerGoesBehindTheOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memstore.New()
+		s := &counting{Store: mem}
+		for o := range lineWindow {
+			// Tickets of Updates of other processes, waiting behind ours.
+			if _, err := mem.Put(context.Background(), fmt.Sprintf("%s00000000000000000002-%04d", LinePrefix("k"), o), []byte("{}"), store.IfAbsent); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sawLine(s, "k", time.Now(), 0)
+		done := make(chan Result, 1)
+		go func() {
+			res, err := Update(context.Background(), s, "k", add, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- res
+		}()
+		synctest.Wait()
+		select {
+		case res := <-done:
+			t.Fatalf("the Update went first (%+v), past tickets older than its own", res)
+		default:
+		}
+		l := lineOf(t, mem, "k")
+		if len(l) != lineWindow+1 || ticketSeq(LinePrefix("k"), l[lineWindow]) != 3 {
+			t.Fatalf("line %q, want the %d others and ours behind them (number 3)", l, lineWindow)
+		}
+		// The others are dead: after lineTicketTTL at the front they are
+		// taken for gone and deleted.
+		res := <-done
+		if res.Outcome != Written {
+			t.Fatalf("Update = %+v", res)
+		}
+		if l := lineOf(t, mem, "k"); len(l) != 0 {
+			t.Fatalf("tickets left in the line: %q", l)
+		}
+	})
+}
+
+// Tickets whose processes died take a bounded time to pass: each waiter
+// that has seen one at the front for lineTicketTTL MaxDelays stops
+// counting it and deletes it; the window's other tickets race meanwhile.
+func TestDeadTicketsAreSkippedAfterTheirTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memstore.New()
+		for i := range lineWindow {
+			k := fmt.Sprintf("%s%020d-dead%d", LinePrefix("k"), i+1, i)
+			if _, err := mem.Put(context.Background(), k, []byte("{}"), store.IfAbsent); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := &racing{Store: mem, n: lineAfter}
+		o := &Options{MaxDelay: 100 * ms}
+		start := time.Now()
+		res, err := Update(context.Background(), s, "k", add, o)
+		if err != nil || res.Outcome != Written {
+			t.Fatalf("Update = %+v, %v", res, err)
+		}
+		ttl := lineTicketTTL * o.MaxDelay
+		if el := time.Since(start); el < ttl || el > ttl+o.MaxDelay {
+			t.Fatalf("behind a window of dead tickets the Update took %v, want their TTL (%v) and at most one MaxDelay more", el, ttl)
+		}
+		if l := lineOf(t, mem, "k"); len(l) != 0 {
+			t.Fatalf("tickets left in the line: %q", l)
+		}
+	})
+}
+
+// An Update leaves the line however it ends: here ctx ends while it
+// waits behind others.
+func TestAnUpdateLeavesTheLineWhenCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memstore.New()
+		for i := range lineWindow {
+			k := fmt.Sprintf("%s%020d-other%d", LinePrefix("k"), i+1, i)
+			if _, err := mem.Put(context.Background(), k, []byte("{}"), store.IfAbsent); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*ms)
+		defer cancel()
+		_, err := Update(ctx, &racing{Store: mem, n: lineAfter}, "k", add, nil)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want ctx's deadline", err)
+		}
+		if l := lineOf(t, mem, "k"); len(l) != lineWindow {
+			t.Fatalf("line %q after the Update ended, want only the %d others", l, lineWindow)
+		}
+	})
+}
+
+// The line never decides a write: with every operation on it failing,
+// contended Updates go on without it, and none is lost.
+func TestUpdatesGoOnWithoutABrokenLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memstore.New()
+		fs := faultstore.New(mem, 1)
+		fs.Inject(faultstore.Rule{Prefix: linePrefix})
+		const procs, each = 8, 20
+		done := make(chan error, procs)
+		for range procs {
+			p := &proc{Store: fs, rtt: ms, requests: new(atomic.Int64)}
+			go func() {
+				for range each {
+					if _, err := Update(context.Background(), p, "k", add, &Options{MaxAttempts: 1 << 10}); err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- nil
+			}()
+		}
+		for range procs {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if fs.Injected() == 0 {
+			t.Fatal("no Update tried the line")
+		}
+		if e, err := mem.Get(context.Background(), "k"); err != nil || string(e.Value) != fmt.Sprint(procs*each) {
+			t.Fatalf("counter %q (%v), want %d", e.Value, err, procs*each)
+		}
+	})
+}
