@@ -60,11 +60,36 @@ func (f *fixture) s3Store(bucket, prefix string, sealed bool) store.Store {
 	return s
 }
 
+// TestBrowserStores drives the views of issue 27's console items in one
+// headless chromium against one server (a browser and a server per item
+// cost seconds each): each subtest gets the fixture and the tab as its
+// own. The empty chart runs first, while the server is idle.
+func TestBrowserStores(t *testing.T) {
+	f := start(t, "")
+	b := browser(t)
+	b.loginS3(f)
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, *fixture, *tab)
+	}{
+		{"EmptyChart", emptyChart},
+		{"PublicationUnderStorePrefix", publicationUnderStorePrefix},
+		{"PublicationInBucket", publicationInBucket},
+		{"SealedLeaseInBucket", sealedLeaseInBucket},
+		{"LockQueueLength", lockQueueLength},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ft, bt := *f, *b
+			ft.t, bt.t = t, t
+			c.run(t, &ft, &bt)
+		})
+	}
+}
+
 // A publication written through a consul:// store with a key prefix
 // (consul://HOST/team) lists its files: the pointer names its manifest
 // by the store's own key, without the prefix.
-func TestBrowserPublicationUnderStorePrefix(t *testing.T) {
-	f := start(t, "")
+func publicationUnderStorePrefix(t *testing.T, f *fixture, b *tab) {
 	s, err := consulstore.Open(context.Background(), &consulstore.Options{Address: f.srv.Addr, Prefix: "team"})
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +97,6 @@ func TestBrowserPublicationUnderStorePrefix(t *testing.T) {
 	defer s.Close()
 	publishTo(t, s, "site", map[string]string{"index.html": "<h1>hi</h1>", "img/logo.png": "\x89PNG"})
 
-	b := browser(t)
-	b.loginS3(f)
 	u := f.srv.URL
 	b.do("publications", chromedp.Navigate(u+"/ui/publications"), chromedp.Click(css("#publications a")), chromedp.WaitVisible(css("#generations")))
 	b.shot("publication-store-prefix")
@@ -90,14 +113,11 @@ func TestBrowserPublicationUnderStorePrefix(t *testing.T) {
 // A publication kept in a bucket (an s3:// store on this server, here
 // with a key prefix and SSE-S3 default encryption, so every record is
 // sealed at rest) shows with its files, read as GET serves them.
-func TestBrowserPublicationInBucket(t *testing.T) {
-	f := start(t, "")
+func publicationInBucket(t *testing.T, f *fixture, b *tab) {
 	s := f.s3Store("pub-bucket", "team", true)
 	publishTo(t, s, "site", map[string]string{"index.html": "<h1>v1</h1>"})
 	publishTo(t, s, "site", map[string]string{"index.html": "<h1>v2</h1>", "app.js": "main()"})
 
-	b := browser(t)
-	b.loginS3(f)
 	u := f.srv.URL
 	b.do("publications in a bucket", chromedp.Navigate(u+"/ui/publications?bucket=pub-bucket"), chromedp.WaitVisible(css("main")))
 	if text := b.text("main"); !strings.Contains(text, "team/site") {
@@ -115,8 +135,7 @@ func TestBrowserPublicationInBucket(t *testing.T) {
 
 // Lease records in a bucket with SSE-S3 default encryption are sealed at
 // rest; the Locks page reads them as GET serves them and shows them.
-func TestBrowserSealedLeaseInBucket(t *testing.T) {
-	f := start(t, "")
+func sealedLeaseInBucket(t *testing.T, f *fixture, b *tab) {
 	s := f.s3Store("sealed-locks", "", true)
 	lk, err := lease.NewLocker(s, "jobs/deploy", &lease.Options{Holder: "ci@runner", TTL: time.Minute})
 	if err != nil {
@@ -126,8 +145,6 @@ func TestBrowserSealedLeaseInBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := browser(t)
-	b.loginS3(f)
 	b.do("locks in a sealed bucket", chromedp.Navigate(f.srv.URL+"/ui/locks?bucket=sealed-locks&prefix=jobs/"), chromedp.WaitVisible(css("main")))
 	b.shot("locks-sealed-bucket")
 	if text := b.text("main"); !strings.Contains(text, "jobs/deploy") || !strings.Contains(text, "ci@runner") || !strings.Contains(text, fmt.Sprint(l.Token())) {
@@ -137,8 +154,7 @@ func TestBrowserSealedLeaseInBucket(t *testing.T) {
 
 // The Locks page shows how many wait in each lease's queue (package
 // lease's waiting line, QueueKey), here under a store prefix too.
-func TestBrowserLockQueueLength(t *testing.T) {
-	f := start(t, "")
+func lockQueueLength(t *testing.T, f *fixture, b *tab) {
 	s, err := consulstore.Open(context.Background(), &consulstore.Options{Address: f.srv.Addr, Prefix: "team"})
 	if err != nil {
 		t.Fatal(err)
@@ -177,8 +193,6 @@ func TestBrowserLockQueueLength(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	b := browser(t)
-	b.loginS3(f)
 	b.do("locks", chromedp.Navigate(f.srv.URL+"/ui/locks?prefix=team/locks/"), chromedp.WaitVisible(css("#locks")))
 	b.shot("locks-queue")
 	if q := b.text(`tr[data-key="team/locks/busy"] .queue`); q != "2" {
@@ -192,10 +206,7 @@ func TestBrowserLockQueueLength(t *testing.T) {
 
 // A chart with nothing to plot says so, and its y axis does not read
 // "0 0 0" (the range of an all-zero series was [0, 1e-9]).
-func TestBrowserEmptyChart(t *testing.T) {
-	f := start(t, "")
-	b := browser(t)
-	b.loginS3(f)
+func emptyChart(t *testing.T, f *fixture, b *tab) {
 	b.do("overview", chromedp.Navigate(f.srv.URL+"/ui/"), chromedp.WaitVisible(css(`#charts[data-samples="3"]`)))
 	b.shot("overview-idle")
 	// The fsync chart of an idle server has no commits: no data at all.
@@ -219,5 +230,46 @@ func TestBrowserEmptyChart(t *testing.T) {
 		if len(ticks) == 0 {
 			t.Errorf("chart %d: no y axis labels recorded", i)
 		}
+	}
+}
+
+// Publications page by page, in the KV key space and in a bucket: the key
+// a page stops at (next) is the first the following page reads, so a
+// pointer there shows on the second page.
+func TestPublicationsPaging(t *testing.T) {
+	f := start(t, "")
+	const ptr = `{"generation":"20260101T000000.000Z-0123456789abcdef","manifest":"q/gen/20260101T000000.000Z-0123456789abcdef/manifest","committed":"2026-01-01T00:00:00Z"}`
+	kv := f.store
+	s3 := f.s3Store("paged", "", false)
+	for _, c := range []struct {
+		name  string
+		s     store.Store
+		query string
+	}{{"kv", kv, "prefix=a/"}, {"bucket", s3, "bucket=paged&prefix=a/"}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			for i := range 100 {
+				if _, err := c.s.Put(ctx, fmt.Sprintf("a/k%03d", i), []byte("filler"), store.Condition{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := c.s.Put(ctx, "a/q/pointer", []byte(ptr), store.Condition{}); err != nil {
+				t.Fatal(err)
+			}
+			var page struct {
+				Publications []struct{ Prefix string }
+				Scanned      int
+				Next         string
+			}
+			f.api("/-/api/publications?"+c.query, &page)
+			if len(page.Publications) != 0 || page.Scanned != 100 || page.Next != "a/q/pointer" {
+				t.Fatalf("page 1: %+v", page)
+			}
+			page.Next = ""
+			f.api("/-/api/publications?"+c.query+"&from=a/q/pointer", &page)
+			if len(page.Publications) != 1 || page.Publications[0].Prefix != "a/q" || page.Scanned != 1 || page.Next != "" {
+				t.Fatalf("page 2: %+v", page)
+			}
+		})
 	}
 }
