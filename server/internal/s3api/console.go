@@ -52,12 +52,6 @@ func ConsoleCount(tx *engine.Tx, table string, limit int) (int, bool) {
 	return s3model.ConsoleCount(tx, table, limit)
 }
 
-// ConsoleInline returns the body of one version of key when it is stored
-// inline (small objects), else false.
-func ConsoleInline(tx *engine.Tx, bucket, key string, index uint64) ([]byte, bool) {
-	return s3model.ConsoleInline(tx, bucket, key, index)
-}
-
 // LiveBlobs names every blob an S3 record references (object versions and
 // uploaded parts), for the engine's orphan sweep at Open
 // (engine.Options.LiveBlobs).
