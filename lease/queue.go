@@ -93,6 +93,12 @@ func InspectQueue(ctx context.Context, s store.Store, key string) (Queue, error)
 	return q, err
 }
 
+// ParseQueue decodes the waiting line of the lease at key, stored at
+// QueueKey(key) (b is its value), as this package reads it: an error
+// matching ErrCorrupt when b is not a queue record. Like ParseRecord, it
+// is for tools that read records themselves (the server's console).
+func ParseQueue(key string, b []byte) (Queue, error) { return decodeQueue(key, b) }
+
 func decodeQueue(key string, b []byte) (Queue, error) {
 	var q Queue
 	if err := json.Unmarshal(b, &q); err != nil {

@@ -18,6 +18,7 @@ func (s *Server) consoleHandler() (http.Handler, func(*http.Request) console.Acc
 		Metrics:       s.metrics.reg,
 		ConsulStats:   s.apis.consulStats,
 		SessionExpiry: s.apis.sessionExpiry,
+		S3Object:      s.apis.s3Object,
 		Logger:        s.log,
 	})
 	if err != nil { // embedded templates that do not parse: a build defect

@@ -30,6 +30,8 @@ type apis struct {
 	// s3Secrets finds the secret of an access key; nil when the S3 API
 	// serves unsigned requests (--anonymous), so S3 data is open.
 	s3Secrets sigv4.SecretLookup
+	// s3Object is s3api.Handler.ConsoleObject, for the console.
+	s3Object func(bucket, key string, limit int64) ([]byte, uint64, bool, error)
 }
 
 func (a *apis) close() {
@@ -71,7 +73,7 @@ func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a.s3, err = s3api.New(e, &s3api.Options{
+	s3h, err := s3api.New(e, &s3api.Options{
 		Auth:      sigv4.New(sigv4.Credentials{ak: sk}.Lookup, nil),
 		Anonymous: cfg.Anonymous,
 		Domain:    cfg.S3Domain,
@@ -81,6 +83,6 @@ func newAPIs(e *engine.Engine, cfg Config) (_ *apis, err error) {
 	if err != nil {
 		return nil, err
 	}
-
+	a.s3, a.s3Object = s3h, s3h.ConsoleObject
 	return a, nil
 }

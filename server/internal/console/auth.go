@@ -109,7 +109,7 @@ func need(view string, r *http.Request) Access {
 		return Access{}
 	case "s3":
 		return Access{S3: true}
-	case "locks":
+	case "locks", "publications", "publication":
 		if r.URL.Query().Get("bucket") != "" {
 			return Access{S3: true}
 		}

@@ -26,6 +26,8 @@ func secretBucket(t *testing.T, f *fixture) {
 	for key, body := range map[string]string{
 		"payroll-2026.csv": "alice,100",
 		"jobs/leaky":       `{"holder":"leaky-holder","nonce":"0123456789abcdef0123456789abcdef","token":3,"ttl_ns":60000000000}`,
+		"leaky-site/pointer": `{"generation":"20260101T000000.000Z-0123456789abcdef","manifest":"leaky-site/gen/20260101T000000.000Z-0123456789abcdef/manifest",` +
+			`"committed":"2026-01-01T00:00:00Z"}`,
 	} {
 		if _, err := mc.PutObject(ctx, "secret", key, strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{}); err != nil {
 			t.Fatal(err)
@@ -39,7 +41,8 @@ func TestConsoleS3NeedsS3Credentials(t *testing.T) {
 	for _, tok := range []string{"", "acl-token-1"} {
 		f := start(t, tok)
 		secretBucket(t, f)
-		for _, p := range []string{"/-/api/s3", "/-/api/s3?bucket=secret", "/-/api/locks?bucket=secret&prefix=jobs/", "/-/api/overview"} {
+		for _, p := range []string{"/-/api/s3", "/-/api/s3?bucket=secret", "/-/api/locks?bucket=secret&prefix=jobs/", "/-/api/overview",
+			"/-/api/publications?bucket=secret", "/-/api/publication?bucket=secret&prefix=leaky-site"} {
 			for _, hdr := range [][]string{nil, {"X-Consul-Token", tok}, {"X-Consul-Token", "wrong"}} {
 				if hdr != nil && hdr[1] == "" {
 					continue
@@ -55,7 +58,7 @@ func TestConsoleS3NeedsS3Credentials(t *testing.T) {
 				}
 			}
 		}
-		for _, p := range []string{"/ui/s3?bucket=secret", "/ui/locks?bucket=secret"} {
+		for _, p := range []string{"/ui/s3?bucket=secret", "/ui/locks?bucket=secret", "/ui/publications?bucket=secret"} {
 			code, _, b := f.get(p)
 			if code == http.StatusOK || bytes.Contains(b, []byte("payroll")) || bytes.Contains(b, []byte("leaky")) {
 				t.Errorf("token %q: GET %s without login: %d %s", tok, p, code, b)

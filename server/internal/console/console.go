@@ -99,6 +99,12 @@ type Options struct {
 	// SessionExpiry tells when a TTL session is invalidated unless renewed
 	// (the Consul API's in-memory timer). Nil: not shown.
 	SessionExpiry func(id string) (time.Time, bool)
+	// S3Object reads the body of the current version of an object as GET
+	// serves it (decrypted when sealed), refusing one over limit bytes;
+	// ok is false when there is none (s3api.Handler.ConsoleObject). The
+	// lease and publish records of s3:// stores in this server's buckets
+	// are read through it. Nil: those views answer 501.
+	S3Object func(bucket, key string, limit int64) (body []byte, index uint64, ok bool, err error)
 	// PageSize is how many records one listing reads at most. Default
 	// DefaultPageSize.
 	PageSize int
@@ -133,6 +139,9 @@ func badRequest(format string, args ...any) error {
 }
 
 var errNotFound = errors.New("not found")
+
+// errNoObjects: Options.S3Object is nil, so bucket views cannot be read.
+var errNoObjects = errors.New("this console cannot read objects (no Options.S3Object)")
 
 // withDefaults returns a copy of o with zero fields set to the defaults,
 // or an error for a missing Engine or a negative PageSize. A nil o has no
@@ -331,6 +340,8 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, errNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, errNoObjects):
+		return http.StatusNotImplemented
 	}
 	return http.StatusInternalServerError
 }

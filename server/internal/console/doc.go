@@ -1,7 +1,9 @@
 // Package console is latchkey serve's read-only web console: server-rendered
 // pages (html/template) under /ui/ and the same data as JSON under /-/api/,
 // read straight from the engine one page at a time (no view reads more than
-// Options.PageSize records), with every asset embedded (the charts are a
+// Options.PageSize records; the records of s3:// stores kept in a bucket
+// are read through Options.S3Object, as GET serves them, so SSE-S3 objects
+// decrypt), with every asset embedded (the charts are a
 // vendored uPlot) and a strict Content-Security-Policy. The pages work
 // without JavaScript; app.js only adds the overview's live charts and a
 // quiet refresh of the locks and sessions pages.

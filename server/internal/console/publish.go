@@ -28,12 +28,109 @@ func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 //	P/gen/ID/data/NAME          a generation's files
 //
 // The console reads it from the KV key space (a consul:// store on this
-// server) and decodes it with publish's own ParsePointer and ParseManifest,
-// so it reads every record as publish does.
+// server) or from one bucket (?bucket=B: an s3:// store on this server),
+// and decodes it with publish's own ParsePointer and ParseManifest, so it
+// reads every record as publish does. The store that wrote it may have
+// had a key prefix of its own (consul://HOST/team, s3://B/team): P is then
+// "team/site" here, while the pointer and manifest name keys as that store
+// saw them ("site/gen/ID/manifest"); storePrefix recovers "team/".
 const (
 	pointerSuffix = "/pointer"
 	genInfix      = "/gen/"
 )
+
+// Limits of the records the console reads from a bucket (KV values are
+// bounded by the Consul API already).
+const (
+	maxRecord   = 64 << 10 // a pointer or a lease record
+	maxManifest = 32 << 20 // a manifest: about 150,000 files
+)
+
+// pubSource is where publication records are read: the KV key space, in
+// one engine transaction, or the current objects of one bucket, each read
+// as GET serves it (decrypted when sealed).
+type pubSource interface {
+	// next returns the least key with prefix greater than after (after
+	// "": the first), and live false when that key's current version is
+	// a delete marker; "" when there is none.
+	next(prefix, after string) (key string, live bool, err error)
+	// get returns the value at key and its index, ok false when absent.
+	get(key string, limit int64) (v []byte, index uint64, ok bool, err error)
+}
+
+type kvSource struct{ tx *engine.Tx }
+
+func (s kvSource) next(prefix, after string) (key string, live bool, err error) {
+	start := prefix
+	if after != "" {
+		start = max(after+"\x00", prefix)
+	}
+	s.tx.ScanKV(prefix, start, func(kv engine.KV) bool { key = kv.Key; return false })
+	return key, true, nil
+}
+
+func (s kvSource) get(key string, _ int64) ([]byte, uint64, bool, error) {
+	kv, ok := s.tx.GetKV(key)
+	return kv.Value, kv.ModifyIndex, ok, nil
+}
+
+type s3Source struct {
+	h      *Handler
+	bucket string
+}
+
+func (s s3Source) next(prefix, after string) (key string, live bool, err error) {
+	err = s.h.o.Engine.View(func(tx *engine.Tx) error {
+		vs, _ := s3api.ConsoleVersions(tx, s.bucket, prefix, after, 1)
+		if len(vs) > 0 {
+			key, live = vs[0].Key, !vs[0].DeleteMarker
+		}
+		return nil
+	})
+	return key, live, err
+}
+
+func (s s3Source) get(key string, limit int64) ([]byte, uint64, bool, error) {
+	return s.h.o.S3Object(s.bucket, key, limit)
+}
+
+// source returns where view reads: the KV key space through tx, or the
+// bucket named by ?bucket= (which must exist).
+func (h *Handler) source(tx *engine.Tx, bucket string) (pubSource, error) {
+	if bucket == "" {
+		return kvSource{tx}, nil
+	}
+	if h.o.S3Object == nil {
+		return nil, errNoObjects
+	}
+	if _, ok := s3api.ConsoleBucket(tx, bucket); !ok {
+		return nil, errNotFoundf("no bucket %q", bucket)
+	}
+	return s3Source{h, bucket}, nil
+}
+
+// storePrefix is the key prefix of the store that wrote the pointer p
+// found at pub+"/pointer": pub minus the publication prefix that store
+// used, which the manifest key the pointer names ends with. It is "" when
+// the pointer's manifest key does not have publish's layout.
+func storePrefix(pub string, p publish.Pointer) string {
+	own, ok := strings.CutSuffix(p.Manifest, genInfix+p.Generation+"/manifest")
+	if !ok || !strings.HasSuffix(pub, own) {
+		return ""
+	}
+	return pub[:len(pub)-len(own)]
+}
+
+// before returns a string just below the non-empty key k, so that next
+// from it starts at k: no valid UTF-8 key lies between the two (one that
+// did would show on two pages, never on none).
+func before(k string) string {
+	last := k[len(k)-1]
+	if last == 0 {
+		return k[:len(k)-1]
+	}
+	return k[:len(k)-1] + string([]byte{last - 1, 0xff})
+}
 
 // PubSummary is one prefix with a pointer.
 type PubSummary struct {
@@ -47,7 +144,10 @@ type PubSummary struct {
 // Publications is the publications page: the pointers found in one page
 // of keys (generation trees are skipped, not read).
 type Publications struct {
-	Prefix       string       `json:"prefix"`
+	Prefix string `json:"prefix"`
+	// Bucket, when set, reads the publications of an s3:// store kept in
+	// this server's bucket instead of the KV key space.
+	Bucket       string       `json:"bucket,omitempty"`
 	Publications []PubSummary `json:"publications"`
 	Scanned      int          `json:"scanned"`
 	Next         string       `json:"next,omitempty"`
@@ -66,44 +166,80 @@ func asManifest(key string, v []byte) (publish.Manifest, bool) {
 	return m, err == nil
 }
 
+// pubParams reads the parameters every publication view takes.
+func pubParams(r *http.Request, names ...string) ([]string, error) {
+	out := make([]string, len(names))
+	for i, n := range names {
+		v, err := param(r, n)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// pubView runs fn on the source of bucket: inside one engine transaction
+// for the KV key space; for a bucket, fn's reads are each their own (an
+// object read goes through the S3 model, which opens its own).
+func (h *Handler) pubView(bucket string, fn func(src pubSource) error) error {
+	if bucket == "" {
+		return h.o.Engine.View(func(tx *engine.Tx) error {
+			src, _ := h.source(tx, "")
+			return fn(src)
+		})
+	}
+	var src pubSource
+	if err := h.o.Engine.View(func(tx *engine.Tx) (err error) {
+		src, err = h.source(tx, bucket)
+		return err
+	}); err != nil {
+		return err
+	}
+	return fn(src)
+}
+
 func (h *Handler) publications(r *http.Request) (any, error) {
-	prefix, err := param(r, "prefix")
+	ps, err := pubParams(r, "prefix", "from", "bucket")
 	if err != nil {
 		return nil, err
 	}
-	from, err := param(r, "from")
-	if err != nil {
-		return nil, err
-	}
-	out := Publications{Prefix: prefix, Publications: []PubSummary{}}
-	err = h.o.Engine.View(func(tx *engine.Tx) error {
-		start := max(from, prefix)
+	prefix, from, bucket := ps[0], ps[1], ps[2]
+	out := Publications{Prefix: prefix, Bucket: bucket, Publications: []PubSummary{}}
+	err = h.pubView(bucket, func(src pubSource) error {
+		after := ""
+		if from > prefix {
+			after = before(from)
+		}
 		for {
-			seek := ""
-			tx.ScanKV(prefix, start, func(kv engine.KV) bool {
-				if out.Scanned >= h.o.PageSize {
-					out.Next = kv.Key
-					return false
-				}
-				out.Scanned++
-				if i := strings.Index(kv.Key[len(prefix):], genInfix); i >= 0 {
-					// A generation tree: skip it whole.
-					seek = successor(kv.Key[:len(prefix)+i+len(genInfix)])
-					return false
-				}
-				if strings.HasSuffix(kv.Key, pointerSuffix) {
-					if p, ok := asPointer(kv.Key, kv.Value); ok {
-						out.Publications = append(out.Publications, PubSummary{
-							Prefix: strings.TrimSuffix(kv.Key, pointerSuffix), Generation: p.Generation,
-							Token: p.Token, Committed: p.Committed, Modify: kv.ModifyIndex})
-					}
-				}
-				return true
-			})
-			if seek == "" || out.Next != "" {
+			key, live, err := src.next(prefix, after)
+			if err != nil || key == "" {
+				return err
+			}
+			if out.Scanned >= h.o.PageSize {
+				out.Next = key
 				return nil
 			}
-			start = seek
+			out.Scanned++
+			after = key
+			if i := strings.Index(key[len(prefix):], genInfix); i >= 0 {
+				// A generation tree: skip it whole (every key in it is
+				// below its root followed by 0xff, never valid UTF-8).
+				after = max(key, key[:len(prefix)+i+len(genInfix)]+"\xff")
+				continue
+			}
+			if !live || !strings.HasSuffix(key, pointerSuffix) {
+				continue
+			}
+			v, idx, ok, err := src.get(key, maxRecord)
+			if err != nil || !ok {
+				continue // gone since, or not a record: not a publication
+			}
+			if p, ok := asPointer(key, v); ok {
+				out.Publications = append(out.Publications, PubSummary{
+					Prefix: strings.TrimSuffix(key, pointerSuffix), Generation: p.Generation,
+					Token: p.Token, Committed: p.Committed, Modify: idx})
+			}
 		}
 	})
 	return out, err
@@ -128,8 +264,13 @@ type Generation struct {
 
 // Publication is one publication prefix in detail.
 type Publication struct {
-	Prefix      string         `json:"prefix"`
-	Pointer     PubSummary     `json:"pointer"`
+	Prefix string `json:"prefix"`
+	Bucket string `json:"bucket,omitempty"`
+	// StorePrefix is the key prefix of the store that published it
+	// ("team/" for consul://HOST/team), which the keys in Files lack.
+	StorePrefix string     `json:"store_prefix,omitempty"`
+	Pointer     PubSummary `json:"pointer"`
+	// Files are as the manifest lists them; their Key is the store's.
 	Files       []publish.File `json:"files"`
 	FilesMore   bool           `json:"files_more,omitempty"`
 	Generations []Generation   `json:"generations"`
@@ -138,89 +279,103 @@ type Publication struct {
 }
 
 func (h *Handler) publication(r *http.Request) (any, error) {
-	prefix, err := param(r, "prefix")
+	ps, err := pubParams(r, "prefix", "bucket")
 	if err != nil {
 		return nil, err
 	}
-	prefix = strings.TrimSuffix(prefix, "/")
+	prefix, bucket := strings.TrimSuffix(ps[0], "/"), ps[1]
 	if prefix == "" {
 		return nil, badRequest("want ?prefix=")
 	}
-	out := Publication{Prefix: prefix, Files: []publish.File{}, Generations: []Generation{}, Grace: publish.DefaultGrace.String()}
+	out := Publication{Prefix: prefix, Bucket: bucket, Files: []publish.File{}, Generations: []Generation{}, Grace: publish.DefaultGrace.String()}
 	var found bool
-	err = h.o.Engine.View(func(tx *engine.Tx) error {
-		pkv, ok := tx.GetKV(prefix + pointerSuffix)
-		if !ok {
-			return nil
+	err = h.pubView(bucket, func(src pubSource) error {
+		pv, idx, ok, err := src.get(prefix+pointerSuffix, maxRecord)
+		if err != nil || !ok {
+			return err
 		}
-		p, ok := asPointer(pkv.Key, pkv.Value)
+		p, ok := asPointer(prefix+pointerSuffix, pv)
 		if !ok {
 			return nil
 		}
 		found = true
-		out.Pointer = PubSummary{Prefix: prefix, Generation: p.Generation, Token: p.Token, Committed: p.Committed, Modify: pkv.ModifyIndex}
-		if mkv, ok := tx.GetKV(p.Manifest); ok {
-			if m, ok := asManifest(mkv.Key, mkv.Value); ok {
-				out.Files = m.Files
-				if len(out.Files) > h.o.PageSize {
-					out.Files, out.FilesMore = out.Files[:h.o.PageSize], true
-				}
+		out.Pointer = PubSummary{Prefix: prefix, Generation: p.Generation, Token: p.Token, Committed: p.Committed, Modify: idx}
+		out.StorePrefix = storePrefix(prefix, p)
+		mkey := out.StorePrefix + p.Manifest
+		mv, _, ok, err := src.get(mkey, maxManifest)
+		if err != nil {
+			return err
+		}
+		if m, good := asManifest(mkey, mv); ok && good {
+			out.Files = m.Files
+			if len(out.Files) > h.o.PageSize {
+				out.Files, out.FilesMore = out.Files[:h.o.PageSize], true
 			}
 		}
-		// Generations: one seek per generation, reading its manifest.
-		gens := prefix + genInfix
-		succOf := map[string]time.Time{} // base id → Created of its successor
-		hasManifest := map[string]bool{}
-		start := gens
-		for {
-			var id string
-			tx.ScanKV(gens, start, func(kv engine.KV) bool {
-				rest := kv.Key[len(gens):]
-				if i := strings.IndexByte(rest, '/'); i > 0 {
-					id = rest[:i]
-				}
-				return false
-			})
-			if id == "" {
-				break
-			}
-			if len(out.Generations) >= h.o.PageSize {
-				out.GensMore = true
-				break
-			}
-			g := Generation{ID: id}
-			g.Began, _ = publish.GenerationTime(id)
-			if mkv, ok := tx.GetKV(gens + id + "/manifest"); ok {
-				if m, ok := asManifest(mkv.Key, mkv.Value); ok {
-					g.Created, g.Token, g.Base, g.Files = m.Created, m.Token, m.Base, len(m.Files)
-					hasManifest[id] = true
-					if m.Base != "" && m.Created.After(succOf[m.Base]) {
-						succOf[m.Base] = m.Created
-					}
-				}
-			}
-			out.Generations = append(out.Generations, g)
-			start = successor(gens + id + "/")
-		}
-		// The states and grace GC would judge, by publish's own rules
-		// (a successor later in the listing names its base).
-		for i := range out.Generations {
-			g := &out.Generations[i]
-			if g.ID == p.Generation {
-				g.State = "current"
-				continue
-			}
-			g.State = string(publish.GenerationStateOf(hasManifest[g.ID], succOf[g.ID]))
-			if !g.Began.IsZero() {
-				g.GCAfter = publish.GraceEnds(g.Began, succOf[g.ID], publish.DefaultGrace)
-			}
-		}
-		return nil
+		return h.generations(src, prefix, p, &out)
 	})
 	if err == nil && !found {
 		return nil, errNotFoundf("no publication pointer at %q", prefix+pointerSuffix)
 	}
 	return out, err
+}
+
+// generations fills in out's generations: one seek per generation,
+// reading its manifest, then the states and grace GC would judge, by
+// publish's own rules (a successor later in the listing names its base).
+func (h *Handler) generations(src pubSource, prefix string, p publish.Pointer, out *Publication) error {
+	gens := prefix + genInfix
+	succOf := map[string]time.Time{} // base id → Created of its successor
+	hasManifest := map[string]bool{}
+	after := ""
+	for {
+		key, _, err := src.next(gens, after)
+		if err != nil {
+			return err
+		}
+		if key == "" {
+			break
+		}
+		rest := key[len(gens):]
+		i := strings.IndexByte(rest, '/')
+		if i <= 0 {
+			after = key
+			continue
+		}
+		id := rest[:i]
+		if len(out.Generations) >= h.o.PageSize {
+			out.GensMore = true
+			break
+		}
+		g := Generation{ID: id}
+		g.Began, _ = publish.GenerationTime(id)
+		mkey := gens + id + "/manifest"
+		mv, _, ok, err := src.get(mkey, maxManifest)
+		if err != nil {
+			return err
+		}
+		if m, good := asManifest(mkey, mv); ok && good {
+			g.Created, g.Token, g.Base, g.Files = m.Created, m.Token, m.Base, len(m.Files)
+			hasManifest[id] = true
+			if m.Base != "" && m.Created.After(succOf[m.Base]) {
+				succOf[m.Base] = m.Created
+			}
+		}
+		out.Generations = append(out.Generations, g)
+		after = max(key, gens+id+"/\xff")
+	}
+	for i := range out.Generations {
+		g := &out.Generations[i]
+		if g.ID == p.Generation {
+			g.State = "current"
+			continue
+		}
+		g.State = string(publish.GenerationStateOf(hasManifest[g.ID], succOf[g.ID]))
+		if !g.Began.IsZero() {
+			g.GCAfter = publish.GraceEnds(g.Began, succOf[g.ID], publish.DefaultGrace)
+		}
+	}
+	return nil
 }
 
 // S3 is the S3 page: the buckets, or one bucket's versions and uploads.

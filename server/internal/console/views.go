@@ -128,6 +128,9 @@ type Lock struct {
 	State    string        `json:"state"`
 	Session  string        `json:"session,omitempty"`
 	Modify   uint64        `json:"modify_index"`
+	// Queue is how many wait in the lease's queue (package lease, whose
+	// Acquire waits in line; leases only).
+	Queue int `json:"queue"`
 }
 
 // Locks is the locks page: one page of keys under Prefix, with the locks
@@ -182,81 +185,121 @@ func leaseLock(kv engine.KV, r lease.Record, now time.Time) Lock {
 }
 
 func (h *Handler) locks(r *http.Request) (any, error) {
-	prefix, err := param(r, "prefix")
+	ps, err := pubParams(r, "prefix", "from", "bucket")
 	if err != nil {
 		return nil, err
 	}
-	from, err := param(r, "from")
-	if err != nil {
-		return nil, err
-	}
+	prefix, from, bucket := ps[0], ps[1], ps[2]
 	sortBy, _ := param(r, "sort")
-	bucket, err := param(r, "bucket")
-	if err != nil {
-		return nil, err
-	}
 	now := h.o.Now()
 	out := Locks{Prefix: prefix, Sort: sortBy, Bucket: bucket, Locks: []Lock{}}
-	err = h.o.Engine.View(func(tx *engine.Tx) error {
-		if bucket != "" {
-			return h.s3Locks(tx, &out, from, now)
-		}
-		tx.ScanKV(prefix, from, func(kv engine.KV) bool {
-			if out.Scanned >= h.o.PageSize {
-				out.Next = kv.Key
-				return false
-			}
-			out.Scanned++
-			if rec, ok := asLease(kv.Key, kv.Value); ok {
-				out.Locks = append(out.Locks, leaseLock(kv, rec, now))
-				return true
-			}
-			if kv.Session == "" && kv.LockIndex == 0 {
-				return true
-			}
-			l := Lock{Key: kv.Key, Kind: "consul", Token: kv.LockIndex, Session: kv.Session, Modify: kv.ModifyIndex}
-			switch s, ok := consulapi.ConsoleSession(tx, kv.Session, 0); {
-			case kv.Session == "":
-				l.State = StateReleased
-			case !ok:
-				l.State = StateStale // a holder session that no longer exists
-			default:
-				l.State, l.TTL = StateHeld, s.TTL
-				l.Holder = strings.TrimSpace(s.Name + " @ " + s.Node)
-			}
-			out.Locks = append(out.Locks, l)
-			return true
+	if bucket != "" {
+		err = h.s3Locks(&out, from, now)
+	} else {
+		err = h.o.Engine.View(func(tx *engine.Tx) error {
+			h.kvLocks(tx, &out, from, now)
+			return nil
 		})
-		return nil
-	})
+	}
 	if sortBy == "age" {
 		sort.SliceStable(out.Locks, func(i, j int) bool { return out.Locks[i].Age > out.Locks[j].Age })
 	}
 	return out, err
 }
 
-// s3Locks reads the lease records among the current objects of one page
-// of out.Bucket (an s3:// store on this server). Lease records are small,
-// so they are stored inline; larger objects are not read.
-func (h *Handler) s3Locks(tx *engine.Tx, out *Locks, from string, now time.Time) error {
-	if _, ok := s3api.ConsoleBucket(tx, out.Bucket); !ok {
-		return errNotFoundf("no bucket %q", out.Bucket)
+// kvLocks reads the lease records and Consul locks among one page of the
+// KV key space under out.Prefix.
+func (h *Handler) kvLocks(tx *engine.Tx, out *Locks, from string, now time.Time) {
+	src := kvSource{tx}
+	tx.ScanKV(out.Prefix, from, func(kv engine.KV) bool {
+		if out.Scanned >= h.o.PageSize {
+			out.Next = kv.Key
+			return false
+		}
+		out.Scanned++
+		if rec, ok := asLease(kv.Key, kv.Value); ok {
+			l := leaseLock(kv, rec, now)
+			l.Queue, _ = queueLength(src, kv.Key)
+			out.Locks = append(out.Locks, l)
+			return true
+		}
+		if kv.Session == "" && kv.LockIndex == 0 {
+			return true
+		}
+		l := Lock{Key: kv.Key, Kind: "consul", Token: kv.LockIndex, Session: kv.Session, Modify: kv.ModifyIndex}
+		switch s, ok := consulapi.ConsoleSession(tx, kv.Session, 0); {
+		case kv.Session == "":
+			l.State = StateReleased
+		case !ok:
+			l.State = StateStale // a holder session that no longer exists
+		default:
+			l.State, l.TTL = StateHeld, s.TTL
+			l.Holder = strings.TrimSpace(s.Name + " @ " + s.Node)
+		}
+		out.Locks = append(out.Locks, l)
+		return true
+	})
+}
+
+// queueLength is how many wait in the queue of the lease record at key
+// (package lease, QueueKey). The store that wrote the record may have had
+// a key prefix of its own (consul://HOST/team keeps lease "jobs/a" at
+// "team/jobs/a" and its queue at "team/.latchkey/lease-queue/jobs/a"), so
+// the queue is looked for after each "/" of key, the longest store prefix
+// first: at most one read per level of key.
+func queueLength(src pubSource, key string) (int, error) {
+	for i := len(key) - 1; i >= 0; i-- {
+		if i > 0 && key[i-1] != '/' {
+			continue
+		}
+		qk := key[:i] + lease.QueueKey(key[i:])
+		v, _, ok, err := src.get(qk, maxRecord)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue
+		}
+		if q, err := lease.ParseQueue(key[i:], v); err == nil {
+			return len(q.Tickets), nil
+		}
 	}
-	vs, more := s3api.ConsoleVersions(tx, out.Bucket, out.Prefix, from, h.o.PageSize)
+	return 0, nil
+}
+
+// s3Locks reads the lease records among the current objects of one page
+// of out.Bucket (an s3:// store on this server): each small object is
+// read as GET serves it (decrypted when sealed).
+func (h *Handler) s3Locks(out *Locks, from string, now time.Time) error {
+	var vs []s3api.ObjectVersion
+	var more bool
+	var src pubSource
+	err := h.o.Engine.View(func(tx *engine.Tx) (err error) {
+		if src, err = h.source(tx, out.Bucket); err != nil {
+			return err
+		}
+		vs, more = s3api.ConsoleVersions(tx, out.Bucket, out.Prefix, from, h.o.PageSize)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	for _, v := range vs {
 		if !v.Latest {
 			continue
 		}
 		out.Scanned++
-		if v.DeleteMarker || v.Size > 4<<10 {
+		if v.DeleteMarker || v.Size > maxRecord {
 			continue
 		}
-		body, ok := s3api.ConsoleInline(tx, out.Bucket, v.Key, v.Index)
-		if !ok {
-			continue
+		body, idx, ok, err := src.get(v.Key, maxRecord)
+		if err != nil || !ok {
+			continue // replaced or removed since the listing
 		}
 		if rec, ok := asLease(v.Key, stripS3StoreHeader(body)); ok {
-			out.Locks = append(out.Locks, leaseLock(engine.KV{Key: v.Key, ModifyIndex: v.Index}, rec, now))
+			l := leaseLock(engine.KV{Key: v.Key, ModifyIndex: idx}, rec, now)
+			l.Queue, _ = queueLength(src, v.Key)
+			out.Locks = append(out.Locks, l)
 		}
 	}
 	if more && len(vs) > 0 {
@@ -265,8 +308,9 @@ func (h *Handler) s3Locks(tx *engine.Tx, out *Locks, from string, now time.Time)
 	return nil
 }
 
-// stripS3StoreHeader drops the line an s3:// store (package s3store) puts
-// in front of every value: "latchkey-s3store-v1 <nonce>\n".
+// stripS3StoreHeader drops the line an s3:// store (package s3store) put
+// in front of every value before its current format:
+// "latchkey-s3store-v1 <nonce>\n".
 func stripS3StoreHeader(b []byte) []byte {
 	if bytes.HasPrefix(b, []byte("latchkey-s3store-")) {
 		if i := bytes.IndexByte(b, '\n'); i >= 0 && i < 128 {

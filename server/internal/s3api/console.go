@@ -1,6 +1,10 @@
 package s3api
 
 import (
+	"errors"
+	"fmt"
+	"io"
+
 	"github.com/latchkey/latchkey/server/internal/engine"
 	"github.com/latchkey/latchkey/server/internal/s3model"
 )
@@ -48,13 +52,48 @@ func ConsoleCount(tx *engine.Tx, table string, limit int) (int, bool) {
 	return s3model.ConsoleCount(tx, table, limit)
 }
 
-// ConsoleInline returns the body of one version of key when it is stored
-// inline (small objects), else false.
-func ConsoleInline(tx *engine.Tx, bucket, key string, index uint64) ([]byte, bool) {
-	return s3model.ConsoleInline(tx, bucket, key, index)
-}
-
 // LiveBlobs names every blob an S3 record references (object versions and
 // uploaded parts), for the engine's orphan sweep at Open
 // (engine.Options.LiveBlobs).
 func LiveBlobs(tx *engine.Tx, live func(id string)) error { return s3model.LiveBlobs(tx, live) }
+
+// ErrConsoleTooLarge is ConsoleObject's refusal of a body over its limit.
+var ErrConsoleTooLarge = errors.New("s3api: object larger than the console reads")
+
+// ConsoleObject returns the body of the current version of key in bucket
+// as GET serves it (decrypted when it is stored sealed, SSE-S3), with its
+// engine index. ok is false when the bucket or key does not exist or the
+// current version is a delete marker. A body larger than limit bytes is
+// not read: ErrConsoleTooLarge. It is how the console reads the lease and
+// publish records of an s3:// store kept in this server's bucket.
+func (h *Handler) ConsoleObject(bucket, key string, limit int64) (body []byte, index uint64, ok bool, err error) {
+	for attempt := 0; ; attempt++ {
+		f, err := h.m.Lookup(bucket, key, "", false)
+		if errors.Is(err, s3model.ErrNoSuchBucket) || errors.Is(err, s3model.ErrNoSuchKey) {
+			return nil, 0, false, nil
+		}
+		if err != nil {
+			return nil, 0, false, err
+		}
+		v := f.Version
+		if v.Size > limit {
+			return nil, v.Index, true, fmt.Errorf("%w: %s/%s is %d bytes (at most %d)", ErrConsoleTooLarge, bucket, key, v.Size, limit)
+		}
+		if v.Size == 0 {
+			return []byte{}, v.Index, true, nil
+		}
+		r, err := h.openRange(bucket, key, v, f.Data, byteRange{0, v.Size - 1})
+		if errors.Is(err, errBlobGone) && attempt < 3 {
+			continue // replaced between lookup and open: read again
+		}
+		if err != nil {
+			return nil, 0, false, err
+		}
+		b, err := io.ReadAll(io.LimitReader(r, v.Size))
+		r.Close()
+		if err != nil {
+			return nil, 0, false, fmt.Errorf("s3api: console read %s/%s: %w", bucket, key, err)
+		}
+		return b, v.Index, true, nil
+	}
+}

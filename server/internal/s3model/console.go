@@ -160,20 +160,6 @@ func ConsoleCount(tx *engine.Tx, table string, limit int) (n int, more bool) {
 	return keyrange.Count(b.Cursor(), nil, limit)
 }
 
-// ConsoleInline returns the body of one version of key when it is stored
-// inline (small objects), else false.
-func ConsoleInline(tx *engine.Tx, bucket, key string, index uint64) ([]byte, bool) {
-	b := readTable(tx, tblData)
-	if b == nil {
-		return nil, false
-	}
-	v := b.Get(versionKey(bucket, key, index))
-	if v == nil {
-		return nil, false
-	}
-	return bytes.Clone(v), true
-}
-
 // LiveBlobs names every blob an S3 record references (object versions and
 // uploaded parts), for the engine's orphan sweep at Open
 // (engine.Options.LiveBlobs).

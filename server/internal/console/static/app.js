@@ -39,7 +39,7 @@
   var plots = {};
   defs.forEach(function (d) {
     var box = document.createElement("div");
-    box.className = "chart";
+    box.className = "chart no-points";
     box.setAttribute("data-chart", d.id);
     var h = document.createElement("h3");
     h.textContent = d.title;
@@ -50,10 +50,27 @@
       width: Math.max(300, Math.floor(charts.clientWidth / 2) - 30), height: 150,
       series: [{}].concat(d.labels.map(function (l, i) { return { label: l, stroke: colors[i], width: 1.5 }; })),
       axes: [{}, { size: 60 }],
-      scales: { y: { range: function (u, min, max) { return [0, Math.max(max * 1.1, 1e-9)]; } } }
+      // From zero; a series that is all zero (or has no points) gets
+      // [0, 1], not a span too small for distinct tick labels.
+      scales: { y: { range: function (u, min, max) { return [0, max > 0 ? max * 1.1 : 1]; } } },
+      // The y axis's tick labels as drawn (on the canvas), kept where
+      // tests and people can read them.
+      hooks: { draw: [function (u) { box.setAttribute("data-yticks", (u.axes[1]._values || []).join(" ")); }] }
     };
     plots[d.id] = new uPlot(opts, [t].concat(series[d.id]), box);
+    var none = document.createElement("p");
+    none.className = "nodata";
+    none.textContent = "no data";
+    box.appendChild(none);
   });
+
+  // Each chart says "no data" while none of its series has a point (a
+  // latency with no commits in any interval, say).
+  function markEmpty(d) {
+    var empty = series[d.id].every(function (s) { return s.every(function (v) { return v === null; }); });
+    var box = charts.querySelector('[data-chart="' + d.id + '"]');
+    box.classList.toggle("no-points", empty);
+  }
 
   // As Histogram.Quantile in metrics.go: linear inside the bucket; in
   // the +Inf bucket, the last finite bound.
@@ -101,7 +118,7 @@
         var p50 = quantile(m.fsync.bounds, dcounts, dn, 0.5), p99 = quantile(m.fsync.bounds, dcounts, dn, 0.99);
         push("fsync", [p50 === null ? null : p50 * 1000, p99 === null ? null : p99 * 1000]);
         push("req", ["consul", "s3", "ops"].map(function (a) { return ((req[a] || 0) - (preq[a] || 0)) / dt; }));
-        defs.forEach(function (d) { plots[d.id].setData([t].concat(series[d.id])); });
+        defs.forEach(function (d) { plots[d.id].setData([t].concat(series[d.id])); markEmpty(d); });
       }
       prev = m;
       samples++;
