@@ -264,7 +264,14 @@ func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, q url.Values,
 
 // applyOne runs one write op in its own durable transaction. A condition
 // that does not hold is (false, nil); bad input is an error.
+//
+// A cas or delete-cas whose index is already stale is refused before it
+// reaches the engine's writer (refusedNow): a hot key's losers cost no
+// group-commit round, no write transaction and no fsync wait.
 func (h *Handler) applyOne(r *http.Request, op kvOp) (bool, error) {
+	if h.refusedNow(op) {
+		return false, nil
+	}
 	applied := false
 	_, err := h.e.Update(r.Context(), func(tx *engine.Tx) error {
 		applied = false
@@ -283,4 +290,24 @@ func (h *Handler) applyOne(r *http.Request, op kvOp) (bool, error) {
 		return false, err
 	}
 	return applied, nil
+}
+
+// refusedNow reports whether op, a cas or delete-cas, already fails on the
+// latest durable state (engine.ModifyIndex), so that it is answered false
+// from a read snapshot. The answer is linearizable: the snapshot holds
+// every write acknowledged before this request arrived (the engine
+// publishes a commit before it acknowledges it) and no write that is not
+// durable, so it is the store's state at one moment inside the request's
+// lifetime, and a cas refused on it is refused at that moment; a write
+// committed after the snapshot is concurrent with this request and is
+// ordered after it. A refusal changes nothing, so nothing else is owed:
+// no index, no watcher woken. When the condition holds on the snapshot
+// (or the engine cannot be read), the writer decides on the state it
+// commits on, as for every write, since another write may land between.
+func (h *Handler) refusedNow(op kvOp) bool {
+	if op.Verb != verbCAS && op.Verb != verbDeleteCAS {
+		return false
+	}
+	modify, exists, err := h.e.ModifyIndex(op.Key)
+	return err == nil && staleIndex(op.Verb, op.Index, modify, exists)
 }

@@ -51,8 +51,14 @@ func (tx *Tx) del(name []byte, key []byte) {
 }
 
 // Index is this write's index inside Update, or the latest committed
-// index of the snapshot inside View.
-func (tx *Tx) Index() uint64 { return tx.index }
+// index of the snapshot inside View (read when first asked for: most
+// Views never ask).
+func (tx *Tx) Index() uint64 {
+	if tx.index == 0 && !tx.write {
+		tx.index = getU64(tx.btx.Bucket(bucketMeta).Get(keyIndex))
+	}
+	return tx.index
+}
 
 // Writable reports whether tx is an Update transaction.
 func (tx *Tx) Writable() bool { return tx.write }
