@@ -2,6 +2,7 @@ package consulapi
 
 import (
 	"context"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"strconv"
@@ -13,9 +14,10 @@ import (
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
 
-// TestStaleCASIsRefusedWithoutTheWriter: a cas or delete-cas whose index
-// is already stale is answered false from the latest durable state, so a
-// hot key's losers never queue behind the engine's writer (a group-commit
+// TestStaleCASIsRefusedWithoutTheWriter: a cas or delete-cas on a
+// contended key (one that has refused a cas) whose index is already stale
+// is answered false from the latest durable state, so a hot key's losers
+// never queue behind the engine's writer (a group-commit
 // round, a write transaction, a batch-mate's fsync). The writer is held
 // busy here; before the fast path every refusal below waited for it. A
 // cas on the current index still goes through the writer and applies once
@@ -37,6 +39,13 @@ func TestStaleCASIsRefusedWithoutTheWriter(t *testing.T) {
 	stale := pair.ModifyIndex
 	if got := put("/v1/kv/hot?cas="+strconv.FormatUint(stale, 10), "b"); got != "true" {
 		t.Fatalf("PUT ?cas=%d: %s", stale, got)
+	}
+	// A refusal through the writer marks a key as contended: its later
+	// stale cases are answered from a snapshot.
+	for _, path := range []string{"/v1/kv/hot", "/v1/kv/missing"} {
+		if got := put(path+"?cas="+strconv.FormatUint(stale, 10), "x"); got != "false" {
+			t.Fatalf("PUT %s?cas=%d: %s", path, stale, got)
+		}
 	}
 	current := s.e.Index()
 
@@ -108,5 +117,31 @@ func TestStaleCASIsRefusedWithoutTheWriter(t *testing.T) {
 	pair, _, err = s.client.KV().Get("hot", nil)
 	if err != nil || pair == nil || string(pair.Value) != "c" || pair.ModifyIndex <= current {
 		t.Fatalf("after the applied cas: %+v %v", pair, err)
+	}
+}
+
+// TestContentionDecays: a refusal marks a key contended; wins take it back
+// to the plain path after contendedScore of them, and a refusal between
+// wins keeps it contended.
+func TestContentionDecays(t *testing.T) {
+	c := contention{seed: maphash.MakeSeed()}
+	if c.marked("k") {
+		t.Fatal("a fresh key is contended")
+	}
+	c.mark("k", true)
+	for i := range contendedScore - 1 {
+		c.mark("k", false)
+		if !c.marked("k") {
+			t.Fatalf("not contended after %d wins", i+1)
+		}
+		if i == 5 {
+			c.mark("k", true) // a hot key: a refusal between wins
+		}
+	}
+	for range contendedScore {
+		c.mark("k", false)
+	}
+	if c.marked("k") {
+		t.Fatalf("still contended after %d wins in a row", contendedScore)
 	}
 }
