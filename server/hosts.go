@@ -2,6 +2,7 @@ package server
 
 import (
 	"net"
+	"net/netip"
 	"strings"
 )
 
@@ -41,7 +42,7 @@ func (g hostGuard) allows(host string) bool {
 		host = h
 	}
 	host = strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
-	if net.ParseIP(host) != nil {
+	if a, err := netip.ParseAddr(host); err == nil && a.Zone() == "" { // net.ParseIP's answer, without its allocation
 		return true
 	}
 	for _, n := range g.names {

@@ -34,7 +34,9 @@ func (h *Handler) block(ctx context.Context, qo queryOptions, wait waitFunc, run
 	for {
 		var idx, snap uint64
 		err := h.e.View(func(tx *engine.Tx) error {
-			snap = tx.Index()
+			if qo.index > 0 { // only a blocking query waits after it
+				snap = tx.Index()
+			}
 			var err error
 			idx, err = run(tx)
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -163,6 +164,9 @@ type Handler struct {
 	now  func() time.Time
 	// blocking holds one token per blocking query in flight.
 	blocking chan struct{}
+	// contended marks keys (by hash) whose last cas was refused; see
+	// refusedNow.
+	contended contention
 	// stopping ends when StopBlocking is called; it ends every blocking
 	// query from then on.
 	stopping     context.Context
@@ -180,6 +184,7 @@ func New(e *engine.Engine, opts *Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{e: e, opts: o, log: o.Logger, now: time.Now, blocking: make(chan struct{}, o.MaxBlockingQueries)}
+	h.contended.seed = maphash.MakeSeed()
 	h.stopping, h.stopBlocking = context.WithCancel(context.Background())
 	h.sess = newSessions(h)
 	if err := h.sess.start(); err != nil {

@@ -91,7 +91,7 @@ func (h *Handler) applyOp(tx kvTx, op kvOp) ([]*dirEntry, error) {
 	case verbSet:
 		return h.writeSet(tx, cur, exists, op), nil
 	case verbCAS:
-		if op.Index == 0 && exists || op.Index != 0 && (!exists || cur.ModifyIndex != op.Index) {
+		if staleIndex(op.Verb, op.Index, cur.ModifyIndex, exists) {
 			return nil, failf("failed to set key %q, index is stale", op.Key)
 		}
 		return h.writeSet(tx, cur, exists, op), nil
@@ -152,7 +152,7 @@ func (h *Handler) applyOp(tx kvTx, op kvOp) ([]*dirEntry, error) {
 		if !exists {
 			return nil, nil // Consul: a missing key satisfies delete-cas
 		}
-		if cur.ModifyIndex != op.Index {
+		if staleIndex(op.Verb, op.Index, cur.ModifyIndex, exists) {
 			return nil, failf("failed to delete key %q, index is stale", op.Key)
 		}
 		h.remove(tx, cur)
@@ -167,6 +167,24 @@ func (h *Handler) applyOp(tx kvTx, op kvOp) ([]*dirEntry, error) {
 }
 
 var errMissingSession = serverError("missing session")
+
+// staleIndex is the condition of cas and delete-cas, the one place it is
+// decided: whether a key whose current ModifyIndex is modify (exists
+// false: no key) fails a request for index want. cas 0 wants no key, cas
+// N a key at N; delete-cas N wants a key at N, or none (Consul: a missing
+// key satisfies it). Other verbs never fail it.
+func staleIndex(verb string, want, modify uint64, exists bool) bool {
+	switch verb {
+	case verbCAS:
+		if want == 0 {
+			return exists
+		}
+		return !exists || modify != want
+	case verbDeleteCAS:
+		return exists && modify != want
+	}
+	return false
+}
 
 // writeSet is set and cas: Value and Flags from the request, LockIndex
 // reset to 0, Session kept (locks are advisory), CreateIndex kept.

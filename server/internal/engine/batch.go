@@ -203,12 +203,19 @@ func (e *Engine) apply(btx *bbolt.Tx, batch []*request, rec *walBatch) (done []a
 	meta := btx.Bucket(bucketMeta)
 	idx := getU64(meta.Get(keyIndex))
 	wrote := false
+	// One Tx serves the batch (an fn may not keep its tx), with the last
+	// index that changed a KV record beside it: one allocation.
+	bt := new(struct {
+		tx      Tx
+		kvIndex uint64
+	})
+	tx := &bt.tx
 	for _, r := range batch {
 		if r.state.Load() != reqRunning && !r.state.CompareAndSwap(reqPending, reqRunning) {
 			continue // cancelled before it started
 		}
 		r.err = nil
-		tx := &Tx{btx: btx, index: idx + 1, write: true, now: now, log: rec}
+		*tx = Tx{btx: btx, index: idx + 1, write: true, now: now, log: rec, kvIndex: &bt.kvIndex}
 		if err := call(r.fn, tx); err != nil {
 			r.err = err
 			if !tx.dirty {
@@ -227,13 +234,27 @@ func (e *Engine) apply(btx *bbolt.Tx, batch []*request, rec *walBatch) (done []a
 	if !wrote {
 		return done, nil, errNothing // nothing to make durable: skip the fsync
 	}
-	if err := meta.Put(keyIndex, u64(idx)); err != nil {
+	if err := e.putMeta(meta, rec, keyIndex, idx); err != nil {
 		return done, nil, err
 	}
-	if rec != nil {
-		rec.put(string(bucketMeta), keyIndex, u64(idx))
+	if bt.kvIndex > 0 {
+		if err := e.putMeta(meta, rec, keyKVIndex, bt.kvIndex); err != nil {
+			return done, nil, err
+		}
 	}
 	return done, nil, nil
+}
+
+// putMeta stores v at key of the meta bucket, and in the log record rec.
+func (e *Engine) putMeta(meta *bbolt.Bucket, rec *walBatch, key []byte, v uint64) error {
+	b := u64(v)
+	if err := meta.Put(key, b); err != nil {
+		return err
+	}
+	if rec != nil {
+		rec.put(string(bucketMeta), key, b)
+	}
+	return nil
 }
 
 // refuse answers every queued or running request of batch with err: the

@@ -54,6 +54,7 @@
 //	defer e.Close()
 //	idx, err := e.Update(ctx, func(tx *engine.Tx) error { ... }) // on disk before it returns
 //	err = e.View(func(tx *engine.Tx) error { ... })             // a durable snapshot; tx.Index() is its index
+//	mod, ok, err := e.ModifyIndex(key) // a key's ModifyIndex on the latest durable snapshot (a stale cas is refused on it)
 //	e.Wait(ctx, prefix, after)        // until a commit after index `after` wrote a KV key under prefix
 //	e.WaitTouched(ctx, prefix, after) // the same for names given to Tx.Touch
 //	kvs := e.Store()                  // store.Store, Transactor and Watcher over the KV records

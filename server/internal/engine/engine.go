@@ -296,34 +296,60 @@ func (e *Engine) Close() error {
 // (so a reader never sees, nor acts on, a write that a power loss could
 // still undo, and never sees an index that could go backwards).
 func (e *Engine) View(fn func(tx *Tx) error) error {
-	for {
-		if e.isClosed() {
-			return ErrClosed
-		}
-		if err := e.Err(); err != nil {
-			return err
-		}
-		synced := e.syncedChan()
-		done, err := e.viewDurable(fn)
-		if done {
-			return err
-		}
-		<-synced // the commit in flight has been fsynced (or failed)
-	}
-}
-
-// viewDurable runs fn in a snapshot if the snapshot is durable; done is
-// false (and fn not run) when it includes a commit still being fsynced.
-func (e *Engine) viewDurable(fn func(tx *Tx) error) (done bool, err error) {
-	btx, err := e.db.Begin(false)
+	btx, err := e.beginDurable()
 	if err != nil {
-		return true, err
+		return err
 	}
 	defer btx.Rollback()
-	if uint64(btx.ID()) > e.durableTx.Load() {
-		return false, nil
+	return fn(&Tx{btx: btx})
+}
+
+// ModifyIndex is key's ModifyIndex in the latest durable snapshot, and
+// whether key exists there: View with GetKV, without copying the record
+// or allocating a Tx. It is how a caller decides, without entering the
+// writer, that a write's condition already fails (a compare-and-set on a
+// stale index). The snapshot is at least as new as every Update
+// acknowledged before ModifyIndex was called (an Update's commit is
+// published before it returns), and it is the state at the moment it was
+// taken, so an answer decided on it is linearizable at that moment.
+func (e *Engine) ModifyIndex(key string) (index uint64, exists bool, err error) {
+	btx, err := e.beginDurable()
+	if err != nil {
+		return 0, false, err
 	}
-	return true, fn(&Tx{btx: btx, index: getU64(btx.Bucket(bucketMeta).Get(keyIndex))})
+	defer btx.Rollback()
+	v := btx.Bucket(bucketKV).Get([]byte(key))
+	if v == nil {
+		return 0, false, nil
+	}
+	if len(v) < 33 {
+		return 0, false, fmt.Errorf("engine: corrupt record %q: %w", key, errCorrupt)
+	}
+	return getU64(v[16:24]), true, nil
+}
+
+// beginDurable begins a bbolt read transaction on the latest durable
+// commit, waiting for the fsync of a commit in flight when bbolt already
+// shows it (without the log). The caller rolls it back.
+func (e *Engine) beginDurable() (*bbolt.Tx, error) {
+	for {
+		if e.isClosed() {
+			return nil, ErrClosed
+		}
+		if err := e.Err(); err != nil {
+			return nil, err
+		}
+		synced := e.syncedChan()
+		btx, err := e.db.Begin(false)
+		if err != nil {
+			return nil, err
+		}
+		if uint64(btx.ID()) <= e.durableTx.Load() {
+			return btx, nil
+		}
+		btx.Rollback()
+		<-synced // the commit in flight has been fsynced (or failed)
+	}
 }
 
 func (e *Engine) syncedChan() <-chan struct{} {

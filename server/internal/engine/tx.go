@@ -32,6 +32,10 @@ type Tx struct {
 	touched []string  // keys to wake watchers of
 	now     int64     // commit time (unix ns), stamped on tombstones
 	log     *walBatch // inside Update with the log: every write, for the log record
+	// kvIndex is shared by the Updates of one batch: the last index that
+	// changed a KV record in it. apply stores it in meta once per batch
+	// instead of once per Update; KeysIndex("") reads it as well.
+	kvIndex *uint64
 }
 
 // put writes key=value in the engine bucket name and records it for the
@@ -51,8 +55,14 @@ func (tx *Tx) del(name []byte, key []byte) {
 }
 
 // Index is this write's index inside Update, or the latest committed
-// index of the snapshot inside View.
-func (tx *Tx) Index() uint64 { return tx.index }
+// index of the snapshot inside View (read when first asked for: most
+// Views never ask).
+func (tx *Tx) Index() uint64 {
+	if tx.index == 0 && !tx.write {
+		tx.index = getU64(tx.btx.Bucket(bucketMeta).Get(keyIndex))
+	}
+	return tx.index
+}
 
 // Writable reports whether tx is an Update transaction.
 func (tx *Tx) Writable() bool { return tx.write }
@@ -129,7 +139,7 @@ func (tx *Tx) DeleteKV(key string) bool {
 func (tx *Tx) kvChanged(key string) {
 	tx.changed = true
 	tx.touched = append(tx.touched, kvSpace+key)
-	tx.put(bucketMeta, keyKVIndex, u64(tx.index))
+	*tx.kvIndex = tx.index
 }
 
 // ListKV returns the records whose key starts with prefix and is strictly
@@ -163,6 +173,9 @@ func (tx *Tx) KeysIndex(prefix string) uint64 {
 	var top uint64
 	if prefix == "" {
 		top = getU64(tx.btx.Bucket(bucketMeta).Get(keyKVIndex))
+		if tx.kvIndex != nil { // an earlier Update of this batch
+			top = max(top, *tx.kvIndex)
+		}
 	} else {
 		p := []byte(prefix)
 		c := tx.btx.Bucket(bucketKV).Cursor()
