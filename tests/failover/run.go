@@ -88,7 +88,7 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 		}
 	}()
 	open := func() (store.Store, error) {
-		s, err := etcdstore.Open(ctx, &etcdstore.Options{Endpoints: c.ClientEndpoints(), Prefix: prefix})
+		s, err := etcdstore.Open(ctx, &etcdstore.Options{Endpoints: c.ClientEndpoints(), Prefix: prefix, AttemptTimeout: etcdAttemptTimeout})
 		if err == nil {
 			stores = append(stores, s)
 		}
