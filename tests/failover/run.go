@@ -39,8 +39,10 @@ type RunOptions struct {
 
 // faultKinds are the faults Run injects: SIGKILL of the leader and a
 // restart; SIGSTOP of the leader past the lock's TTL and SIGCONT; every
-// workload client cut off from its members mid-request.
-var faultKinds = []string{"kill-leader", "stop-leader", "cut-clients"}
+// workload client cut off from its members mid-request; the leader cut
+// off from the other members (the minority side) past the lock's TTL and
+// healed.
+var faultKinds = []string{"kill-leader", "stop-leader", "cut-clients", "partition-leader"}
 
 // slot is the time given to each fault: it hits within the slot's first
 // half and is healed within about 2 s.
@@ -186,6 +188,10 @@ func inject(ctx context.Context, c *Cluster, rng *rand.Rand, opts RunOptions, si
 			c.Stop(leader)
 			sleep(context.Background(), opts.TTL+200*time.Millisecond+time.Duration(rng.Int64N(int64(800*time.Millisecond))))
 			c.Cont(leader)
+		case "partition-leader":
+			c.Partition(leader)
+			sleep(context.Background(), opts.TTL+200*time.Millisecond+time.Duration(rng.Int64N(int64(800*time.Millisecond))))
+			c.HealPartition()
 		}
 		f.Heal = since()
 		faults = append(faults, f)
@@ -209,6 +215,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // heal continues every stopped member, restarts every killed one, and
 // waits for a leader.
 func heal(ctx context.Context, c *Cluster) error {
+	c.HealPartition()
 	for i, m := range c.members {
 		m.mu.Lock()
 		down, stopped := m.cmd == nil, m.stopped
