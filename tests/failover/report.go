@@ -31,6 +31,7 @@ func (r *Report) Merge(o *Report) {
 	}
 	r.Counter.add(o.Counter)
 	r.Violations = append(r.Violations, o.Violations...)
+	r.Linearizable = append(r.Linearizable, o.Linearizable...)
 	for _, m := range []struct{ dst, src *map[string][]time.Duration }{{&r.LeaseStall, &o.LeaseStall}, {&r.CountStall, &o.CountStall}} {
 		if *m.dst == nil {
 			*m.dst = map[string][]time.Duration{}
@@ -55,6 +56,7 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "seed=%d faults=%s holdings=%d (run errors %d) fenced-writes=%d (refused %v) increments acked=%d unknown=%d refused=%d applied=%d overlaps=%d inversions=%d lost=%d doubled=%d refused-applied=%d out-of-range=%d",
 		r.Seed, fmtCounts(kinds), r.Holdings, len(r.RunErrors), r.FencedWrites, fmtCounts(r.FencedRefused), r.Counter.Acked, r.Counter.Unknown, r.Counter.Refused, r.Counter.Applied,
 		count["overlap"], count["inversion"], count["lost"], count["doubled"], count["refused-applied"], count["out-of-range"])
+	fmt.Fprintf(&b, " linearizable=%s", fmtVerdicts(r.Linearizable))
 	lengths := map[string][]time.Duration{}
 	for _, f := range r.Faults {
 		lengths[f.Kind] = append(lengths[f.Kind], f.Heal-f.Start)

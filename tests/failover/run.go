@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -35,6 +36,8 @@ type RunOptions struct {
 
 	// unconditional breaks the counter on purpose (see history).
 	unconditional bool
+	// staleReads breaks the store on purpose (see history).
+	staleReads bool
 }
 
 // faultKinds are the faults Run injects: SIGKILL of the leader and a
@@ -60,6 +63,7 @@ type Report struct {
 	Counter                CounterReport
 	Violations             []Violation
 	LeaseStall, CountStall map[string][]time.Duration // by fault kind
+	Linearizable           []Linearizability          // of the checked keys' KV history, one per run
 }
 
 // Run drives the workloads against c for opts.Duration while the faults
@@ -78,6 +82,7 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 	base := time.Now()
 	h := newHistory(func() time.Duration { return time.Since(base) })
 	h.unconditional = opts.unconditional
+	h.staleReads = opts.staleReads
 	if opts.Faults == nil {
 		opts.Faults = faultKinds
 	}
@@ -274,6 +279,12 @@ func check(ctx context.Context, c *Cluster, prefix string, h *history, faults []
 		for _, v := range cr.Violations {
 			r.Violations = append(r.Violations, Violation{v.Kind, k + ": " + v.What})
 		}
+	}
+
+	lin := CheckLinearizable(h.kv.ops, linTimeout)
+	r.Linearizable = []Linearizability{lin}
+	if lin.Result == porcupine.Illegal {
+		r.Violations = append(r.Violations, Violation{"non-linearizable", "the KV history of the fenced and counter keys: " + lin.String()})
 	}
 
 	for i, f := range faults {
