@@ -64,6 +64,7 @@ type Report struct {
 	Violations             []Violation
 	LeaseStall, CountStall map[string][]time.Duration // by fault kind
 	Linearizable           []Linearizability          // of the checked keys' KV history, one per run
+	Publish                PublishReport
 }
 
 // Run drives the workloads against c for opts.Duration while the faults
@@ -133,6 +134,21 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 	}
 	for g := range opts.Incrementers {
 		wg.Go(func() { h.increment(work, cs[g%2], g, counterKey) })
+	}
+
+	var ps [2]store.Store // the publishers', the snapshot readers'
+	for i := range ps {
+		s, err := open()
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = s
+	}
+	for range 2 {
+		wg.Go(func() { h.pub.write(work, ps[0]) })
+	}
+	for range 3 {
+		wg.Go(func() { h.pub.read(work, ps[1]) })
 	}
 
 	faults := inject(work, c, rng, opts, h.since, func(n int) { counterSlot.Store(int64(n)) })
@@ -279,6 +295,13 @@ func check(ctx context.Context, c *Cluster, prefix string, h *history, faults []
 		for _, v := range cr.Violations {
 			r.Violations = append(r.Violations, Violation{v.Kind, k + ": " + v.What})
 		}
+	}
+
+	pr, pvs := h.pub.report(faults, opts.Duration)
+	r.Publish = pr
+	r.Violations = append(r.Violations, pvs...)
+	for k, e := range h.pub.samples {
+		r.ErrorSamples[k] = e
 	}
 
 	lin := CheckLinearizable(h.kv.ops, linTimeout)

@@ -44,7 +44,8 @@ type history struct {
 	staleReads bool
 	stale      sync.Map // the stale reads' cache
 
-	kv kvLog // the Gets and Puts of the checked keys (porcupine.go)
+	kv  kvLog       // the Gets and Puts of the checked keys (porcupine.go)
+	pub *pubHistory // the publish workload's (publish_workload.go)
 }
 
 // recorded wraps s so that the calls on the checked keys are recorded.
@@ -56,7 +57,7 @@ func (h *history) recorded(s store.Store) store.Store {
 }
 
 func newHistory(since func() time.Duration) *history {
-	return &history{since: since, fencedErrors: map[string]int{}, errSamples: map[string]string{}, increments: map[string]map[string]Outcome{}}
+	return &history{since: since, pub: newPubHistory(since), fencedErrors: map[string]int{}, errSamples: map[string]string{}, increments: map[string]map[string]Outcome{}}
 }
 
 // contend takes the lock at lockKey again and again until ctx ends; each
