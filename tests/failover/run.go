@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -33,6 +34,10 @@ type RunOptions struct {
 	// Faults are the kinds to inject, in turn; nil means all of
 	// faultKinds, each at least once; empty (non-nil) means none.
 	Faults []string
+
+	// LatchkeyBin, when set, is the latchkey binary that the lock run
+	// workload runs (lockrun_workload.go); its CMDs' log goes beside it.
+	LatchkeyBin string
 
 	// unconditional breaks the counter on purpose (see history).
 	unconditional bool
@@ -65,6 +70,7 @@ type Report struct {
 	LeaseStall, CountStall map[string][]time.Duration // by fault kind
 	Linearizable           []Linearizability          // of the checked keys' KV history, one per run
 	Publish                PublishReport
+	LockRun                LockRunReport
 }
 
 // Run drives the workloads against c for opts.Duration while the faults
@@ -149,6 +155,14 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 	}
 	for range 3 {
 		wg.Go(func() { h.pub.read(work, ps[1]) })
+	}
+
+	if opts.LatchkeyBin != "" {
+		h.lockRun.log = lockRunLogPath(filepath.Dir(opts.LatchkeyBin), opts.Seed, base)
+		url := etcdURL(c, prefix)
+		for i := range 3 {
+			wg.Go(func() { h.lockRun.run(work, opts.LatchkeyBin, url, "lockrun", i) })
+		}
 	}
 
 	faults := inject(work, c, rng, opts, h.since, func(n int) { counterSlot.Store(int64(n)) })
@@ -302,6 +316,18 @@ func check(ctx context.Context, c *Cluster, prefix string, h *history, faults []
 	r.Violations = append(r.Violations, pvs...)
 	for k, e := range h.pub.samples {
 		r.ErrorSamples[k] = e
+	}
+
+	if h.lockRun.log != "" {
+		lr, lvs, err := h.lockRun.report(faults, opts.Duration)
+		if err != nil {
+			return nil, err
+		}
+		r.LockRun = lr
+		r.Violations = append(r.Violations, lvs...)
+		for k, e := range h.lockRun.samples {
+			r.ErrorSamples[k] = e
+		}
 	}
 
 	lin := CheckLinearizable(h.kv.ops, linTimeout)

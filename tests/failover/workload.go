@@ -46,6 +46,8 @@ type history struct {
 
 	kv  kvLog       // the Gets and Puts of the checked keys (porcupine.go)
 	pub *pubHistory // the publish workload's (publish_workload.go)
+	// the lock run workload's (lockrun_workload.go), when it runs
+	lockRun *lockRunHistory
 }
 
 // recorded wraps s so that the calls on the checked keys are recorded.
@@ -57,7 +59,7 @@ func (h *history) recorded(s store.Store) store.Store {
 }
 
 func newHistory(since func() time.Duration) *history {
-	return &history{since: since, pub: newPubHistory(since), fencedErrors: map[string]int{}, errSamples: map[string]string{}, increments: map[string]map[string]Outcome{}}
+	return &history{since: since, pub: newPubHistory(since), lockRun: &lockRunHistory{since: since, samples: map[string]string{}}, fencedErrors: map[string]int{}, errSamples: map[string]string{}, increments: map[string]map[string]Outcome{}}
 }
 
 // contend takes the lock at lockKey again and again until ctx ends; each
