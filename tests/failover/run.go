@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -15,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -142,29 +140,9 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 		wg.Go(func() { h.increment(work, cs[g%2], g, counterKey) })
 	}
 
-	var ps [2]store.Store // the publishers', the snapshot readers'
-	for i := range ps {
-		s, err := open()
-		if err != nil {
-			return nil, err
-		}
-		ps[i] = s
+	if err := startMoreWorkloads(work, &wg, h, open, opts, etcdURL(c, prefix), base); err != nil {
+		return nil, err
 	}
-	for range 2 {
-		wg.Go(func() { h.pub.write(work, ps[0]) })
-	}
-	for range 3 {
-		wg.Go(func() { h.pub.read(work, ps[1]) })
-	}
-
-	if opts.LatchkeyBin != "" {
-		h.lockRun.log = lockRunLogPath(filepath.Dir(opts.LatchkeyBin), opts.Seed, base)
-		url := etcdURL(c, prefix)
-		for i := range 3 {
-			wg.Go(func() { h.lockRun.run(work, opts.LatchkeyBin, url, "lockrun", i) })
-		}
-	}
-
 	faults := inject(work, c, rng, opts, h.since, func(n int) { counterSlot.Store(int64(n)) })
 	wg.Wait()
 	if firstErr != nil {
@@ -311,29 +289,8 @@ func check(ctx context.Context, c *Cluster, prefix string, h *history, faults []
 		}
 	}
 
-	pr, pvs := h.pub.report(faults, opts.Duration)
-	r.Publish = pr
-	r.Violations = append(r.Violations, pvs...)
-	for k, e := range h.pub.samples {
-		r.ErrorSamples[k] = e
-	}
-
-	if h.lockRun.log != "" {
-		lr, lvs, err := h.lockRun.report(faults, opts.Duration)
-		if err != nil {
-			return nil, err
-		}
-		r.LockRun = lr
-		r.Violations = append(r.Violations, lvs...)
-		for k, e := range h.lockRun.samples {
-			r.ErrorSamples[k] = e
-		}
-	}
-
-	lin := CheckLinearizable(h.kv.ops, linTimeout)
-	r.Linearizable = []Linearizability{lin}
-	if lin.Result == porcupine.Illegal {
-		r.Violations = append(r.Violations, Violation{"non-linearizable", "the KV history of the fenced and counter keys: " + lin.String()})
+	if err := checkMore(h, faults, opts, r); err != nil {
+		return nil, err
 	}
 
 	for i, f := range faults {
