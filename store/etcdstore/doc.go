@@ -32,7 +32,14 @@
 // configured smaller answers with ErrUnsupported wrapping ErrTooLarge. At
 // most store.MaxTxnOps ops per Txn (etcd's --max-txn-ops default is the
 // same 128). Each request waits at most Options.RequestTimeout (default
-// 30 s) unless ctx ends sooner.
+// 30 s) unless ctx ends sooner, and each attempt at most
+// Options.AttemptTimeout (default 5 s): a read sent to a member that
+// stopped answering is sent again (the balancer picks the next member),
+// a write is ErrUnknownOutcome. Every request asks for a leader
+// (WithRequireLeader), so a member cut off from the majority refuses it at
+// once (ErrTransient). The client pings a silent connection that has a
+// request in flight after 10 s and drops it after 3 s more without an
+// answer, so the balancer stops using a paused or cut-off member.
 //
 // Guarantees: every read is linearizable (no serializable reads), every
 // condition is checked by etcd atomically with its write, and a write

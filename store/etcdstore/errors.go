@@ -28,6 +28,10 @@ var ErrTooLarge = errors.New("request too large for etcd (--max-request-bytes, d
 // Options.RequestTimeout ends it.
 var errRequestTimeout = errors.New("no answer from etcd within Options.RequestTimeout")
 
+// errAttemptTimeout is the cause of an attempt's context when
+// Options.AttemptTimeout ends it.
+var errAttemptTimeout = errors.New("no answer from the etcd member within Options.AttemptTimeout")
+
 // kindOf maps one failed request to etcd onto the store error set. write
 // says whether the request could have changed state.
 //
@@ -123,7 +127,8 @@ func code(err error) codes.Code {
 }
 
 // opError wraps a failed request as an *store.OpError. ctx is the
-// caller's context and rctx the request's (bounded by RequestTimeout). A
+// caller's context and rctx the request's last attempt's (bounded by
+// AttemptTimeout within RequestTimeout). A
 // done caller's context wins: the failure is then reported with its error
 // as the cause. A read cut off by Close is ErrClosed; a write, whose
 // outcome is then unknown, ErrUnknownOutcome.
@@ -140,6 +145,10 @@ func (s *Store) opError(ctx, rctx context.Context, op, key string, write bool, e
 	if rctx != nil && errors.Is(context.Cause(rctx), errRequestTimeout) {
 		return store.NewOpError(backend, op, key, kindOf(write, context.DeadlineExceeded),
 			fmt.Errorf("%w (%v)", errRequestTimeout, s.opts.RequestTimeout))
+	}
+	if rctx != nil && errors.Is(context.Cause(rctx), errAttemptTimeout) {
+		return store.NewOpError(backend, op, key, kindOf(write, context.DeadlineExceeded),
+			fmt.Errorf("%w (%v)", errAttemptTimeout, s.opts.AttemptTimeout))
 	}
 	oe := &store.OpError{Op: op, Key: key, Backend: backend, Kind: kindOf(write, err), Err: cause(err)}
 	if c := code(err); c != codes.OK {

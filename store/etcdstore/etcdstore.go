@@ -34,6 +34,18 @@ type Options struct {
 	// It does not bound WaitChange. Default 30 seconds; negative means
 	// none.
 	RequestTimeout time.Duration
+	// AttemptTimeout bounds each attempt of a request, so that one sent
+	// to a member that stopped answering (paused, partitioned, a dead
+	// host whose connection has not failed yet) gives up on it instead
+	// of waiting, up to RequestTimeout, for it to come back. A read that
+	// runs out of it is sent again (the client's balancer picks the next
+	// member) until RequestTimeout or ctx ends; a write that runs out of
+	// it is ErrUnknownOutcome at once (it may still be applied: re-read,
+	// as cas.Update does). Keep it above the time the cluster takes to
+	// answer a write under load, including an election, or writes come
+	// back unknown needlessly. Default DefaultAttemptTimeout; negative
+	// means none.
+	AttemptTimeout time.Duration
 	// Username and Password authenticate with etcd's auth (both or
 	// neither). Default: no authentication.
 	Username, Password string
@@ -50,6 +62,25 @@ type Options struct {
 // DefaultMaxValueSize is the default Options.MaxValueSize: etcd's default
 // request limit of 1.5 MiB less 8 KiB for the key, the prefix and framing.
 const DefaultMaxValueSize = 3<<19 - 8<<10
+
+// DefaultAttemptTimeout is the default Options.AttemptTimeout: five
+// times etcd's default election timeout (1 s), so that a request which
+// meets an election, or a large write on a loaded machine, is not cut off
+// by it. A cluster tuned for faster elections can take a shorter one.
+const DefaultAttemptTimeout = 5 * time.Second
+
+// keepAliveTime and keepAliveTimeout make the client ping a connection
+// that has a request in flight and has been silent for keepAliveTime,
+// and drop it when the ping goes unanswered for keepAliveTimeout, so the
+// balancer stops sending requests to a member that stopped answering.
+// gRPC raises any keepalive time below 10 s to 10 s, and etcd's server
+// refuses pings more often than every 5 s (--grpc-keepalive-min-time).
+// Pings are sent only while a request is in flight (etcd's server does
+// not permit them otherwise).
+const (
+	keepAliveTime    = 10 * time.Second
+	keepAliveTimeout = 3 * time.Second
+)
 
 // listPageSize is the page size when ListOptions.Limit is 0.
 const listPageSize = 1000
@@ -100,6 +131,9 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 30 * time.Second
 	}
+	if o.AttemptTimeout == 0 {
+		o.AttemptTimeout = DefaultAttemptTimeout
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("etcdstore: open: %w", err)
 	}
@@ -109,6 +143,10 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 		Username:    o.Username,
 		Password:    o.Password,
 		TLS:         o.TLS,
+		// A paused or cut-off member's connection is dropped, so the
+		// balancer sends requests to the others (see keepAliveTime).
+		DialKeepAliveTime:    keepAliveTime,
+		DialKeepAliveTimeout: keepAliveTimeout,
 		// Room for the largest request we send, and more than the
 		// client's default 2 MiB when MaxValueSize is raised.
 		MaxCallSendMsgSize: max(2<<20, o.MaxValueSize+1<<20),
@@ -159,12 +197,42 @@ func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error 
 	return store.Guard(ctx, s.isClosed(), backend, op, key)
 }
 
-// reqCtx bounds one request by Options.RequestTimeout.
+// reqCtx bounds one request, all its attempts, by Options.RequestTimeout.
 func (s *Store) reqCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if s.opts.RequestTimeout < 0 {
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeoutCause(ctx, s.opts.RequestTimeout, errRequestTimeout)
+}
+
+// attemptCtx bounds one attempt of a request by Options.AttemptTimeout
+// and asks the member for a leader: a member that knows none (cut off
+// from the majority, or in an election) refuses the request at once
+// with ErrNoLeader (ErrTransient, nothing applied) instead of holding it.
+func (s *Store) attemptCtx(rctx context.Context) (context.Context, context.CancelFunc) {
+	actx := clientv3.WithRequireLeader(rctx)
+	if s.opts.AttemptTimeout < 0 {
+		return context.WithCancel(actx)
+	}
+	return context.WithTimeoutCause(actx, s.opts.AttemptTimeout, errAttemptTimeout)
+}
+
+// call runs one request under reqCtx(ctx), each attempt under
+// attemptCtx. A write is one attempt. A read whose attempt runs out of
+// time is sent again, while the request's time lasts: the balancer sends
+// it to the next member. It returns the last attempt's context, for
+// opError.
+func (s *Store) call(ctx context.Context, write bool, do func(actx context.Context) error) (context.Context, error) {
+	rctx, cancel := s.reqCtx(ctx)
+	defer cancel()
+	for {
+		actx, acancel := s.attemptCtx(rctx)
+		err := do(actx)
+		acancel()
+		if err == nil || write || rctx.Err() != nil || !errors.Is(context.Cause(actx), errAttemptTimeout) {
+			return actx, err
+		}
+	}
 }
 
 func version(rev int64) store.Version { return store.Version(strconv.FormatInt(rev, 10)) }
@@ -181,11 +249,13 @@ func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 	if err := s.check(ctx, "get", key, false); err != nil {
 		return store.Entry{}, err
 	}
-	rctx, cancel := s.reqCtx(ctx)
-	defer cancel()
-	resp, err := s.c.Get(rctx, s.prefix+key)
+	var resp *clientv3.GetResponse
+	actx, err := s.call(ctx, false, func(actx context.Context) (err error) {
+		resp, err = s.c.Get(actx, s.prefix+key)
+		return err
+	})
 	if err != nil {
-		return store.Entry{}, s.opError(ctx, rctx, "get", key, false, err)
+		return store.Entry{}, s.opError(ctx, actx, "get", key, false, err)
 	}
 	if len(resp.Kvs) == 0 {
 		return store.Entry{}, store.NewOpError(backend, "get", key, store.ErrNotFound, nil)
@@ -208,11 +278,13 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 	}
 	full := s.prefix + key
 	if cond.IsUnconditional() {
-		rctx, cancel := s.reqCtx(ctx)
-		defer cancel()
-		resp, err := s.c.Put(rctx, full, string(value))
+		var resp *clientv3.PutResponse
+		actx, err := s.call(ctx, true, func(actx context.Context) (err error) {
+			resp, err = s.c.Put(actx, full, string(value))
+			return err
+		})
 		if err != nil {
-			return "", s.opError(ctx, rctx, "put", key, true, err)
+			return "", s.opError(ctx, actx, "put", key, true, err)
 		}
 		return version(resp.Header.Revision), nil
 	}
@@ -239,10 +311,12 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	}
 	full := s.prefix + key
 	if cond.IsUnconditional() {
-		rctx, cancel := s.reqCtx(ctx)
-		defer cancel()
-		if _, err := s.c.Delete(rctx, full); err != nil {
-			return s.opError(ctx, rctx, "delete", key, true, err)
+		actx, err := s.call(ctx, true, func(actx context.Context) error {
+			_, err := s.c.Delete(actx, full)
+			return err
+		})
+		if err != nil {
+			return s.opError(ctx, actx, "delete", key, true, err)
 		}
 		return nil
 	}
@@ -269,12 +343,14 @@ func compareFor(full string, cond store.Condition) (clientv3.Cmp, bool) {
 // the write. When cmp fails it returns ErrConflict naming the key's
 // current version, read in the same transaction.
 func (s *Store) condTxn(ctx context.Context, op, key string, cmp clientv3.Cmp, then clientv3.Op) (int64, error) {
-	rctx, cancel := s.reqCtx(ctx)
-	defer cancel()
 	full := s.prefix + key
-	resp, err := s.c.Txn(rctx).If(cmp).Then(then).Else(clientv3.OpGet(full, clientv3.WithKeysOnly())).Commit()
+	var resp *clientv3.TxnResponse
+	actx, err := s.call(ctx, true, func(actx context.Context) (err error) {
+		resp, err = s.c.Txn(actx).If(cmp).Then(then).Else(clientv3.OpGet(full, clientv3.WithKeysOnly())).Commit()
+		return err
+	})
 	if err != nil {
-		return 0, s.opError(ctx, rctx, op, key, true, err)
+		return 0, s.opError(ctx, actx, op, key, true, err)
 	}
 	if !resp.Succeeded {
 		return 0, store.NewOpError(backend, op, key, store.ErrConflict, errors.New(currentState(resp, 0)))

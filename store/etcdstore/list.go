@@ -40,12 +40,14 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	if full != "" && !strings.HasPrefix(start, full) {
 		return store.Page{}, nil // After is past every key of the prefix
 	}
-	rctx, cancel := s.reqCtx(ctx)
-	defer cancel()
-	resp, err := s.c.Get(rctx, start, clientv3.WithRange(end), clientv3.WithKeysOnly(),
-		clientv3.WithLimit(int64(limit)), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+	var resp *clientv3.GetResponse
+	actx, err := s.call(ctx, false, func(actx context.Context) (err error) {
+		resp, err = s.c.Get(actx, start, clientv3.WithRange(end), clientv3.WithKeysOnly(),
+			clientv3.WithLimit(int64(limit)), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+		return err
+	})
 	if err != nil {
-		return store.Page{}, s.opError(ctx, rctx, "list", prefix, false, err)
+		return store.Page{}, s.opError(ctx, actx, "list", prefix, false, err)
 	}
 	page := store.Page{Items: make([]store.Item, 0, len(resp.Kvs))}
 	for _, kv := range resp.Kvs {

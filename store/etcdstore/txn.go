@@ -73,11 +73,13 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 	if size > s.opts.MaxValueSize {
 		return nil, store.NewOpError(backend, "txn", "", store.ErrUnsupported, fmt.Errorf("keys and values: %w", s.tooLarge(size)))
 	}
-	rctx, cancel := s.reqCtx(ctx)
-	defer cancel()
-	resp, err := s.c.Txn(rctx).If(cmps...).Then(then...).Else(els...).Commit()
+	var resp *clientv3.TxnResponse
+	actx, err := s.call(ctx, true, func(actx context.Context) (err error) {
+		resp, err = s.c.Txn(actx).If(cmps...).Then(then...).Else(els...).Commit()
+		return err
+	})
 	if err != nil {
-		return nil, s.opError(ctx, rctx, "txn", "", true, err)
+		return nil, s.opError(ctx, actx, "txn", "", true, err)
 	}
 	if !resp.Succeeded {
 		return nil, firstFailure(ops, checked, resp)

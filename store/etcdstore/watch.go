@@ -58,11 +58,13 @@ func (s *Store) WaitChange(ctx context.Context, key string, last store.Version) 
 // changedSince reads key and reports whether its version differs from
 // last, with the revision of the read.
 func (s *Store) changedSince(ctx, wctx context.Context, key string, last store.Version) (int64, bool, error) {
-	rctx, cancel := s.reqCtx(wctx)
-	defer cancel()
-	resp, err := s.c.Get(rctx, s.prefix+key, clientv3.WithKeysOnly())
+	var resp *clientv3.GetResponse
+	actx, err := s.call(wctx, false, func(actx context.Context) (err error) {
+		resp, err = s.c.Get(actx, s.prefix+key, clientv3.WithKeysOnly())
+		return err
+	})
 	if err != nil {
-		return 0, false, s.watchError(ctx, rctx, key, err)
+		return 0, false, s.watchError(ctx, actx, key, err)
 	}
 	cur := store.Version("")
 	if len(resp.Kvs) > 0 {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,6 +42,8 @@ type Cluster struct {
 	opts    ClusterOptions
 	members [Size]*member
 	proxies [Size]*Proxy // in front of each member's client port
+	peers   [Size]*Proxy // in front of each member's peer port
+	ids     [Size]string // each member's id, in hex as etcd's peers send it
 }
 
 type member struct {
@@ -68,17 +71,26 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The members talk to each other through the peer proxies: each
+	// listens on its own peer port and advertises its proxy's.
+	c := &Cluster{opts: opts}
 	var initial []string
 	for i := range Size {
-		initial = append(initial, fmt.Sprintf("m%d=http://127.0.0.1:%d", i, ports[2*i+1]))
+		p, err := StartPeerProxy(fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]))
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.peers[i] = p
+		initial = append(initial, fmt.Sprintf("m%d=http://%s", i, p.Addr()))
 	}
-	c := &Cluster{opts: opts}
 	for i := range Size {
 		c.members[i] = &member{cfg: memberConfig{
 			Name:           fmt.Sprintf("m%d", i),
 			Dir:            filepath.Join(opts.Dir, fmt.Sprintf("m%d", i)),
 			ClientURL:      fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
 			PeerURL:        fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
+			AdvertisePeer:  "http://" + c.peers[i].Addr(),
 			InitialCluster: strings.Join(initial, ","),
 			Fsync:          opts.Fsync,
 			TickMs:         opts.TickMs,
@@ -98,6 +110,14 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 	if _, err := c.WaitLeader(ctx); err != nil {
 		c.Close()
 		return nil, err
+	}
+	for i, m := range c.members {
+		id, _, err := status(ctx, m.cfg.ClientURL)
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.ids[i] = strconv.FormatUint(id, 16)
 	}
 	return c, nil
 }
@@ -154,9 +174,30 @@ func (c *Cluster) CutClients(mute time.Duration) {
 	wg.Wait()
 }
 
+// Partition cuts member i off from the others, both ways: every peer
+// connection it dialed or was dialed by is reset and new ones are
+// refused, until HealPartition. Its clients still reach it.
+func (c *Cluster) Partition(i int) {
+	id := c.ids[i]
+	for j, p := range c.peers {
+		if j == i {
+			p.Isolate(func(string) bool { return true })
+		} else {
+			p.Isolate(func(from string) bool { return from == id })
+		}
+	}
+}
+
+// HealPartition restores every peer link.
+func (c *Cluster) HealPartition() {
+	for _, p := range c.peers {
+		p.Heal()
+	}
+}
+
 // Close kills every member and waits for them to exit.
 func (c *Cluster) Close() {
-	for _, p := range c.proxies {
+	for _, p := range append(c.proxies[:], c.peers[:]...) {
 		if p != nil {
 			p.Close()
 		}

@@ -20,7 +20,8 @@ type memberConfig struct {
 	Name           string
 	Dir            string
 	ClientURL      string
-	PeerURL        string
+	PeerURL        string // listened on
+	AdvertisePeer  string // told to the others (its peer proxy)
 	InitialCluster string
 	Fsync          bool
 	TickMs         uint
@@ -62,7 +63,13 @@ func runMember(c memberConfig) error {
 		return err
 	}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*cu}, []url.URL{*cu}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*pu}
+	au := pu
+	if c.AdvertisePeer != "" {
+		if au, err = url.Parse(c.AdvertisePeer); err != nil {
+			return err
+		}
+	}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*pu}, []url.URL{*au}
 	cfg.InitialCluster = c.InitialCluster
 	cfg.InitialClusterToken = "latchkey-failover"
 	cfg.UnsafeNoFsync = !c.Fsync

@@ -1,9 +1,11 @@
 package failover
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
+	"net/textproto"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,27 +15,73 @@ import (
 // can cut its clients off mid-request: Cut first swallows every answer
 // (requests still reach the target and may apply), then resets every
 // connection, so that a client learns nothing of what it sent in that
-// window.
+// window. A peer proxy (StartPeerProxy) also knows which member dialed
+// each connection, so that Isolate can cut some links and not others.
 type Proxy struct {
 	ln     net.Listener
 	target string
 	mute   atomic.Bool
+	peer   bool // learn each connection's source from its first request
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[net.Conn]string // the client side's source ("" unknown) and the target side's
+	blocked func(from string) bool
+	closed  bool
+	wg      sync.WaitGroup
 }
 
 // StartProxy listens on a free loopback port and forwards to target.
 func StartProxy(target string) (*Proxy, error) {
+	return startProxy(target, false)
+}
+
+// StartPeerProxy is StartProxy for an etcd member's peer port: it reads
+// the head of each connection's first HTTP request for the member that
+// dialed it (etcd's peer transport names itself in X-Server-From on every
+// request), so that Isolate can refuse connections by their source.
+func StartPeerProxy(target string) (*Proxy, error) {
+	return startProxy(target, true)
+}
+
+func startProxy(target string, peer bool) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, target: target, peer: peer, conns: map[net.Conn]string{}}
 	p.wg.Go(p.serve)
 	return p, nil
+}
+
+// peerHeader is the header in which etcd's peer transport names the
+// member that sends a request (its id in hex).
+const peerHeader = "X-Server-From"
+
+// maxHead bounds the request head a peer proxy reads.
+const maxHead = 16 << 10
+
+// source reads c's first request head, at most maxHead bytes within a
+// second, and returns the bytes read and the sender's id ("" when the
+// head names none).
+func source(c net.Conn) ([]byte, string) {
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	defer c.SetReadDeadline(time.Time{})
+	var head []byte
+	buf := make([]byte, 4<<10)
+	for len(head) < maxHead && !bytes.Contains(head, []byte("\r\n\r\n")) {
+		n, err := c.Read(buf)
+		head = append(head, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	for _, line := range bytes.Split(head, []byte("\r\n")) {
+		k, v, ok := bytes.Cut(line, []byte(":"))
+		if ok && textproto.CanonicalMIMEHeaderKey(string(bytes.TrimSpace(k))) == peerHeader {
+			return head, string(bytes.TrimSpace(v))
+		}
+	}
+	return head, ""
 }
 
 // Addr is the proxy's HOST:PORT.
@@ -50,12 +98,26 @@ func (p *Proxy) serve() {
 }
 
 func (p *Proxy) forward(c net.Conn) {
+	var head []byte
+	from := ""
+	if p.peer {
+		head, from = source(c)
+	}
+	if p.isBlocked(from) {
+		reset(c)
+		return
+	}
 	u, err := net.DialTimeout("tcp", p.target, time.Second)
 	if err != nil {
 		c.Close()
 		return
 	}
-	if !p.track(c, u) {
+	if _, err := u.Write(head); err != nil {
+		c.Close()
+		u.Close()
+		return
+	}
+	if !p.track(from, c, u) {
 		return
 	}
 	done := make(chan struct{}, 2)
@@ -83,19 +145,57 @@ func (p *Proxy) answer(c, u net.Conn) {
 	}
 }
 
-func (p *Proxy) track(cs ...net.Conn) bool {
+// track records a connection pair from the source from; it refuses (and
+// closes) it when the proxy is closed or the source is blocked.
+func (p *Proxy) track(from string, cs ...net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || (p.blocked != nil && p.blocked(from)) {
 		for _, c := range cs {
-			c.Close()
+			reset(c)
 		}
 		return false
 	}
 	for _, c := range cs {
-		p.conns[c] = struct{}{}
+		p.conns[c] = from
 	}
 	return true
+}
+
+func (p *Proxy) isBlocked(from string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.blocked != nil && p.blocked(from)
+}
+
+// reset closes c with a reset, not a clean close.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+// Isolate resets every connection whose source blocked names and
+// refuses new ones from it until Heal. A client proxy knows no source
+// (""); a peer proxy knows the dialing member's id.
+func (p *Proxy) Isolate(blocked func(from string) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.blocked = blocked
+	for c, from := range p.conns {
+		if blocked(from) {
+			reset(c)
+			delete(p.conns, c)
+		}
+	}
+}
+
+// Heal lets every source connect again.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.blocked = nil
 }
 
 func (p *Proxy) drop(cs ...net.Conn) {
@@ -115,10 +215,7 @@ func (p *Proxy) Cut(mute time.Duration) {
 	time.Sleep(mute)
 	p.mu.Lock()
 	for c := range p.conns {
-		if tc, ok := c.(*net.TCPConn); ok {
-			tc.SetLinger(0)
-		}
-		c.Close()
+		reset(c)
 		delete(p.conns, c)
 	}
 	p.mu.Unlock()

@@ -31,6 +31,9 @@ func (r *Report) Merge(o *Report) {
 	}
 	r.Counter.add(o.Counter)
 	r.Violations = append(r.Violations, o.Violations...)
+	r.Linearizable = append(r.Linearizable, o.Linearizable...)
+	r.Publish.add(o.Publish)
+	r.LockRun.add(o.LockRun)
 	for _, m := range []struct{ dst, src *map[string][]time.Duration }{{&r.LeaseStall, &o.LeaseStall}, {&r.CountStall, &o.CountStall}} {
 		if *m.dst == nil {
 			*m.dst = map[string][]time.Duration{}
@@ -55,6 +58,10 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "seed=%d faults=%s holdings=%d (run errors %d) fenced-writes=%d (refused %v) increments acked=%d unknown=%d refused=%d applied=%d overlaps=%d inversions=%d lost=%d doubled=%d refused-applied=%d out-of-range=%d",
 		r.Seed, fmtCounts(kinds), r.Holdings, len(r.RunErrors), r.FencedWrites, fmtCounts(r.FencedRefused), r.Counter.Acked, r.Counter.Unknown, r.Counter.Refused, r.Counter.Applied,
 		count["overlap"], count["inversion"], count["lost"], count["doubled"], count["refused-applied"], count["out-of-range"])
+	fmt.Fprintf(&b, " linearizable=%s", fmtVerdicts(r.Linearizable))
+	fmt.Fprintf(&b, " publish commits=%d superseded=%d refused=%d unknown=%d snapshot-reads=%d (failed %d) torn=%d refused-visible=%d",
+		r.Publish.Commits, r.Publish.Superseded, r.Publish.Refused, r.Publish.Unknown, r.Publish.Reads, r.Publish.ReadErrors, count["torn-snapshot"], count["refused-visible"])
+	fmt.Fprintf(&b, " lock-run processes=%d (failed %d) holdings=%d", r.LockRun.Runs, r.LockRun.Failed, r.LockRun.Holdings)
 	lengths := map[string][]time.Duration{}
 	for _, f := range r.Faults {
 		lengths[f.Kind] = append(lengths[f.Kind], f.Heal-f.Start)
@@ -66,7 +73,7 @@ func (r *Report) String() string {
 	for _, w := range []struct {
 		name string
 		m    map[string][]time.Duration
-	}{{"lease", r.LeaseStall}, {"counter", r.CountStall}} {
+	}{{"lease", r.LeaseStall}, {"counter", r.CountStall}, {"snapshot", r.Publish.Stall}, {"lock-run", r.LockRun.Stall}} {
 		for _, k := range sortedKeys(w.m) {
 			p50, mx := percentiles(w.m[k])
 			fmt.Fprintf(&b, " stall[%s,%s]=p50 %v max %v", w.name, k, p50.Round(time.Millisecond), mx.Round(time.Millisecond))

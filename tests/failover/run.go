@@ -33,14 +33,22 @@ type RunOptions struct {
 	// faultKinds, each at least once; empty (non-nil) means none.
 	Faults []string
 
+	// LatchkeyBin, when set, is the latchkey binary that the lock run
+	// workload runs (lockrun_workload.go); its CMDs' log goes beside it.
+	LatchkeyBin string
+
 	// unconditional breaks the counter on purpose (see history).
 	unconditional bool
+	// staleReads breaks the store on purpose (see history).
+	staleReads bool
 }
 
 // faultKinds are the faults Run injects: SIGKILL of the leader and a
 // restart; SIGSTOP of the leader past the lock's TTL and SIGCONT; every
-// workload client cut off from its members mid-request.
-var faultKinds = []string{"kill-leader", "stop-leader", "cut-clients"}
+// workload client cut off from its members mid-request; the leader cut
+// off from the other members (the minority side) past the lock's TTL and
+// healed.
+var faultKinds = []string{"kill-leader", "stop-leader", "cut-clients", "partition-leader"}
 
 // slot is the time given to each fault: it hits within the slot's first
 // half and is healed within about 2 s.
@@ -58,6 +66,9 @@ type Report struct {
 	Counter                CounterReport
 	Violations             []Violation
 	LeaseStall, CountStall map[string][]time.Duration // by fault kind
+	Linearizable           []Linearizability          // of the checked keys' KV history, one per run
+	Publish                PublishReport
+	LockRun                LockRunReport
 }
 
 // Run drives the workloads against c for opts.Duration while the faults
@@ -76,6 +87,7 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 	base := time.Now()
 	h := newHistory(func() time.Duration { return time.Since(base) })
 	h.unconditional = opts.unconditional
+	h.staleReads = opts.staleReads
 	if opts.Faults == nil {
 		opts.Faults = faultKinds
 	}
@@ -88,7 +100,7 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 		}
 	}()
 	open := func() (store.Store, error) {
-		s, err := etcdstore.Open(ctx, &etcdstore.Options{Endpoints: c.ClientEndpoints(), Prefix: prefix})
+		s, err := etcdstore.Open(ctx, &etcdstore.Options{Endpoints: c.ClientEndpoints(), Prefix: prefix, AttemptTimeout: etcdAttemptTimeout})
 		if err == nil {
 			stores = append(stores, s)
 		}
@@ -128,6 +140,9 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 		wg.Go(func() { h.increment(work, cs[g%2], g, counterKey) })
 	}
 
+	if err := startMoreWorkloads(work, &wg, h, open, opts, etcdURL(c, prefix), base); err != nil {
+		return nil, err
+	}
 	faults := inject(work, c, rng, opts, h.since, func(n int) { counterSlot.Store(int64(n)) })
 	wg.Wait()
 	if firstErr != nil {
@@ -186,6 +201,10 @@ func inject(ctx context.Context, c *Cluster, rng *rand.Rand, opts RunOptions, si
 			c.Stop(leader)
 			sleep(context.Background(), opts.TTL+200*time.Millisecond+time.Duration(rng.Int64N(int64(800*time.Millisecond))))
 			c.Cont(leader)
+		case "partition-leader":
+			c.Partition(leader)
+			sleep(context.Background(), opts.TTL+200*time.Millisecond+time.Duration(rng.Int64N(int64(800*time.Millisecond))))
+			c.HealPartition()
 		}
 		f.Heal = since()
 		faults = append(faults, f)
@@ -209,6 +228,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // heal continues every stopped member, restarts every killed one, and
 // waits for a leader.
 func heal(ctx context.Context, c *Cluster) error {
+	c.HealPartition()
 	for i, m := range c.members {
 		m.mu.Lock()
 		down, stopped := m.cmd == nil, m.stopped
@@ -267,6 +287,10 @@ func check(ctx context.Context, c *Cluster, prefix string, h *history, faults []
 		for _, v := range cr.Violations {
 			r.Violations = append(r.Violations, Violation{v.Kind, k + ": " + v.What})
 		}
+	}
+
+	if err := checkMore(h, faults, opts, r); err != nil {
+		return nil, err
 	}
 
 	for i, f := range faults {

@@ -38,10 +38,28 @@ type history struct {
 	// that ignores what happened in between), to show that the checkers
 	// catch a lost update.
 	unconditional bool
+	// staleReads breaks the store on purpose (Gets of the checked keys
+	// answered from a cache up to 100 ms old), to show that the
+	// linearizability checker catches stale reads.
+	staleReads bool
+	stale      sync.Map // the stale reads' cache
+
+	kv  kvLog       // the Gets and Puts of the checked keys (porcupine.go)
+	pub *pubHistory // the publish workload's (publish_workload.go)
+	// the lock run workload's (lockrun_workload.go), when it runs
+	lockRun *lockRunHistory
+}
+
+// recorded wraps s so that the calls on the checked keys are recorded.
+func (h *history) recorded(s store.Store) store.Store {
+	if h.staleReads {
+		s = &staleStore{Store: s, cache: &h.stale}
+	}
+	return &kvRecorder{Store: s, since: h.since, match: workloadKey, log: &h.kv}
 }
 
 func newHistory(since func() time.Duration) *history {
-	return &history{since: since, fencedErrors: map[string]int{}, errSamples: map[string]string{}, increments: map[string]map[string]Outcome{}}
+	return &history{since: since, pub: newPubHistory(since), lockRun: &lockRunHistory{since: since, samples: map[string]string{}}, fencedErrors: map[string]int{}, errSamples: map[string]string{}, increments: map[string]map[string]Outcome{}}
 }
 
 // contend takes the lock at lockKey again and again until ctx ends; each
@@ -79,7 +97,7 @@ func (h *history) hold(lctx context.Context, s store.Store, id int, key string, 
 	stop := time.After(d)
 	for seq := 0; ; seq++ {
 		value := fmt.Appendf(nil, "c%d t%d w%d", id, token, seq)
-		_, err := lease.FencedPut(lctx, s, key, value, token)
+		_, err := lease.FencedPut(lctx, h.recorded(s), key, value, token)
 		h.fenced(err)
 		select {
 		case <-lctx.Done():
@@ -129,7 +147,7 @@ func (h *history) increment(ctx context.Context, s store.Store, g int, key func(
 		id := fmt.Sprintf("%d.%d", g, n)
 		k := key()
 		uctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err := h.incrementOnce(uctx, s, k, id)
+		err := h.incrementOnce(uctx, h.recorded(s), k, id)
 		cancel()
 		o := Acked
 		switch {
