@@ -18,6 +18,7 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 	mute   atomic.Bool
+	refuse atomic.Pointer[func(net.Addr) bool] // see Refuse
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -26,8 +27,11 @@ type Proxy struct {
 }
 
 // StartProxy listens on a free loopback port and forwards to target.
-func StartProxy(target string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func StartProxy(target string) (*Proxy, error) { return StartProxyAt("127.0.0.1:0", target) }
+
+// StartProxyAt listens on listen (HOST:PORT) and forwards to target.
+func StartProxyAt(listen, target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, err
 	}
@@ -50,6 +54,10 @@ func (p *Proxy) serve() {
 }
 
 func (p *Proxy) forward(c net.Conn) {
+	if f := p.refuse.Load(); f != nil && (*f)(c.RemoteAddr()) {
+		c.Close()
+		return
+	}
 	u, err := net.DialTimeout("tcp", p.target, time.Second)
 	if err != nil {
 		c.Close()
@@ -123,6 +131,27 @@ func (p *Proxy) Cut(mute time.Duration) {
 	}
 	p.mu.Unlock()
 	p.mute.Store(false)
+}
+
+// Refuse resets the connections whose client address from reports, and
+// refuses new ones, until Refuse(nil): one side of a partition.
+func (p *Proxy) Refuse(from func(client net.Addr) bool) {
+	if from == nil {
+		p.refuse.Store(nil)
+		return
+	}
+	p.refuse.Store(&from)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		if from(c.RemoteAddr()) {
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0)
+			}
+			c.Close()
+			delete(p.conns, c)
+		}
+	}
 }
 
 // Close stops listening and closes every connection.
