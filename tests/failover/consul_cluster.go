@@ -515,6 +515,25 @@ func (c *ConsulCluster) FencedHistory(ctx context.Context, prefix, key string) (
 	return rec.history(key)
 }
 
+// LeaderChanges lists the changes of the available leader between from
+// and until, as offsets from base ("+2.1s s1"; "none" for no leader).
+func (c *ConsulCluster) LeaderChanges(base, from, until time.Time) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var parts []string
+	for _, ch := range c.leaders {
+		if ch.At.Before(from) || ch.At.After(until) {
+			continue
+		}
+		who := "none"
+		if ch.Leader >= 0 {
+			who = c.servers[ch.Leader].name
+		}
+		parts = append(parts, fmt.Sprintf("%v %s", ch.At.Sub(base).Round(time.Millisecond), who))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Close kills every server and stops the proxies.
 func (c *ConsulCluster) Close() {
 	if c.stopPoll != nil {

@@ -59,7 +59,8 @@ func startConsul(t *testing.T) *ConsulCluster {
 // cluster (consulstore with all three addresses, through proxies) while
 // the leader is killed and restarted, stopped and continued, cut off from
 // the other servers and healed, and the clients are cut off mid-request,
-// and checks every promise. By default it is one 48-second run (seed 1,
+// and checks every promise (and, last, that the checkers catch a broken
+// counter on this cluster). By default it is one 48-second run (seed 1,
 // each fault once); with -failover.duration it runs 120-second runs with
 // seeds from -failover.seed on until the duration is spent.
 func TestFailoverConsul(t *testing.T) {
@@ -91,6 +92,22 @@ func TestFailoverConsul(t *testing.T) {
 		total.Merge(rep)
 	}
 	t.Logf("total: %v", &total)
+	t.Run("CatchesLostUpdates", func(t *testing.T) { catchesLostUpdates(t, c) })
+}
+
+// catchesLostUpdates breaks the counter on purpose (a read and an
+// unconditional write instead of cas.Update) and expects the checkers to
+// report the increments it loses, through the same history and read-back
+// from Consul as the runs (on their cluster, to save starting another).
+func catchesLostUpdates(t *testing.T, c *ConsulCluster) {
+	rep, err := Run(context.Background(), c, RunOptions{Seed: 1, Duration: 3 * time.Second, Faults: []string{}, Incrementers: 8, unconditional: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("broken run: %v", rep)
+	if rep.Counter.Lost == 0 {
+		t.Fatalf("unconditional increments lost nothing the checker saw: %v", rep)
+	}
 }
 
 // logRun logs a run's summary, each fault with the stalls after it (and
@@ -136,6 +153,7 @@ func (c *ConsulCluster) logLiveness(t *testing.T, rep *Report, ttl time.Duration
 		}
 		t.Logf("  %s at %v: leader available again after %v; lease stall %v, counter stall %v (goal %v)", f.Kind, f.Start.Round(time.Millisecond),
 			recovery.Round(time.Millisecond), ls.Round(time.Millisecond), cs.Round(time.Millisecond), goal.Round(time.Millisecond))
+		t.Logf("    leader changes: %s", c.LeaderChanges(rep.Base, rep.Base.Add(f.Start-time.Second), rep.Base.Add(f.Start+max(ls, cs, f.Heal-f.Start)+time.Second)))
 	}
 	return late
 }
