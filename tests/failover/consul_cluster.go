@@ -173,21 +173,35 @@ func StartConsulCluster(ctx context.Context, opts ConsulOptions) (*ConsulCluster
 // watchLeader asks for the leader every 50ms and records each change of
 // the available leader: one that runs, is not stopped, is not isolated
 // and names itself (so an isolated leader that has not stepped down yet
-// does not count).
+// does not count). A server that does not answer in time (a loaded
+// machine) leaves the state as it was, unless it is the leader and is
+// known to be down, stopped or isolated.
 func (c *ConsulCluster) watchLeader(ctx context.Context) {
 	defer close(c.polled)
 	last := -2
 	for ctx.Err() == nil {
 		at := time.Now()
-		l, err := c.Leader(ctx)
-		if err != nil {
-			l = -1
+		l, unsure := -1, false
+		for i, s := range c.servers {
+			if !s.up() {
+				continue
+			}
+			addr, err := consulLeader(ctx, s.httpAddr())
+			if err != nil {
+				unsure = true
+				continue
+			}
+			if addr == net.JoinHostPort(s.advIP, strconv.Itoa(s.rpcPort)) {
+				l = i
+				break
+			}
 		}
 		c.mu.Lock()
-		if l == c.isolated {
+		if l >= 0 && l == c.isolated {
 			l = -1
 		}
-		if l != last && ctx.Err() == nil {
+		gone := last >= 0 && (last == c.isolated || !c.servers[last].up())
+		if l != last && ctx.Err() == nil && (l >= 0 || !unsure || gone) {
 			c.leaders = append(c.leaders, leaderChange{At: at, Leader: l})
 			last = l
 		}
