@@ -202,6 +202,13 @@ func (c *ConsulCluster) watchLeader(ctx context.Context) {
 		}
 		gone := last >= 0 && (last == c.isolated || !c.servers[last].up())
 		if l != last && ctx.Err() == nil && (l >= 0 || !unsure || gone) {
+			// A leader found is stamped when the poll began (it was
+			// there by its answer: the recovery is not flattered), a
+			// loss when it ended (so that it is never stamped before the
+			// fault that caused it).
+			if l < 0 {
+				at = time.Now()
+			}
 			c.leaders = append(c.leaders, leaderChange{At: at, Leader: l})
 			last = l
 		}
