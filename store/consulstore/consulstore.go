@@ -67,6 +67,12 @@ type Options struct {
 	// 7s rpc_hold_timeout, so a request held through an election is not
 	// cut short.
 	RequestTimeout time.Duration
+	// HedgeDelay is how long a read (not a blocking query) waits for an
+	// answer before it is also sent to the next address, which becomes the
+	// one in use; the first answer wins. It is sent again every HedgeDelay,
+	// up to twice per address and once more, each send with its own
+	// RequestTimeout. Default DefaultHedgeDelay (1s); negative: never.
+	HedgeDelay time.Duration
 	// BackPressureWait is how long a request answered 429 (Consul's
 	// per-client connection limit or rate limit, refused before anything
 	// is applied) keeps being retried, with backoff, before the caller
@@ -100,6 +106,9 @@ func (o *Options) withDefaults() (Options, error) {
 	r.MaxConns = cmp.Or(r.MaxConns, DefaultMaxConns)
 	r.RequestTimeout = cmp.Or(r.RequestTimeout, DefaultRequestTimeout)
 	r.BackPressureWait = cmp.Or(r.BackPressureWait, DefaultBackPressureWait)
+	// HedgeDelay is the one option where negative has a meaning (never
+	// hedge), documented on the field.
+	r.HedgeDelay = cmp.Or(r.HedgeDelay, DefaultHedgeDelay)
 	return r, nil
 }
 
@@ -258,13 +267,16 @@ func index(v store.Version) (uint64, bool) {
 
 // get reads one key through do; q.WaitTime > 0 makes it a blocking
 // query.
-func (s *Store) get(ctx context.Context, full string, q *api.QueryOptions) (p *api.KVPair, meta *api.QueryMeta, err error) {
-	err = s.do(ctx, false, q.WaitTime, func(ctx context.Context, c *api.Client) error {
-		var err error
-		p, meta, err = c.KV().Get(full, q.WithContext(ctx))
-		return err
+func (s *Store) get(ctx context.Context, full string, q *api.QueryOptions) (*api.KVPair, *api.QueryMeta, error) {
+	type got struct {
+		p    *api.KVPair
+		meta *api.QueryMeta
+	}
+	g, err := read(s, ctx, q.WaitTime, func(ctx context.Context, c *api.Client) (got, error) {
+		p, meta, err := c.KV().Get(full, q.WithContext(ctx))
+		return got{p, meta}, err
 	})
-	return p, meta, err
+	return g.p, g.meta, err
 }
 
 // Get implements store.Store with a consistent read.
@@ -389,11 +401,9 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	if limit <= 0 {
 		limit = listPageSize
 	}
-	var pairs api.KVPairs
-	err := s.do(ctx, false, 0, func(ctx context.Context, c *api.Client) error {
-		var err error
-		pairs, _, err = c.KV().List(s.prefix+prefix, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
-		return err
+	pairs, err := read(s, ctx, 0, func(ctx context.Context, c *api.Client) (api.KVPairs, error) {
+		pairs, _, err := c.KV().List(s.prefix+prefix, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+		return pairs, err
 	})
 	if err != nil {
 		return store.Page{}, s.opError(ctx, "list", prefix, false, err)

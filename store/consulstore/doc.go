@@ -57,7 +57,16 @@
 // ErrUnknownOutcome, settled like any other, and a read goes on to the
 // next address (ErrTransient when none is left).
 // Options.Addresses names more agents or servers of the same cluster;
-// requests move on to the next when the one in use fails.
+// requests move on to the next when the one in use fails. A read (not a
+// blocking query) with no answer after Options.HedgeDelay (default 1s) is
+// sent again to the next address, which becomes the one in use, while the
+// first stays in flight, and again every HedgeDelay up to twice per
+// address; the first answer wins. Consul holds a request it cannot
+// answer yet (a server cut off from its leader, a follower forwarding to
+// a leader that stopped) until it can, so without this a read sent
+// before an election waits for the old leader or its RequestTimeout,
+// while one sent after the election is answered at once. Writes are
+// never sent twice: one held so stays in flight until RequestTimeout.
 //
 // Consul skips a write identical to the stored entry and keeps its
 // ModifyIndex, which would let a rewrite of the same value return an old

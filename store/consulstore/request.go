@@ -18,6 +18,9 @@ import (
 // DefaultRequestTimeout is the default Options.RequestTimeout.
 const DefaultRequestTimeout = 10 * time.Second
 
+// DefaultHedgeDelay is the default Options.HedgeDelay.
+const DefaultHedgeDelay = time.Second
+
 // DefaultBackPressureWait is the default Options.BackPressureWait.
 const DefaultBackPressureWait = 30 * time.Second
 
@@ -126,6 +129,86 @@ func (s *Store) do(ctx context.Context, write bool, wait time.Duration, fn func(
 		}
 	}
 }
+
+// read runs fn, a read, through do. A read that is not a blocking query
+// (wait 0) is hedged: with no answer after Options.HedgeDelay it is sent
+// again, to the next address (which becomes the one in use), while the
+// first stays in flight, and so on every HedgeDelay up to hedgeLanes
+// sends; the first answer wins and the others are cancelled. A read
+// changes nothing, so sending it twice is harmless; and a request held by
+// a server that cannot answer (stopped, cut off from its leader, or
+// forwarding to a leader that stopped: Consul holds such requests until
+// the old leader resumes) is overtaken by one sent after the cluster
+// recovered, instead of waiting out its RequestTimeout.
+func read[T any](s *Store, ctx context.Context, wait time.Duration, fn func(context.Context, *api.Client) (T, error)) (T, error) {
+	lane := func(ctx context.Context) (T, error) {
+		var v T
+		err := s.do(ctx, false, wait, func(ctx context.Context, c *api.Client) error {
+			var err error
+			v, err = fn(ctx, c)
+			return err
+		})
+		return v, err
+	}
+	if wait > 0 || s.opts.HedgeDelay < 0 {
+		return lane(ctx)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	most := s.hedgeLanes()
+	results := make(chan result, most)
+	// The delay counts from when the last send got its connection, as
+	// RequestTimeout does: waiting for one of the pool's connections is
+	// no sign that the address is down, and hedging then would only add
+	// to the queue.
+	sent := make(chan struct{}, most)
+	launch := func() {
+		var once sync.Once
+		lctx := httptrace.WithClientTrace(hctx, &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) {
+			once.Do(func() { sent <- struct{}{} })
+		}})
+		go func() {
+			v, err := lane(lctx)
+			results <- result{v, err}
+		}()
+	}
+	launch()
+	lanes, pending := 1, 1
+	timer := time.NewTimer(s.opts.HedgeDelay)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-sent:
+			timer.Reset(s.opts.HedgeDelay)
+		case r := <-results:
+			pending--
+			if r.err == nil || pending == 0 || ctx.Err() != nil {
+				return r.v, r.err
+			}
+			if status, _ := statusOf(r.err); kindOf(false, status, r.err) != store.ErrTransient {
+				return r.v, r.err // an answer (403, 4xx): the others would get it too
+			}
+		case <-timer.C:
+			if lanes < most {
+				i, _ := s.eps.current()
+				s.eps.moveOn(i)
+				launch()
+				lanes++
+				pending++
+			}
+		}
+	}
+}
+
+// hedgeLanes is how many sends a hedged read makes at most: every address
+// twice and one more, so that, with every address holding its first
+// sends, sends made after the cluster recovered still reach each.
+func (s *Store) hedgeLanes() int { return 2*len(s.eps.list) + 1 }
 
 // deadlineOnceSent returns a context that ends limit after the request
 // made with it got its connection (so the wait for one of the pool's

@@ -86,3 +86,49 @@ func TestStalledAddressFailsOver(t *testing.T) {
 		t.Fatal("nothing went to the second address")
 	}
 }
+
+// TestReadDoesNotWaitOutAStalledAddress: a read with no answer after
+// Options.HedgeDelay is sent again to the next address, the first stays
+// in flight, and the first answer wins; the next requests go to the
+// address that answered. Before, a read waited out its whole
+// RequestTimeout (10s by default) on an address whose server was stopped,
+// or whose requests were held by a leader that was (the failover
+// harness, tests/failover TestFailoverConsul seed 2: the counter and the
+// lock stalled for the whole 6.4 s stop of the leader although the two
+// other servers had elected a new one after 2.7 s).
+func TestReadDoesNotWaitOutAStalledAddress(t *testing.T) {
+	srv := servertest.Start(t, nil)
+	p1, p2 := newProxy(t, srv.Addr), newProxy(t, srv.Addr)
+	s, err := Open(context.Background(), &Options{Address: p1.Addr(), Addresses: []string{p2.Addr()}, Prefix: testutil.RandomName("hedge-")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	v, err := s.Put(ctx, "k", []byte("1"), store.Unconditional)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1.stalled.Store(true)
+	defer p1.stalled.Store(false)
+	start := time.Now()
+	e, err := s.Get(ctx, "k")
+	took := time.Since(start)
+	if err != nil || e.Version != v {
+		t.Fatalf("Get with the first address stalled = %+v, %v; want version %s", e, err, v)
+	}
+	if took > DefaultHedgeDelay+2*time.Second {
+		t.Fatalf("Get with the first address stalled took %v; want about the hedge delay %v", took, DefaultHedgeDelay)
+	}
+	t.Logf("Get took %v with the first address stalled", took.Round(time.Millisecond))
+	before := p1.total.Load()
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer wcancel()
+	if _, err := s.Put(wctx, "k", []byte("2"), store.Unconditional); err != nil {
+		t.Fatalf("Put after the read moved on: %v", err)
+	}
+	if n := p1.total.Load() - before; n != 0 {
+		t.Fatalf("the Put after the read moved on opened %d connections to the stalled address", n)
+	}
+}

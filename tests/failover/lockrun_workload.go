@@ -160,9 +160,9 @@ func (r *LockRunReport) add(o LockRunReport) {
 	}
 }
 
-// etcdURL is the etcd:// URL of the cluster's proxied client endpoints
+// StoreURL is the etcd:// URL of the cluster's proxied client endpoints
 // under prefix.
-func etcdURL(c *Cluster, prefix string) string {
+func (c *Cluster) StoreURL(prefix string) string {
 	var hosts []string
 	for _, ep := range c.ClientEndpoints() {
 		hosts = append(hosts, strings.TrimPrefix(ep, "http://"))

@@ -21,7 +21,8 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 	mute   atomic.Bool
-	peer   bool // learn each connection's source from its first request
+	peer   bool                                // learn each connection's source from its first request
+	refuse atomic.Pointer[func(net.Addr) bool] // see Refuse
 
 	mu      sync.Mutex
 	conns   map[net.Conn]string // the client side's source ("" unknown) and the target side's
@@ -32,7 +33,12 @@ type Proxy struct {
 
 // StartProxy listens on a free loopback port and forwards to target.
 func StartProxy(target string) (*Proxy, error) {
-	return startProxy(target, false)
+	return startProxy("127.0.0.1:0", target, false)
+}
+
+// StartProxyAt listens on listen (HOST:PORT) and forwards to target.
+func StartProxyAt(listen, target string) (*Proxy, error) {
+	return startProxy(listen, target, false)
 }
 
 // StartPeerProxy is StartProxy for an etcd member's peer port: it reads
@@ -40,11 +46,11 @@ func StartProxy(target string) (*Proxy, error) {
 // dialed it (etcd's peer transport names itself in X-Server-From on every
 // request), so that Isolate can refuse connections by their source.
 func StartPeerProxy(target string) (*Proxy, error) {
-	return startProxy(target, true)
+	return startProxy("127.0.0.1:0", target, true)
 }
 
-func startProxy(target string, peer bool) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func startProxy(listen, target string, peer bool) (*Proxy, error) {
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, err
 	}
@@ -98,6 +104,10 @@ func (p *Proxy) serve() {
 }
 
 func (p *Proxy) forward(c net.Conn) {
+	if f := p.refuse.Load(); f != nil && (*f)(c.RemoteAddr()) {
+		c.Close()
+		return
+	}
 	var head []byte
 	from := ""
 	if p.peer {
@@ -236,4 +246,27 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	return err
+}
+
+// Refuse resets the connections whose client address from reports, and
+// refuses new ones, until Refuse(nil): one side of a partition, told by
+// the address a connection comes from (Consul dials from its bind
+// address). Isolate is the same for peers that name themselves instead.
+func (p *Proxy) Refuse(from func(client net.Addr) bool) {
+	if from == nil {
+		p.refuse.Store(nil)
+		return
+	}
+	p.refuse.Store(&from)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		if from(c.RemoteAddr()) {
+			if tc, ok := c.(*net.TCPConn); ok {
+				tc.SetLinger(0)
+			}
+			c.Close()
+			delete(p.conns, c)
+		}
+	}
 }

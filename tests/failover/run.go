@@ -21,16 +21,58 @@ import (
 	"github.com/latchkey/latchkey/store/etcdstore"
 )
 
+// Target is a cluster the workloads run against and the faults hit:
+// Cluster (etcd) and ConsulCluster. Members are numbered from 0 to Size-1.
+type Target interface {
+	Name() string
+	// WaitLeader returns the member that is leader now, waiting for one.
+	WaitLeader(ctx context.Context) (int, error)
+	Kill(i int)          // SIGKILL
+	Restart(i int) error // after Kill, on its data
+	Stop(i int) error    // SIGSTOP
+	Cont(i int) error    // SIGCONT
+	// CutClients cuts every workload connection off mid-request: answers
+	// swallowed for mute, then the connections reset.
+	CutClients(mute time.Duration)
+	// Heal ends every fault and waits for a leader.
+	Heal(ctx context.Context) error
+	// Open opens a workload client (through the proxies) whose keys live
+	// under prefix.
+	Open(ctx context.Context, prefix string) (store.Store, error)
+	// Value reads a key under prefix back after the run (nil if absent).
+	Value(ctx context.Context, prefix, key string) ([]byte, error)
+	// FencedHistory is every value a fenced key under prefix took, in the
+	// store's order, with its token.
+	FencedHistory(ctx context.Context, prefix, key string) ([]AcceptedWrite, error)
+	// StoreURL is the URL the CLI opens the store with (through the
+	// proxies), keys under prefix.
+	StoreURL(prefix string) string
+}
+
+// Partitioner is a Target that can cut a member off from the others
+// (clients still reach it) and heal it.
+type Partitioner interface {
+	Isolate(i int)
+	Rejoin()
+}
+
 // RunOptions tune one Run. Zero fields take the defaults beside them.
 type RunOptions struct {
 	Seed     uint64        // chooses the faults' order, moments and lengths
-	Duration time.Duration // of the workloads; zero: 18s. One fault per 6s, at least one of each kind.
+	Duration time.Duration // of the workloads; zero: 18s. One fault per Slot, at least one of each kind.
 	TTL      time.Duration // of the lock; zero: 1s
+	// Slot is the time given to each fault; zero: 6s.
+	Slot time.Duration
+	// Outage, when set, is the longest a killed, stopped or isolated
+	// leader stays out: each such fault lasts between TTL+200ms and
+	// Outage. Zero: a kill lasts 0.5–2s, a stop TTL+0.2–1s.
+	Outage time.Duration
 	// Contenders for the lock, each on its own client (zero: 3), and
 	// incrementing goroutines, split over two clients (zero: 4).
 	Contenders, Incrementers int
 	// Faults are the kinds to inject, in turn; nil means all of
-	// faultKinds, each at least once; empty (non-nil) means none.
+	// faultKinds (and partition-leader when the target is a
+	// Partitioner), each at least once; empty (non-nil) means none.
 	Faults []string
 
 	// LatchkeyBin, when set, is the latchkey binary that the lock run
@@ -45,18 +87,27 @@ type RunOptions struct {
 
 // faultKinds are the faults Run injects: SIGKILL of the leader and a
 // restart; SIGSTOP of the leader past the lock's TTL and SIGCONT; every
-// workload client cut off from its members mid-request; the leader cut
-// off from the other members (the minority side) past the lock's TTL and
-// healed.
-var faultKinds = []string{"kill-leader", "stop-leader", "cut-clients", "partition-leader"}
+// workload client cut off from its members mid-request. A Partitioner
+// also gets partition-leader: the leader cut off from the other members
+// and healed.
+var faultKinds = []string{"kill-leader", "stop-leader", "cut-clients"}
 
-// slot is the time given to each fault: it hits within the slot's first
-// half and is healed within about 2 s.
+// slot is the default time given to each fault: it hits within the
+// slot's first half and is healed within about 2 s.
 const slot = 6 * time.Second
+
+// KindsFor are the fault kinds Run injects into t by default.
+func KindsFor(t Target) []string {
+	if _, ok := t.(Partitioner); ok {
+		return append(slices.Clone(faultKinds), "partition-leader")
+	}
+	return faultKinds
+}
 
 // Report is what one Run found.
 type Report struct {
 	Seed                   uint64
+	Base                   time.Time // the run's start: the offsets below are from it
 	Faults                 []Fault
 	Holdings, FencedWrites int
 	FencedRefused          map[string]int
@@ -74,9 +125,12 @@ type Report struct {
 // Run drives the workloads against c for opts.Duration while the faults
 // hit, heals the cluster, and checks the histories. The error is for
 // failures of the harness itself; broken promises are in Violations.
-func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
+func Run(ctx context.Context, c Target, opts RunOptions) (*Report, error) {
 	if opts.Duration <= 0 {
 		opts.Duration = 18 * time.Second
+	}
+	if opts.Slot <= 0 {
+		opts.Slot = slot
 	}
 	if opts.TTL <= 0 {
 		opts.TTL = time.Second
@@ -89,7 +143,7 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 	h.unconditional = opts.unconditional
 	h.staleReads = opts.staleReads
 	if opts.Faults == nil {
-		opts.Faults = faultKinds
+		opts.Faults = KindsFor(c)
 	}
 	prefix := fmt.Sprintf("failover/%d-%d/", opts.Seed, base.UnixNano())
 
@@ -100,7 +154,7 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 		}
 	}()
 	open := func() (store.Store, error) {
-		s, err := etcdstore.Open(ctx, &etcdstore.Options{Endpoints: c.ClientEndpoints(), Prefix: prefix, AttemptTimeout: etcdAttemptTimeout})
+		s, err := c.Open(ctx, prefix)
 		if err == nil {
 			stores = append(stores, s)
 		}
@@ -140,7 +194,7 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 		wg.Go(func() { h.increment(work, cs[g%2], g, counterKey) })
 	}
 
-	if err := startMoreWorkloads(work, &wg, h, open, opts, etcdURL(c, prefix), base); err != nil {
+	if err := startMoreWorkloads(work, &wg, h, open, opts, c.StoreURL(prefix), base); err != nil {
 		return nil, err
 	}
 	faults := inject(work, c, rng, opts, h.since, func(n int) { counterSlot.Store(int64(n)) })
@@ -148,10 +202,14 @@ func Run(ctx context.Context, c *Cluster, opts RunOptions) (*Report, error) {
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	if err := heal(ctx, c); err != nil {
+	if err := c.Heal(ctx); err != nil {
 		return nil, err
 	}
-	return check(ctx, c, prefix, h, faults, opts)
+	r, err := check(ctx, c, prefix, h, faults, opts)
+	if r != nil {
+		r.Base = base
+	}
+	return r, err
 }
 
 func cmp0(v, def int) int {
@@ -164,12 +222,12 @@ func cmp0(v, def int) int {
 // inject runs the faults: one per slot, kinds in an order the seed
 // shuffles (each kind once before any repeats), each on the member that
 // is leader at the moment. nextSlot is told when each slot starts.
-func inject(ctx context.Context, c *Cluster, rng *rand.Rand, opts RunOptions, since func() time.Duration, nextSlot func(int)) []Fault {
+func inject(ctx context.Context, c Target, rng *rand.Rand, opts RunOptions, since func() time.Duration, nextSlot func(int)) []Fault {
 	if len(opts.Faults) == 0 {
 		<-ctx.Done()
 		return nil
 	}
-	n := max(len(opts.Faults), int(opts.Duration/slot))
+	n := max(len(opts.Faults), int(opts.Duration/opts.Slot))
 	per := opts.Duration / time.Duration(n)
 	var kinds []string
 	for len(kinds) < n {
@@ -195,22 +253,32 @@ func inject(ctx context.Context, c *Cluster, rng *rand.Rand, opts RunOptions, si
 			c.CutClients(100*time.Millisecond + time.Duration(rng.Int64N(int64(400*time.Millisecond))))
 		case "kill-leader":
 			c.Kill(leader)
-			sleep(context.Background(), 500*time.Millisecond+time.Duration(rng.Int64N(int64(1500*time.Millisecond))))
+			sleep(context.Background(), outage(rng, opts, 500*time.Millisecond, 2*time.Second))
 			c.Restart(leader)
 		case "stop-leader":
 			c.Stop(leader)
-			sleep(context.Background(), opts.TTL+200*time.Millisecond+time.Duration(rng.Int64N(int64(800*time.Millisecond))))
+			sleep(context.Background(), outage(rng, opts, opts.TTL+200*time.Millisecond, opts.TTL+time.Second))
 			c.Cont(leader)
 		case "partition-leader":
-			c.Partition(leader)
-			sleep(context.Background(), opts.TTL+200*time.Millisecond+time.Duration(rng.Int64N(int64(800*time.Millisecond))))
-			c.HealPartition()
+			p := c.(Partitioner)
+			p.Isolate(leader)
+			sleep(context.Background(), outage(rng, opts, opts.TTL+200*time.Millisecond, opts.TTL+time.Second))
+			p.Rejoin()
 		}
 		f.Heal = since()
 		faults = append(faults, f)
 	}
 	<-ctx.Done()
 	return faults
+}
+
+// outage draws how long a leader stays out: in [from, to), or in
+// [TTL+200ms, opts.Outage) when that is set.
+func outage(rng *rand.Rand, opts RunOptions, from, to time.Duration) time.Duration {
+	if opts.Outage > 0 {
+		from, to = opts.TTL+200*time.Millisecond, max(opts.Outage, opts.TTL+300*time.Millisecond)
+	}
+	return from + time.Duration(rng.Int64N(int64(to-from)))
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -225,9 +293,24 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// heal continues every stopped member, restarts every killed one, and
+// Name is "etcd".
+func (c *Cluster) Name() string { return "etcd" }
+
+// Open opens a workload client: etcdstore with every member's proxied
+// endpoint.
+func (c *Cluster) Open(ctx context.Context, prefix string) (store.Store, error) {
+	return etcdstore.Open(ctx, &etcdstore.Options{Endpoints: c.ClientEndpoints(), Prefix: prefix, AttemptTimeout: etcdAttemptTimeout})
+}
+
+// Isolate cuts member i off from the others (Partition); Rejoin heals it.
+func (c *Cluster) Isolate(i int) { c.Partition(i) }
+
+// Rejoin heals every partition.
+func (c *Cluster) Rejoin() { c.HealPartition() }
+
+// Heal continues every stopped member, restarts every killed one, and
 // waits for a leader.
-func heal(ctx context.Context, c *Cluster) error {
+func (c *Cluster) Heal(ctx context.Context) error {
 	c.HealPartition()
 	for i, m := range c.members {
 		m.mu.Lock()
@@ -246,13 +329,8 @@ func heal(ctx context.Context, c *Cluster) error {
 	return err
 }
 
-// check reads the keys' histories back from etcd and runs the checkers.
-func check(ctx context.Context, c *Cluster, prefix string, h *history, faults []Fault, opts RunOptions) (*Report, error) {
-	cl, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
+// check reads the keys' histories back and runs the checkers.
+func check(ctx context.Context, c Target, prefix string, h *history, faults []Fault, opts RunOptions) (*Report, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	h.mu.Lock()
@@ -261,7 +339,7 @@ func check(ctx context.Context, c *Cluster, prefix string, h *history, faults []
 		LeaseStall: map[string][]time.Duration{}, CountStall: map[string][]time.Duration{}}
 	r.Violations = append(r.Violations, CheckHoldings(h.holdings)...)
 
-	writes, err := fencedHistory(ctx, cl, prefix+"fenced")
+	writes, err := c.FencedHistory(ctx, prefix, "fenced")
 	if err != nil {
 		return nil, err
 	}
@@ -274,15 +352,11 @@ func check(ctx context.Context, c *Cluster, prefix string, h *history, faults []
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		resp, err := cl.Get(ctx, prefix+k)
+		v, err := c.Value(ctx, prefix, k)
 		if err != nil {
 			return nil, err
 		}
-		var final []string
-		if len(resp.Kvs) > 0 {
-			final = ParseCounter(resp.Kvs[0].Value)
-		}
-		cr := CheckCounter(h.increments[k], final)
+		cr := CheckCounter(h.increments[k], ParseCounter(v))
 		r.Counter.add(cr)
 		for _, v := range cr.Violations {
 			r.Violations = append(r.Violations, Violation{v.Kind, k + ": " + v.What})
@@ -304,9 +378,35 @@ func check(ctx context.Context, c *Cluster, prefix string, h *history, faults []
 	return r, nil
 }
 
-// fencedHistory returns every value the key ever took, in revision order,
-// with the token the writer put in it ("c<id> t<token> w<seq>").
-func fencedHistory(ctx context.Context, cl *clientv3.Client, key string) ([]AcceptedWrite, error) {
+// client is a direct client of every member, for reading back.
+func (c *Cluster) client() (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+}
+
+// Value reads key under prefix back from etcd.
+func (c *Cluster) Value(ctx context.Context, prefix, key string) ([]byte, error) {
+	cl, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	resp, err := cl.Get(ctx, prefix+key)
+	if err != nil || len(resp.Kvs) == 0 {
+		return nil, err
+	}
+	return resp.Kvs[0].Value, nil
+}
+
+// FencedHistory returns every value the key ever took, in revision order,
+// with the token the writer put in it ("c<id> t<token> w<seq>"): etcd's
+// own history, watched from revision 1.
+func (c *Cluster) FencedHistory(ctx context.Context, prefix, key string) ([]AcceptedWrite, error) {
+	cl, err := c.client()
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	key = prefix + key
 	resp, err := cl.Get(ctx, key)
 	if err != nil {
 		return nil, err
