@@ -75,7 +75,7 @@ latchkey kv get app/greeting && exit 9 || true
 // and its key patterns and counts are accepted (running them needs an
 // etcd, so they are not run here).
 func TestReadmeBenchCommandsParse(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/benchmarks.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,8 +113,13 @@ const readmeAddr = "127.0.0.1:8500"
 // server for): its first line is "# not run: REASON".
 const notRun = "# not run:"
 
-// shBlock is one ```sh block of the README.
+// tourPages are the pages whose ```sh blocks TestReadmeTour runs: the
+// README and the pages its tour continues on.
+var tourPages = []string{"README.md", "docs/backends.md", "docs/benchmarks.md"}
+
+// shBlock is one ```sh block of a tour page.
 type shBlock struct {
+	file    string
 	line    int // of its first command
 	heading string
 	text    string
@@ -122,7 +127,18 @@ type shBlock struct {
 
 func readmeShBlocks(t *testing.T) []shBlock {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	var out []shBlock
+	for _, page := range tourPages {
+		out = append(out, shBlocks(t, page)...)
+	}
+	return out
+}
+
+// shBlocks returns the ```sh blocks of one page (a path from the
+// repository's root).
+func shBlocks(t *testing.T, page string) []shBlock {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", page))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +154,7 @@ func readmeShBlocks(t *testing.T) []shBlock {
 		case cur != nil:
 			cur.text += line + "\n"
 		case line == "```sh":
-			cur = &shBlock{line: i + 2, heading: heading}
+			cur = &shBlock{file: page, line: i + 2, heading: heading}
 		case strings.HasPrefix(line, "```"):
 			fenced = !fenced
 		case !fenced && strings.HasPrefix(line, "#"):
@@ -347,7 +363,7 @@ func runTourBlock(t *testing.T, i int, b shBlock, env []string) {
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	start := time.Now()
 	err = cmd.Run()
-	t.Logf("README.md:%d: %v", b.line, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s:%d: %v", b.file, b.line, time.Since(start).Round(time.Millisecond))
 	if cmd.Process != nil {
 		pg := -cmd.Process.Pid
 		syscall.Kill(pg, syscall.SIGTERM)
@@ -358,6 +374,6 @@ func runTourBlock(t *testing.T, i int, b shBlock, env []string) {
 	}
 	if err != nil {
 		got, _ := os.ReadFile(logPath)
-		t.Errorf("README.md:%d (under %q) fails as written: %v\n--- block\n%s--- output\n%s", b.line, b.heading, err, b.text, got)
+		t.Errorf("%s:%d (under %q) fails as written: %v\n--- block\n%s--- output\n%s", b.file, b.line, b.heading, err, b.text, got)
 	}
 }
