@@ -1,6 +1,7 @@
 package etcdstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -26,13 +28,13 @@ type Options struct {
 	// "jobs/a"). Default: none, the whole keyspace.
 	Prefix string
 	// DialTimeout bounds authentication at Open (when Username is set).
-	// Default 5 seconds.
+	// Zero means DefaultDialTimeout; negative is refused.
 	DialTimeout time.Duration
 	// RequestTimeout bounds each request that has no earlier deadline of
 	// its own: the official client waits for a connection rather than
 	// failing fast, so without it a dead endpoint would block forever.
-	// It does not bound WaitChange. Default 30 seconds; negative means
-	// none.
+	// It does not bound WaitChange. Zero means DefaultRequestTimeout;
+	// negative means none.
 	RequestTimeout time.Duration
 	// AttemptTimeout bounds each attempt of a request, so that one sent
 	// to a member that stopped answering (paused, partitioned, a dead
@@ -53,15 +55,22 @@ type Options struct {
 	// without it uses the system roots).
 	TLS *tls.Config
 	// MaxValueSize is the largest value Put accepts, and the largest sum
-	// of keys and values one Txn accepts, in bytes. Default
+	// of keys and values one Txn accepts, in bytes. Zero means
 	// DefaultMaxValueSize, which fits etcd's default --max-request-bytes
-	// (1.5 MiB); raise it only for a server configured larger.
+	// (1.5 MiB); raise it only for a server configured larger. Negative
+	// is refused.
 	MaxValueSize int
 }
 
 // DefaultMaxValueSize is the default Options.MaxValueSize: etcd's default
 // request limit of 1.5 MiB less 8 KiB for the key, the prefix and framing.
 const DefaultMaxValueSize = 3<<19 - 8<<10
+
+// The defaults of DialTimeout and RequestTimeout.
+const (
+	DefaultDialTimeout    = 5 * time.Second
+	DefaultRequestTimeout = 30 * time.Second
+)
 
 // DefaultAttemptTimeout is the default Options.AttemptTimeout: five
 // times etcd's default election timeout (1 s), so that a request which
@@ -122,18 +131,15 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 	if (o.Username == "") != (o.Password == "") {
 		return nil, errors.New("etcdstore: Username and Password go together")
 	}
-	if o.MaxValueSize <= 0 {
-		o.MaxValueSize = DefaultMaxValueSize
+	// RequestTimeout and AttemptTimeout are the options whose negative
+	// values mean something (no bound), documented on the fields.
+	if err := optcheck.NonNegative(optcheck.Named("MaxValueSize", o.MaxValueSize), optcheck.Named("DialTimeout", o.DialTimeout)); err != nil {
+		return nil, fmt.Errorf("etcdstore: open: %w", err)
 	}
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = 5 * time.Second
-	}
-	if o.RequestTimeout == 0 {
-		o.RequestTimeout = 30 * time.Second
-	}
-	if o.AttemptTimeout == 0 {
-		o.AttemptTimeout = DefaultAttemptTimeout
-	}
+	o.MaxValueSize = cmp.Or(o.MaxValueSize, DefaultMaxValueSize)
+	o.DialTimeout = cmp.Or(o.DialTimeout, DefaultDialTimeout)
+	o.RequestTimeout = cmp.Or(o.RequestTimeout, DefaultRequestTimeout)
+	o.AttemptTimeout = cmp.Or(o.AttemptTimeout, DefaultAttemptTimeout)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("etcdstore: open: %w", err)
 	}

@@ -1,6 +1,7 @@
 package gcsstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/google"
 
+	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -45,13 +47,21 @@ type Options struct {
 	// it: it deletes the object whatever generation the request names.
 	NoCompareAndDelete bool
 	// ResolveAttempts bounds the resends used to resolve one ambiguous
-	// write; 0 means 3.
+	// write. Zero means DefaultResolveAttempts; negative is refused.
 	ResolveAttempts int
 	// ResolveBackoff is the first delay between resolution attempts,
-	// doubled each time with full jitter; 0 means 200ms (GCS allows about
-	// one write per second per object).
+	// doubled each time with full jitter. Zero means
+	// DefaultResolveBackoff; negative is refused.
 	ResolveBackoff time.Duration
 }
+
+// The defaults of Options' zero fields.
+const (
+	DefaultResolveAttempts = 3
+	// DefaultResolveBackoff: GCS allows about one write per second per
+	// object.
+	DefaultResolveBackoff = 200 * time.Millisecond
+)
 
 // The scopes the official client asks application default credentials
 // for, and the variable naming an emulator.
@@ -95,6 +105,9 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 		return nil, errors.New("gcsstore: open: empty bucket name")
 	}
 	o := *opts
+	if err := optcheck.NonNegative(optcheck.Named("ResolveAttempts", o.ResolveAttempts), optcheck.Named("ResolveBackoff", o.ResolveBackoff)); err != nil {
+		return nil, fmt.Errorf("gcsstore: open: %w", err)
+	}
 	prefix := strings.Trim(o.Prefix, "/")
 	if prefix != "" {
 		if err := store.ValidateKey(prefix); err != nil {
@@ -122,7 +135,8 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("gcsstore: open: endpoint %q: want http(s)://host/storage/v1/", api)
 	}
 	s := &Store{hc: o.HTTPClient, api: api, upload: u.Scheme + "://" + u.Host + "/upload/storage/v1/",
-		name: o.Bucket, prefix: prefix, attempts: o.ResolveAttempts, backoff: o.ResolveBackoff, noCAD: o.NoCompareAndDelete}
+		name: o.Bucket, prefix: prefix, noCAD: o.NoCompareAndDelete,
+		attempts: cmp.Or(o.ResolveAttempts, DefaultResolveAttempts), backoff: cmp.Or(o.ResolveBackoff, DefaultResolveBackoff)}
 	if s.hc == nil {
 		s.own = http.DefaultTransport.(*http.Transport).Clone()
 		s.hc = &http.Client{Transport: s.own}
@@ -135,12 +149,6 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 			}
 			s.hc.Transport = &oauth2.Transport{Source: creds.TokenSource, Base: s.own}
 		}
-	}
-	if s.attempts <= 0 {
-		s.attempts = 3
-	}
-	if s.backoff <= 0 {
-		s.backoff = 200 * time.Millisecond
 	}
 	return s, nil
 }
