@@ -207,14 +207,16 @@ func Run(ctx context.Context, cfg Config, stdout io.Writer) error {
 		ln.Close()
 		return err
 	}
+	// The log line first: whoever waits for the startup line (a script,
+	// a test) then finds the mode it runs in already logged.
+	s.log.Info("serving", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
+		"tls", s.cfg.TLSCert != "", "fsync", !s.cfg.NoSync, "durability", s.engine.Mode(), "index", s.engine.Index(),
+		"gogc", gcPercent(), "gomemlimit", memoryLimit())
 	fmt.Fprintf(stdout, "latchkey: serving Consul KV API and S3 API on %s://%s (data in %s)\n",
 		s.Scheme(), ln.Addr(), s.cfg.DataDir)
 	if cfg.Notices != nil {
 		s.printNotices(cfg.Notices, s.Scheme()+"://"+ln.Addr().String())
 	}
-	s.log.Info("serving", "listen", ln.Addr().String(), "data_dir", s.cfg.DataDir,
-		"tls", s.cfg.TLSCert != "", "fsync", !s.cfg.NoSync, "durability", s.engine.Mode(), "index", s.engine.Index(),
-		"gogc", gcPercent(), "gomemlimit", memoryLimit())
 	return s.Serve(ctx, ln)
 }
 
