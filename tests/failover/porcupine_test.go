@@ -7,18 +7,22 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/storetest"
 )
 
 func get(key string, call, ret int64, value string, version store.Version) porcupine.Operation {
-	return porcupine.Operation{Input: KVInput{Kind: kvGet, Key: key}, Call: call, Return: ret, Output: KVOutput{OK: true, Value: value, Version: version}}
+	in, out := storetest.KVGet(key, true, value, version)
+	return porcupine.Operation{Input: in, Call: call, Return: ret, Output: out}
 }
 
 func put(key string, call, ret int64, value string, cond store.Condition, ok bool, version store.Version) porcupine.Operation {
-	return porcupine.Operation{Input: KVInput{Kind: kvPut, Key: key, Value: value, Cond: cond}, Call: call, Return: ret, Output: KVOutput{OK: ok, Version: version}}
+	in, out := storetest.KVPut(key, value, cond, ok, false, version)
+	return porcupine.Operation{Input: in, Call: call, Return: ret, Output: out}
 }
 
 func unknownPut(key string, call int64, value string, cond store.Condition) porcupine.Operation {
-	return porcupine.Operation{Input: KVInput{Kind: kvPut, Key: key, Value: value, Cond: cond}, Call: call, Return: never, Output: KVOutput{Unknown: true}}
+	in, out := storetest.KVPut(key, value, cond, false, true, "")
+	return porcupine.Operation{Input: in, Call: call, Return: never, Output: out}
 }
 
 func TestCheckLinearizable(t *testing.T) {
@@ -32,7 +36,7 @@ func TestCheckLinearizable(t *testing.T) {
 		put("k", 35, 45, "c", store.IfMatch("5"), false, ""), // lost the race
 		get("x", 50, 60, "", ""),
 	}
-	good[4].Output = KVOutput{} // x not found
+	_, good[4].Output = storetest.KVGet("x", false, "", "") // x not found
 	if v := verdict(good...); v != porcupine.Ok {
 		t.Fatalf("a clean history: %v", v)
 	}
