@@ -1,26 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/cas"
-	"github.com/latchkey/latchkey/store/memstore"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -169,48 +161,6 @@ func TestBenchLock(t *testing.T) {
 	}
 }
 
-// listenerPID finds the process listening on a loopback port (here, this
-// one), and processCPU reads a CPU time that grows with work done.
-func TestBenchProcessCPU(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("CPU accounting reads Linux's /proc")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	if pid, ok := listenerPID(ln.Addr().String()); !ok || pid != os.Getpid() {
-		t.Fatalf("listenerPID(%s) = %d, %v; want %d", ln.Addr(), pid, ok, os.Getpid())
-	}
-	if _, ok := listenerPID("127.0.0.1:1"); ok {
-		t.Error("listenerPID found a process on a port nobody listens on")
-	}
-	if _, ok := listenerPID("192.0.2.1:80"); ok {
-		t.Error("listenerPID claimed a process for a remote address")
-	}
-	c0, err := processCPU(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Spin until getrusage says this process used 100ms more CPU (however
-	// busy the machine is); /proc must agree to within its 10ms ticks.
-	s0, err := selfCPU()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		if s, _ := selfCPU(); s-s0 >= 100*time.Millisecond {
-			break
-		}
-	}
-	s1, _ := selfCPU()
-	c1, _ := processCPU(os.Getpid())
-	if got, want := c1-c0, s1-s0; got < want-3*clockTick {
-		t.Errorf("/proc counted %v of CPU where getrusage counted %v", got, want)
-	}
-}
-
 // fakeEtcd implements the two etcd v3 JSON gateway calls the bench makes,
 // with the request and response field names etcd 3.4's gateway uses
 // (checked by hand against Debian's etcd-server 3.4.23), so the test pins
@@ -296,38 +246,6 @@ func TestBenchEtcdGateway(t *testing.T) {
 	}
 }
 
-// The update pattern counts: its writes are a counter, and the check
-// after a run fails when the count is below the acknowledged updates (a
-// lost update) or above them by more than one per client.
-func TestBenchUpdateCountsItsWrites(t *testing.T) {
-	ctx := context.Background()
-	s := memstore.New()
-	for _, val := range [][]byte{[]byte("x"), bytes.Repeat([]byte("v"), 16)} {
-		key := fmt.Sprintf("count-%d", len(val))
-		for range 12 {
-			if _, err := cas.Update(ctx, s, key, benchIncrement(val), nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		e, err := s.Get(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n, err := benchCount(e.Value); err != nil || n != 12 || len(e.Value) < len(val) {
-			t.Fatalf("after 12 updates of a %d-byte value: %q (%d, %v)", len(val), e.Value, n, err)
-		}
-		for _, c := range []struct {
-			acked   int64
-			clients int
-			ok      bool
-		}{{12, 1, true}, {11, 1, true}, {10, 1, false}, {13, 1, false}, {9, 3, true}, {8, 3, false}} {
-			if err := checkUpdateCount(ctx, s, key, c.acked, c.clients); (err == nil) != c.ok {
-				t.Errorf("counter 12, %d acknowledged by %d clients: err = %v, want ok %v", c.acked, c.clients, err, c.ok)
-			}
-		}
-	}
-}
-
 // The update pattern with separate processes: every worker is a process
 // of its own, each target's row reports the spread and each process's
 // count, and the key counts exactly the updates done (the bench fails
@@ -356,6 +274,21 @@ func TestBenchUpdateProcs(t *testing.T) {
 	for _, kind := range []string{"latchkey", "etcd", "etcd-stm"} {
 		if !regexp.MustCompile(`updates per process, ` + kind + ` × 3: \d+ \d+ \d+`).MatchString(out) {
 			t.Errorf("no per-process counts for %s × 3:\n%s", kind, out)
+		}
+	}
+}
+
+// Both HTTP clients drive the child server.
+func TestBenchHTTPClients(t *testing.T) {
+	t.Setenv(asMain, "1")
+	for _, client := range []string{"lean", "net/http"} {
+		c := &cli{t: t, env: map[string]string{}}
+		out := c.ok("bench", "--http-client", client, "--duration", "200ms", "--clients", "2", "--keys", "distinct")
+		if !strings.Contains(out, "the bench's "+client+" HTTP client") {
+			t.Errorf("--http-client %s: output does not name the client:\n%s", client, out)
+		}
+		if rows := benchRows(out, "latchkey"); len(rows) != 1 || rows[0][3] == "0" {
+			t.Errorf("--http-client %s: rows %q:\n%s", client, rows, out)
 		}
 	}
 }
