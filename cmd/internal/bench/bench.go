@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -192,16 +193,12 @@ func openBenchTargets(ctx context.Context, e *Env, cfg benchConfig, hc *http.Cli
 			c()
 		}
 	}
-	base, pid := strings.TrimSuffix(cfg.url, "/"), cfg.serverPID
-	if base == "" {
-		child, err := startBenchServer(ctx, e)
-		if err != nil {
-			return set, nil, err
-		}
-		closers = append(closers, child.stop)
-		base, pid = child.url, child.pid
-		fmt.Fprintf(e.Stdout, "latchkey bench: latchkey serve (pid %d) at %s (temporary data directory, fsync on)\n", pid, base)
+	srv, err := openServer(ctx, e, cfg.url)
+	if err != nil {
+		return set, nil, err
 	}
+	closers = append(closers, srv.stop)
+	base, pid := srv.url, cmp.Or(srv.pid, cfg.serverPID)
 	var client benchHTTP = &netHTTPClient{base: base, token: cfg.token, c: hc}
 	clientName := benchClientNetHTTP
 	if host, ok := strings.CutPrefix(base, "http://"); ok && cfg.httpClient == benchClientLean {
@@ -367,11 +364,26 @@ func benchCounts(flagName, list string) ([]int, error) {
 }
 
 // benchChild is a `latchkey serve` the bench started as a child process,
-// so that its CPU time is its own.
+// so that its CPU time is its own (or, from openServer, the --url server).
 type benchChild struct {
 	url  string
 	pid  int
 	stop func()
+}
+
+// openServer returns the latchkey server to measure: --url's (pid 0,
+// stop does nothing), or else latchkey serve started as a child process
+// and announced on stdout.
+func openServer(ctx context.Context, e *Env, url string) (*benchChild, error) {
+	if url != "" {
+		return &benchChild{url: strings.TrimSuffix(url, "/"), stop: func() {}}, nil
+	}
+	child, err := startBenchServer(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(e.Stdout, "latchkey bench: latchkey serve (pid %d) at %s (temporary data directory, fsync on)\n", child.pid, child.url)
+	return child, nil
 }
 
 // startBenchServer starts this executable as `latchkey serve` on a

@@ -53,16 +53,12 @@ func runLockBench(ctx context.Context, e *Env, cfg benchConfig) error {
 	if err != nil {
 		return err
 	}
-	base := strings.TrimSuffix(cfg.url, "/")
-	if base == "" {
-		child, err := startBenchServer(ctx, e)
-		if err != nil {
-			return err
-		}
-		defer child.stop()
-		base = child.url
-		fmt.Fprintf(e.Stdout, "latchkey bench: latchkey serve (pid %d) at %s (temporary data directory, fsync on)\n", child.pid, base)
+	srv, err := openServer(ctx, e, cfg.url)
+	if err != nil {
+		return err
 	}
+	defer srv.stop()
+	base := srv.url
 	peers := []*lockPeer{consulLockPeer(base, cfg.token)}
 	if cfg.etcd != "" {
 		p, err := etcdLockPeer(strings.TrimPrefix(cfg.etcd, "http://"))

@@ -194,16 +194,12 @@ func runUpdateProcsBench(ctx context.Context, e *Env, cfg benchConfig, counts []
 	if cfg.etcd != "" {
 		kinds = append(kinds, updateWorkerEtcd, updateWorkerSTM)
 	}
-	base := strings.TrimSuffix(cfg.url, "/")
-	if base == "" {
-		child, err := startBenchServer(ctx, e)
-		if err != nil {
-			return err
-		}
-		defer child.stop()
-		base = child.url
-		fmt.Fprintf(e.Stdout, "latchkey bench: latchkey serve (pid %d) at %s (temporary data directory, fsync on)\n", child.pid, base)
+	srv, err := openServer(ctx, e, cfg.url)
+	if err != nil {
+		return err
 	}
+	defer srv.stop()
+	base := srv.url
 	ep := strings.TrimPrefix(strings.TrimPrefix(cfg.etcd, "http://"), "https://")
 	prefix := benchPrefix()
 	fmt.Fprintf(e.Stdout, "one shared key updated by separate processes, each one loop of updates; %d-byte values, %v per measurement, keys under %s/\n\n", cfg.size, cfg.dur, prefix)
