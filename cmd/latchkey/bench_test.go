@@ -29,6 +29,27 @@ func benchRows(out, target string) [][]string {
 	return rows
 }
 
+// benchCLI runs latchkey bench in-process; the bench starts this test
+// binary as latchkey serve and as its --update-procs workers.
+func benchCLI(t *testing.T) *cli {
+	t.Setenv(asMain, "1")
+	return &cli{t: t, env: map[string]string{}}
+}
+
+// peerRows checks that out has the latchkey / peer ratio table and n rows
+// of peer, and returns those.
+func peerRows(t *testing.T, out, peer string, n int) [][]string {
+	t.Helper()
+	if !strings.Contains(out, "latchkey / "+peer) {
+		t.Fatalf("no ratio table:\n%s", out)
+	}
+	rows := benchRows(out, peer)
+	if len(rows) != n {
+		t.Fatalf("want %d %s rows:\n%s", n, peer, out)
+	}
+	return rows
+}
+
 // cpuField parses a srv/op or cli/op column ("123µs").
 func cpuField(t *testing.T, f string) time.Duration {
 	t.Helper()
@@ -40,8 +61,7 @@ func cpuField(t *testing.T, f string) time.Duration {
 }
 
 func TestBenchAgainstChildServer(t *testing.T) {
-	t.Setenv(asMain, "1") // the bench starts this binary as latchkey serve
-	c := &cli{t: t, env: map[string]string{}}
+	c := benchCLI(t)
 	out := c.ok("bench", "--duration", "300ms", "--clients", "1,4", "--keys", "distinct,hot,create,update")
 	rows := benchRows(out, "latchkey")
 	if len(rows) != 8 {
@@ -107,18 +127,10 @@ func startEmbeddedEtcd(t *testing.T) string {
 // pattern applies writes, distinct and create without conflicts, and each
 // row has its ratio line.
 func TestBenchEtcdSideBySide(t *testing.T) {
-	t.Setenv(asMain, "1")
 	ep := startEmbeddedEtcd(t)
-	c := &cli{t: t, env: map[string]string{}}
+	c := benchCLI(t)
 	out := c.ok("bench", "--duration", "200ms", "--clients", "2", "--keys", "distinct,hot,create,update", "--etcd", ep)
-	if !strings.Contains(out, "latchkey / etcd") {
-		t.Fatalf("no ratio table:\n%s", out)
-	}
-	rows := benchRows(out, "etcd")
-	if len(rows) != 4 {
-		t.Fatalf("want 4 etcd rows:\n%s", out)
-	}
-	for _, f := range rows {
+	for _, f := range peerRows(t, out, "etcd", 4) {
 		if ops, err := strconv.ParseFloat(f[3], 64); err != nil || ops <= 0 {
 			t.Errorf("no write applied against etcd: %q", f)
 		}
@@ -138,9 +150,8 @@ func TestBenchEtcdSideBySide(t *testing.T) {
 // Lock handoff against the server's Consul API (api.Lock) and etcd's
 // concurrency.Mutex: both hand the lock over, and waiters send requests.
 func TestBenchLock(t *testing.T) {
-	t.Setenv(asMain, "1")
 	ep := startEmbeddedEtcd(t)
-	c := &cli{t: t, env: map[string]string{}}
+	c := benchCLI(t)
 	out := c.ok("bench", "--lock", "--waiters", "2,4", "--duration", "700ms", "--etcd", ep)
 	seen := map[string]int{}
 	for _, l := range strings.Split(out, "\n") {
@@ -227,19 +238,11 @@ func fakeEtcd(t *testing.T) *httptest.Server {
 
 // --etcd-gateway keeps the JSON path, labelled as such.
 func TestBenchEtcdGateway(t *testing.T) {
-	t.Setenv(asMain, "1")
 	etcd := fakeEtcd(t)
 	defer etcd.Close()
-	c := &cli{t: t, env: map[string]string{}}
+	c := benchCLI(t)
 	out := c.ok("bench", "--duration", "200ms", "--clients", "2", "--etcd-gateway", etcd.URL)
-	if !strings.Contains(out, "latchkey / etcd-json") {
-		t.Fatalf("no ratio table:\n%s", out)
-	}
-	rows := benchRows(out, "etcd-json")
-	if len(rows) != 2 {
-		t.Fatalf("want 2 etcd-json rows:\n%s", out)
-	}
-	for _, f := range rows {
+	for _, f := range peerRows(t, out, "etcd-json", 2) {
 		if f[3] == "0" {
 			t.Errorf("no CAS applied against the gateway: %q", f)
 		}
@@ -251,9 +254,8 @@ func TestBenchEtcdGateway(t *testing.T) {
 // count, and the key counts exactly the updates done (the bench fails
 // otherwise).
 func TestBenchUpdateProcs(t *testing.T) {
-	t.Setenv(asMain, "1") // the bench starts this binary as the server and the workers
 	ep := startEmbeddedEtcd(t)
-	c := &cli{t: t, env: map[string]string{}}
+	c := benchCLI(t)
 	out := c.ok("bench", "--update-procs", "1,3", "--duration", "300ms", "--etcd", ep)
 	row := regexp.MustCompile(`(?m)^\s*(latchkey|etcd|etcd-stm)\s+(\d+)\s+(\d+)\s+(\d+)%\s+([0-9.]+)\s+\S+\s+\S+\s+\S+\s+([0-9.]+)\s+(\d+) (\d+) (\d+)\s*$`)
 	rows := row.FindAllStringSubmatch(out, -1)
@@ -280,9 +282,8 @@ func TestBenchUpdateProcs(t *testing.T) {
 
 // Both HTTP clients drive the child server.
 func TestBenchHTTPClients(t *testing.T) {
-	t.Setenv(asMain, "1")
 	for _, client := range []string{"lean", "net/http"} {
-		c := &cli{t: t, env: map[string]string{}}
+		c := benchCLI(t)
 		out := c.ok("bench", "--http-client", client, "--duration", "200ms", "--clients", "2", "--keys", "distinct")
 		if !strings.Contains(out, "the bench's "+client+" HTTP client") {
 			t.Errorf("--http-client %s: output does not name the client:\n%s", client, out)
