@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -119,5 +120,28 @@ func TestBenchUpdateCountsItsWrites(t *testing.T) {
 				t.Errorf("counter 12, %d acknowledged by %d clients: err = %v, want ok %v", c.acked, c.clients, err, c.ok)
 			}
 		}
+	}
+}
+
+// Run words a bad command line as a usage *Error (the command exits 2),
+// prints -h's help to Stdout, and starts nothing for either.
+func TestRunUsage(t *testing.T) {
+	var out strings.Builder
+	e := &Env{Stdout: &out, Getenv: func(string) string { return "" }, Environ: func() []string { return nil }}
+	for _, args := range [][]string{
+		{"--duration", "11m"}, {"--clients", "0"}, {"--keys", "warm"}, {"--value-size", "1000000"},
+		{"--http-client", "curl"}, {"--update-procs", "1,x"}, {"--queue"}, {"--frob"}, {"extra"},
+	} {
+		err := Run(context.Background(), e, args)
+		var be *Error
+		if !errors.As(err, &be) || !be.Usage || !strings.HasPrefix(be.Msg, "bench") {
+			t.Errorf("bench %q: %v, want a usage *Error that names the bench", args, err)
+		}
+	}
+	if out.Len() != 0 {
+		t.Errorf("a refused command line printed %q", out.String())
+	}
+	if err := Run(context.Background(), e, []string{"-h"}); err != nil || !strings.HasPrefix(out.String(), "Usage: latchkey bench [flags]") || !strings.Contains(out.String(), "-update-procs counts") {
+		t.Errorf("bench -h: %v, printed %q", err, out.String())
 	}
 }
