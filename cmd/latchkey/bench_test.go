@@ -1,26 +1,18 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/cas"
-	"github.com/latchkey/latchkey/store/memstore"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 )
@@ -37,6 +29,27 @@ func benchRows(out, target string) [][]string {
 	return rows
 }
 
+// benchCLI runs latchkey bench in-process; the bench starts this test
+// binary as latchkey serve and as its --update-procs workers.
+func benchCLI(t *testing.T) *cli {
+	t.Setenv(asMain, "1")
+	return &cli{t: t, env: map[string]string{}}
+}
+
+// peerRows checks that out has the latchkey / peer ratio table and n rows
+// of peer, and returns those.
+func peerRows(t *testing.T, out, peer string, n int) [][]string {
+	t.Helper()
+	if !strings.Contains(out, "latchkey / "+peer) {
+		t.Fatalf("no ratio table:\n%s", out)
+	}
+	rows := benchRows(out, peer)
+	if len(rows) != n {
+		t.Fatalf("want %d %s rows:\n%s", n, peer, out)
+	}
+	return rows
+}
+
 // cpuField parses a srv/op or cli/op column ("123µs").
 func cpuField(t *testing.T, f string) time.Duration {
 	t.Helper()
@@ -48,8 +61,7 @@ func cpuField(t *testing.T, f string) time.Duration {
 }
 
 func TestBenchAgainstChildServer(t *testing.T) {
-	t.Setenv(asMain, "1") // the bench starts this binary as latchkey serve
-	c := &cli{t: t, env: map[string]string{}}
+	c := benchCLI(t)
 	out := c.ok("bench", "--duration", "300ms", "--clients", "1,4", "--keys", "distinct,hot,create,update")
 	rows := benchRows(out, "latchkey")
 	if len(rows) != 8 {
@@ -115,18 +127,10 @@ func startEmbeddedEtcd(t *testing.T) string {
 // pattern applies writes, distinct and create without conflicts, and each
 // row has its ratio line.
 func TestBenchEtcdSideBySide(t *testing.T) {
-	t.Setenv(asMain, "1")
 	ep := startEmbeddedEtcd(t)
-	c := &cli{t: t, env: map[string]string{}}
+	c := benchCLI(t)
 	out := c.ok("bench", "--duration", "200ms", "--clients", "2", "--keys", "distinct,hot,create,update", "--etcd", ep)
-	if !strings.Contains(out, "latchkey / etcd") {
-		t.Fatalf("no ratio table:\n%s", out)
-	}
-	rows := benchRows(out, "etcd")
-	if len(rows) != 4 {
-		t.Fatalf("want 4 etcd rows:\n%s", out)
-	}
-	for _, f := range rows {
+	for _, f := range peerRows(t, out, "etcd", 4) {
 		if ops, err := strconv.ParseFloat(f[3], 64); err != nil || ops <= 0 {
 			t.Errorf("no write applied against etcd: %q", f)
 		}
@@ -146,9 +150,8 @@ func TestBenchEtcdSideBySide(t *testing.T) {
 // Lock handoff against the server's Consul API (api.Lock) and etcd's
 // concurrency.Mutex: both hand the lock over, and waiters send requests.
 func TestBenchLock(t *testing.T) {
-	t.Setenv(asMain, "1")
 	ep := startEmbeddedEtcd(t)
-	c := &cli{t: t, env: map[string]string{}}
+	c := benchCLI(t)
 	out := c.ok("bench", "--lock", "--waiters", "2,4", "--duration", "700ms", "--etcd", ep)
 	seen := map[string]int{}
 	for _, l := range strings.Split(out, "\n") {
@@ -166,48 +169,6 @@ func TestBenchLock(t *testing.T) {
 	}
 	if seen["latchkey"] != 2 || seen["etcd"] != 2 {
 		t.Fatalf("want 2 rows each for latchkey and etcd:\n%s", out)
-	}
-}
-
-// listenerPID finds the process listening on a loopback port (here, this
-// one), and processCPU reads a CPU time that grows with work done.
-func TestBenchProcessCPU(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("CPU accounting reads Linux's /proc")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	if pid, ok := listenerPID(ln.Addr().String()); !ok || pid != os.Getpid() {
-		t.Fatalf("listenerPID(%s) = %d, %v; want %d", ln.Addr(), pid, ok, os.Getpid())
-	}
-	if _, ok := listenerPID("127.0.0.1:1"); ok {
-		t.Error("listenerPID found a process on a port nobody listens on")
-	}
-	if _, ok := listenerPID("192.0.2.1:80"); ok {
-		t.Error("listenerPID claimed a process for a remote address")
-	}
-	c0, err := processCPU(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Spin until getrusage says this process used 100ms more CPU (however
-	// busy the machine is); /proc must agree to within its 10ms ticks.
-	s0, err := selfCPU()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
-		if s, _ := selfCPU(); s-s0 >= 100*time.Millisecond {
-			break
-		}
-	}
-	s1, _ := selfCPU()
-	c1, _ := processCPU(os.Getpid())
-	if got, want := c1-c0, s1-s0; got < want-3*clockTick {
-		t.Errorf("/proc counted %v of CPU where getrusage counted %v", got, want)
 	}
 }
 
@@ -277,53 +238,13 @@ func fakeEtcd(t *testing.T) *httptest.Server {
 
 // --etcd-gateway keeps the JSON path, labelled as such.
 func TestBenchEtcdGateway(t *testing.T) {
-	t.Setenv(asMain, "1")
 	etcd := fakeEtcd(t)
 	defer etcd.Close()
-	c := &cli{t: t, env: map[string]string{}}
+	c := benchCLI(t)
 	out := c.ok("bench", "--duration", "200ms", "--clients", "2", "--etcd-gateway", etcd.URL)
-	if !strings.Contains(out, "latchkey / etcd-json") {
-		t.Fatalf("no ratio table:\n%s", out)
-	}
-	rows := benchRows(out, "etcd-json")
-	if len(rows) != 2 {
-		t.Fatalf("want 2 etcd-json rows:\n%s", out)
-	}
-	for _, f := range rows {
+	for _, f := range peerRows(t, out, "etcd-json", 2) {
 		if f[3] == "0" {
 			t.Errorf("no CAS applied against the gateway: %q", f)
-		}
-	}
-}
-
-// The update pattern counts: its writes are a counter, and the check
-// after a run fails when the count is below the acknowledged updates (a
-// lost update) or above them by more than one per client.
-func TestBenchUpdateCountsItsWrites(t *testing.T) {
-	ctx := context.Background()
-	s := memstore.New()
-	for _, val := range [][]byte{[]byte("x"), bytes.Repeat([]byte("v"), 16)} {
-		key := fmt.Sprintf("count-%d", len(val))
-		for range 12 {
-			if _, err := cas.Update(ctx, s, key, benchIncrement(val), nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-		e, err := s.Get(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n, err := benchCount(e.Value); err != nil || n != 12 || len(e.Value) < len(val) {
-			t.Fatalf("after 12 updates of a %d-byte value: %q (%d, %v)", len(val), e.Value, n, err)
-		}
-		for _, c := range []struct {
-			acked   int64
-			clients int
-			ok      bool
-		}{{12, 1, true}, {11, 1, true}, {10, 1, false}, {13, 1, false}, {9, 3, true}, {8, 3, false}} {
-			if err := checkUpdateCount(ctx, s, key, c.acked, c.clients); (err == nil) != c.ok {
-				t.Errorf("counter 12, %d acknowledged by %d clients: err = %v, want ok %v", c.acked, c.clients, err, c.ok)
-			}
 		}
 	}
 }
@@ -333,9 +254,8 @@ func TestBenchUpdateCountsItsWrites(t *testing.T) {
 // count, and the key counts exactly the updates done (the bench fails
 // otherwise).
 func TestBenchUpdateProcs(t *testing.T) {
-	t.Setenv(asMain, "1") // the bench starts this binary as the server and the workers
 	ep := startEmbeddedEtcd(t)
-	c := &cli{t: t, env: map[string]string{}}
+	c := benchCLI(t)
 	out := c.ok("bench", "--update-procs", "1,3", "--duration", "300ms", "--etcd", ep)
 	row := regexp.MustCompile(`(?m)^\s*(latchkey|etcd|etcd-stm)\s+(\d+)\s+(\d+)\s+(\d+)%\s+([0-9.]+)\s+\S+\s+\S+\s+\S+\s+([0-9.]+)\s+(\d+) (\d+) (\d+)\s*$`)
 	rows := row.FindAllStringSubmatch(out, -1)
@@ -356,6 +276,20 @@ func TestBenchUpdateProcs(t *testing.T) {
 	for _, kind := range []string{"latchkey", "etcd", "etcd-stm"} {
 		if !regexp.MustCompile(`updates per process, ` + kind + ` × 3: \d+ \d+ \d+`).MatchString(out) {
 			t.Errorf("no per-process counts for %s × 3:\n%s", kind, out)
+		}
+	}
+}
+
+// Both HTTP clients drive the child server.
+func TestBenchHTTPClients(t *testing.T) {
+	for _, client := range []string{"lean", "net/http"} {
+		c := benchCLI(t)
+		out := c.ok("bench", "--http-client", client, "--duration", "200ms", "--clients", "2", "--keys", "distinct")
+		if !strings.Contains(out, "the bench's "+client+" HTTP client") {
+			t.Errorf("--http-client %s: output does not name the client:\n%s", client, out)
+		}
+		if rows := benchRows(out, "latchkey"); len(rows) != 1 || rows[0][3] == "0" {
+			t.Errorf("--http-client %s: rows %q:\n%s", client, rows, out)
 		}
 	}
 }

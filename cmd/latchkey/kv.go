@@ -126,6 +126,14 @@ func newKVFlags(e *env, name string) *kvFlags {
 	return &kvFlags{cmdFlags: f, name: name, store: addStoreFlag(f.FlagSet)}
 }
 
+// parseArgs parses args and checks that min to max arguments remain.
+func (f *kvFlags) parseArgs(args []string, min, max int) error {
+	if err := f.parse(args); err != nil {
+		return err
+	}
+	return f.nargs(min, max)
+}
+
 // nargs checks the count of positional arguments.
 func (f *kvFlags) nargs(min, max int) error {
 	if n := f.NArg(); n > max {

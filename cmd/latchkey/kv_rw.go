@@ -257,10 +257,7 @@ func runKVDelete(ctx context.Context, e *env, args []string) error {
 
 func runKVList(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "list")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.nargs(0, 1); err != nil {
+	if err := f.parseArgs(args, 0, 1); err != nil {
 		return err
 	}
 	s, err := openStore(ctx, e, *f.store)

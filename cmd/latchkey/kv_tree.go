@@ -95,10 +95,7 @@ type exportEntry struct {
 
 func runKVExport(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "export")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.nargs(0, 1); err != nil {
+	if err := f.parseArgs(args, 0, 1); err != nil {
 		return err
 	}
 	s, err := openStore(ctx, e, *f.store)
@@ -124,10 +121,7 @@ func runKVExport(ctx context.Context, e *env, args []string) error {
 
 func runKVImport(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "import")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.nargs(1, 1); err != nil {
+	if err := f.parseArgs(args, 1, 1); err != nil {
 		return err
 	}
 	data, err := readValue(e, f.Arg(0))

@@ -100,10 +100,7 @@ func txnIndex(raw json.RawMessage) (string, error) {
 
 func runKVTxn(ctx context.Context, e *env, args []string) error {
 	f := newKVFlags(e, "txn")
-	if err := f.parse(args); err != nil {
-		return err
-	}
-	if err := f.nargs(1, 1); err != nil {
+	if err := f.parseArgs(args, 1, 1); err != nil {
 		return err
 	}
 	var r io.Reader = e.stdin

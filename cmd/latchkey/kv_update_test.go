@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 // binary returns a command that runs this test binary as latchkey.
-func binary(t *testing.T, args ...string) *exec.Cmd {
+func binary(t testing.TB, args ...string) *exec.Cmd {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

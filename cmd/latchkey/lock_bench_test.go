@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -43,7 +41,7 @@ func benchLockRun(b *testing.B, waiters int) {
 			for runs.Add(1) <= int64(b.N+1) {
 				// --no-queue: this measures the free-for-all of many pollers with
 				// back-to-back holds; bench --queue measures the queue.
-				cmd := benchBinary(b, "lock", "run", "--store", url, "--ttl", "2s", "--no-queue", "bench", "--", "sh", "-c", child)
+				cmd := binary(b, "lock", "run", "--store", url, "--ttl", "2s", "--no-queue", "bench", "--", "sh", "-c", child)
 				if out, err := cmd.CombinedOutput(); err != nil {
 					b.Errorf("lock run: %v: %s", err, out)
 					return
@@ -75,15 +73,4 @@ func benchLockRun(b *testing.B, waiters int) {
 	slices.Sort(gaps)
 	b.ReportMetric(float64(gaps[len(gaps)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(gaps[len(gaps)*99/100].Microseconds())/1000, "p99-ms")
-}
-
-// benchBinary runs this test binary as latchkey (see binary).
-func benchBinary(b *testing.B, args ...string) *exec.Cmd {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), asMain+"=1")
-	return cmd
 }

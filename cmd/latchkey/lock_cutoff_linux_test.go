@@ -84,10 +84,8 @@ func TestLockRunCutOffHolderKillsCMDBeforeTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Process.Kill()
-	for start := time.Now(); len(readLines(t, file)) == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Since(start) > 20*time.Second {
-			t.Fatalf("the holder's CMD never started: %s", hOut)
-		}
+	if !waitLines(t, file, 20*time.Second) {
+		t.Fatalf("the holder's CMD never started: %s", hOut)
 	}
 	contender := binary(t, "lock", "run", "--store", "consul://"+srv.Addr+"/locks", "--ttl", ttl.String(), "k", "--",
 		"sh", "-c", fmt.Sprintf(`echo "start $LATCHKEY_FENCING_TOKEN" >> %s`, file))

@@ -182,10 +182,8 @@ func TestLockRunRenewsWhileCMDRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Process.Kill()
-	for start := time.Now(); len(readLines(t, file)) == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("CMD never started")
-		}
+	if !waitLines(t, file, 10*time.Second) {
+		t.Fatal("CMD never started")
 	}
 	b := binary(t, append([]string{"lock", "run", "--store", url, "--ttl", ttl.String(), "k", "--"}, appendLines(file, "0")...)...)
 	if out, err := b.CombinedOutput(); err != nil {
@@ -221,10 +219,8 @@ func TestLockRunForwardsSignals(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cmd.Process.Kill()
-			for start := time.Now(); len(readLines(t, file)) == 0; time.Sleep(10 * time.Millisecond) {
-				if time.Since(start) > 10*time.Second {
-					t.Fatal("CMD never started")
-				}
+			if !waitLines(t, file, 10*time.Second) {
+				t.Fatal("CMD never started")
 			}
 			cmd.Process.Signal(sig)
 			err := cmd.Wait()

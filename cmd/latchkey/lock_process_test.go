@@ -82,6 +82,18 @@ func waitPID(t *testing.T, file string) int {
 	}
 }
 
+// waitLines waits up to d for file to have a line; it reports whether it
+// has.
+func waitLines(t testing.TB, file string, d time.Duration) bool {
+	t.Helper()
+	for deadline := time.Now().Add(d); len(readLines(t, file)) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
 func readLines(t testing.TB, file string) []string {
 	t.Helper()
 	f, err := os.Open(file)

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/latchkey/latchkey/cmd/internal/bench"
 	"github.com/latchkey/latchkey/lease"
 	"github.com/latchkey/latchkey/store"
 )
@@ -123,7 +124,7 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 	}
 	w := &waitReporter{e: e, key: c.key, quiet: c.quiet, wait: c.wait}
 	streak := &streakStore{Store: s, onStart: w.storeFailing, onEnd: w.storeAnswered}
-	s = benchInstrument(e, streak)
+	s = bench.Instrument(e.getenv, streak)
 	defer s.Close()
 	opts := c.options()
 	opts.Waiting = w.report

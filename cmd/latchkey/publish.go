@@ -208,10 +208,7 @@ holds one whole generation or nothing. Prints the generation.`)
 		return err
 	}
 	defer s.Close()
-	snap, err := publish.Open(ctx, s, *prefix)
-	if errors.Is(err, publish.ErrNothingPublished) {
-		return failf("snapshot get: nothing published under %q", *prefix)
-	}
+	snap, err := openPublished(ctx, s, "snapshot get", *prefix)
 	if err != nil {
 		return err
 	}

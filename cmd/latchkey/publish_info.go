@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/publish"
+	"github.com/latchkey/latchkey/store"
 )
 
 // publishSubcommands are `publish current` and `publish list`; any other
@@ -15,6 +16,17 @@ import (
 var publishSubcommands = map[string]func(ctx context.Context, e *env, args []string) error{
 	"current": runPublishCurrent,
 	"list":    runPublishList,
+}
+
+// openPublished reads the generation published under prefix in s;
+// nothing published is cmd's own failure (exit 1), any other error is
+// publish.Open's.
+func openPublished(ctx context.Context, s store.Store, cmd, prefix string) (*publish.Snapshot, error) {
+	snap, err := publish.Open(ctx, s, prefix)
+	if errors.Is(err, publish.ErrNothingPublished) {
+		return nil, failf("%s: nothing published under %q", cmd, prefix)
+	}
+	return snap, err
 }
 
 // runPublishCurrent prints the generation published under P, or with
@@ -40,10 +52,7 @@ func runPublishCurrent(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	snap, err := publish.Open(ctx, s, *prefix)
-	if errors.Is(err, publish.ErrNothingPublished) {
-		return failf("publish current: nothing published under %q", *prefix)
-	}
+	snap, err := openPublished(ctx, s, "publish current", *prefix)
 	if err != nil {
 		return fmt.Errorf("publish current: %w", err)
 	}

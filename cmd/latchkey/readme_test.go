@@ -71,39 +71,6 @@ latchkey kv get app/greeting && exit 9 || true
 	}
 }
 
-// Every `latchkey bench` command the README shows parses: its flags exist
-// and its key patterns and counts are accepted (running them needs an
-// etcd, so they are not run here).
-func TestReadmeBenchCommandsParse(t *testing.T) {
-	b, err := os.ReadFile("../../docs/benchmarks.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, line := range strings.Split(string(b), "\n") {
-		args, ok := strings.CutPrefix(line, "latchkey bench ")
-		if !ok {
-			continue
-		}
-		n++
-		args, _, _ = strings.Cut(args, "#")
-		var cfg benchConfig
-		if err := benchFlags(&cfg).Parse(strings.Fields(args)); err != nil {
-			t.Errorf("README: %s: %v", line, err)
-			continue
-		}
-		if _, err := benchScenarios(cfg.keys, cfg.clients); err != nil {
-			t.Errorf("README: %s: %v", line, err)
-		}
-		if _, err := benchCounts("--waiters", cfg.waiters); err != nil {
-			t.Errorf("README: %s: %v", line, err)
-		}
-	}
-	if n < 2 {
-		t.Fatalf("found %d latchkey bench commands in the README, want the table's and the lock's", n)
-	}
-}
-
 // readmeAddr is the address the README's examples name: latchkey serve's
 // default listen address.
 const readmeAddr = "127.0.0.1:8500"

@@ -54,15 +54,7 @@ func serveFlags(cfg *server.Config, logs *logOptions) []serveFlag {
 			help: "serve the Consul API without --acl-token on a non-loopback address (refused otherwise)"},
 		{name: "consul-bump-identical-writes", env: "LATCHKEY_CONSUL_BUMP_IDENTICAL_WRITES", isBool: true, set: boolean(&cfg.ConsulBumpIdenticalWrites),
 			help: "give every Consul KV write a new ModifyIndex, even one identical to the stored entry (Consul skips those)"},
-		{name: "consul-max-sessions", env: "LATCHKEY_CONSUL_MAX_SESSIONS", arg: "N",
-			set: func(v string) error {
-				n, err := strconv.Atoi(v)
-				if err == nil && n <= 0 {
-					err = errors.New("must be positive")
-				}
-				cfg.ConsulMaxSessions = n
-				return err
-			},
+		{name: "consul-max-sessions", env: "LATCHKEY_CONSUL_MAX_SESSIONS", arg: "N", set: positive(strconv.Atoi, &cfg.ConsulMaxSessions),
 			help: "most live Consul sessions; one more create is answered 429 (default 16384)"},
 		{name: "access-key", env: "LATCHKEY_ACCESS_KEY", arg: "KEY", set: str(&cfg.AccessKey),
 			help: "S3 access key id (with --secret-key; default: a pair generated once and kept in the data directory)"},
@@ -89,15 +81,7 @@ func serveFlags(cfg *server.Config, logs *logOptions) []serveFlag {
 			help: "serve HTTPS with this PEM certificate (with --tls-key)"},
 		{name: "tls-key", env: "LATCHKEY_TLS_KEY", arg: "FILE", set: str(&cfg.TLSKey),
 			help: "PEM private key of --tls-cert"},
-		{name: "shutdown-timeout", env: "LATCHKEY_SHUTDOWN_TIMEOUT", arg: "DUR",
-			set: func(v string) error {
-				d, err := time.ParseDuration(v)
-				if err == nil && d <= 0 {
-					err = errors.New("must be positive")
-				}
-				cfg.ShutdownTimeout = d
-				return err
-			},
+		{name: "shutdown-timeout", env: "LATCHKEY_SHUTDOWN_TIMEOUT", arg: "DUR", set: positive(time.ParseDuration, &cfg.ShutdownTimeout),
 			help: "on SIGINT/SIGTERM, how long requests in flight may finish before they are cut off (e.g. 30s; default 15s)"},
 		{name: "http-max-conns-per-client", env: "LATCHKEY_HTTP_MAX_CONNS_PER_CLIENT", arg: "N",
 			set: func(v string) error {
@@ -119,6 +103,19 @@ func serveFlags(cfg *server.Config, logs *logOptions) []serveFlag {
 			help: "text (key=value, the default) or json (one JSON object a line)"},
 		{name: "log-requests", env: "LATCHKEY_LOG_REQUESTS", isBool: true, set: boolean(&cfg.LogRequests),
 			help: "log every request at info level: method, path (never the query), status, duration, request id"},
+	}
+}
+
+// positive is the setter of a serve flag whose value, read with parse,
+// must be above zero.
+func positive[T int | time.Duration](parse func(string) (T, error), p *T) func(string) error {
+	return func(v string) error {
+		n, err := parse(v)
+		if err == nil && n <= 0 {
+			err = errors.New("must be positive")
+		}
+		*p = n
+		return err
 	}
 }
 

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -73,14 +73,14 @@ type updateWorkerConfig struct {
 // "ready", waits for a line on stdin, runs updates of the key until dur
 // has passed (the last one is let finish, so that the count is exact),
 // and prints its updateWorkerResult.
-func runUpdateWorker(ctx context.Context, e *env, w updateWorkerConfig, dur time.Duration, size int) error {
+func runUpdateWorker(ctx context.Context, e *Env, w updateWorkerConfig, dur time.Duration, size int) error {
 	update, closeFn, err := openUpdateWorker(ctx, w, size)
 	if err != nil {
 		return failf("bench: update worker %s: %v", w.kind, err)
 	}
 	defer closeFn()
-	fmt.Fprintln(e.stdout, "ready")
-	if _, err := bufio.NewReader(e.stdin).ReadString('\n'); err != nil {
+	fmt.Fprintln(e.Stdout, "ready")
+	if _, err := bufio.NewReader(e.Stdin).ReadString('\n'); err != nil {
 		return failf("bench: update worker: no start signal: %v", err)
 	}
 	var r updateWorkerResult
@@ -102,7 +102,7 @@ func runUpdateWorker(ctx context.Context, e *env, w updateWorkerConfig, dur time
 			r.LatNS = append(r.LatNS, int64(el))
 		}
 	}
-	return json.NewEncoder(e.stdout).Encode(r)
+	return json.NewEncoder(e.Stdout).Encode(r)
 }
 
 // openUpdateWorker opens the client of a worker and returns one update of
@@ -189,25 +189,21 @@ func (r updateProcsRow) spread() float64 {
 }
 
 // runUpdateProcsBench is bench --update-procs.
-func runUpdateProcsBench(ctx context.Context, e *env, cfg benchConfig, counts []int) error {
+func runUpdateProcsBench(ctx context.Context, e *Env, cfg benchConfig, counts []int) error {
 	kinds := []string{updateWorkerLatchkey}
 	if cfg.etcd != "" {
 		kinds = append(kinds, updateWorkerEtcd, updateWorkerSTM)
 	}
-	base := strings.TrimSuffix(cfg.url, "/")
-	if base == "" {
-		child, err := startBenchServer(ctx, e)
-		if err != nil {
-			return err
-		}
-		defer child.stop()
-		base = child.url
-		fmt.Fprintf(e.stdout, "latchkey bench: latchkey serve (pid %d) at %s (temporary data directory, fsync on)\n", child.pid, base)
+	srv, err := openServer(ctx, e, cfg.url)
+	if err != nil {
+		return err
 	}
+	defer srv.stop()
+	base := srv.url
 	ep := strings.TrimPrefix(strings.TrimPrefix(cfg.etcd, "http://"), "https://")
 	prefix := benchPrefix()
-	fmt.Fprintf(e.stdout, "one shared key updated by separate processes, each one loop of updates; %d-byte values, %v per measurement, keys under %s/\n\n", cfg.size, cfg.dur, prefix)
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(e.Stdout, "one shared key updated by separate processes, each one loop of updates; %d-byte values, %v per measurement, keys under %s/\n\n", cfg.size, cfg.dur, prefix)
+	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "target\tprocs\tupdates/s\tof 1 proc\tattempts/upd\tp50\tp99\tmax\tslowest/mean\tupdates per process (min median max)\t\n")
 	one := map[string]float64{}
 	var rows []updateProcsRow
@@ -236,16 +232,16 @@ func runUpdateProcsBench(ctx context.Context, e *env, cfg benchConfig, counts []
 	tw.Flush()
 	for _, r := range rows {
 		if r.procs > 1 {
-			fmt.Fprintf(e.stdout, "\nupdates per process, %s × %d: %s", r.kind, r.procs, strings.Trim(fmt.Sprint(r.counts), "[]"))
+			fmt.Fprintf(e.Stdout, "\nupdates per process, %s × %d: %s", r.kind, r.procs, strings.Trim(fmt.Sprint(r.counts), "[]"))
 		}
 	}
-	fmt.Fprintln(e.stdout)
+	fmt.Fprintln(e.Stdout)
 	return nil
 }
 
 // measureUpdateProcs runs n workers of one kind on one key for dur and
 // checks afterwards that the key counts exactly the updates they did.
-func measureUpdateProcs(ctx context.Context, e *env, w updateWorkerConfig, n int, dur time.Duration, size int) (updateProcsRow, error) {
+func measureUpdateProcs(ctx context.Context, e *Env, w updateWorkerConfig, n int, dur time.Duration, size int) (updateProcsRow, error) {
 	row := updateProcsRow{kind: w.kind, procs: n, counts: make([]int, n)}
 	fail := func(err error) (updateProcsRow, error) {
 		return row, failf("bench: --update-procs %s × %d: %v", w.kind, n, err)
@@ -271,7 +267,7 @@ func measureUpdateProcs(ctx context.Context, e *env, w updateWorkerConfig, n int
 	for i := range workers {
 		cmd := exec.Command(exe, "bench", "--update-worker", w.kind, "--update-key", w.key, "--url", w.base,
 			"--etcd", w.etcd, "--duration", dur.String(), "--value-size", strconv.Itoa(size))
-		cmd.Env = append(e.environ(), "CONSUL_HTTP_TOKEN="+w.token)
+		cmd.Env = append(e.Environ(), "CONSUL_HTTP_TOKEN="+w.token)
 		cmd.SysProcAttr = benchChildAttr()
 		cmd.Stderr = os.Stderr
 		in, err := cmd.StdinPipe()

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -61,20 +61,5 @@ func TestLeanHTTPClient(t *testing.T) {
 	check("GET", "/len", nil, 200, "GET  tok ")
 	if n := conns.Load(); n != 2 {
 		t.Fatalf("%d connections after the server closed one, want 2", n)
-	}
-}
-
-// Both HTTP clients drive the child server.
-func TestBenchHTTPClients(t *testing.T) {
-	t.Setenv(asMain, "1")
-	for _, client := range []string{benchClientLean, benchClientNetHTTP} {
-		c := &cli{t: t, env: map[string]string{}}
-		out := c.ok("bench", "--http-client", client, "--duration", "200ms", "--clients", "2", "--keys", "distinct")
-		if !strings.Contains(out, "the bench's "+client+" HTTP client") {
-			t.Errorf("--http-client %s: output does not name the client:\n%s", client, out)
-		}
-		if rows := benchRows(out, "latchkey"); len(rows) != 1 || rows[0][3] == "0" {
-			t.Errorf("--http-client %s: rows %q:\n%s", client, rows, out)
-		}
 	}
 }

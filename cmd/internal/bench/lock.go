@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -48,21 +48,17 @@ type lockResult struct {
 // lockHold is how long each holder keeps the lock before releasing it.
 const lockHold = time.Millisecond
 
-func runLockBench(ctx context.Context, e *env, cfg benchConfig) error {
+func runLockBench(ctx context.Context, e *Env, cfg benchConfig) error {
 	waiters, err := benchCounts("--waiters", cfg.waiters)
 	if err != nil {
 		return err
 	}
-	base := strings.TrimSuffix(cfg.url, "/")
-	if base == "" {
-		child, err := startBenchServer(ctx, e)
-		if err != nil {
-			return err
-		}
-		defer child.stop()
-		base = child.url
-		fmt.Fprintf(e.stdout, "latchkey bench: latchkey serve (pid %d) at %s (temporary data directory, fsync on)\n", child.pid, base)
+	srv, err := openServer(ctx, e, cfg.url)
+	if err != nil {
+		return err
 	}
+	defer srv.stop()
+	base := srv.url
 	peers := []*lockPeer{consulLockPeer(base, cfg.token)}
 	if cfg.etcd != "" {
 		p, err := etcdLockPeer(strings.TrimPrefix(cfg.etcd, "http://"))
@@ -77,7 +73,7 @@ func runLockBench(ctx context.Context, e *env, cfg benchConfig) error {
 		}
 	}()
 	prefix := benchPrefix()
-	fmt.Fprintf(e.stdout, "lock handoff: each holder holds %v, then releases; %v per measurement, keys under %s/\n\n", lockHold, cfg.dur, prefix)
+	fmt.Fprintf(e.Stdout, "lock handoff: each holder holds %v, then releases; %v per measurement, keys under %s/\n\n", lockHold, cfg.dur, prefix)
 	var results []lockResult
 	for _, n := range waiters {
 		for _, p := range peers {
@@ -88,7 +84,7 @@ func runLockBench(ctx context.Context, e *env, cfg benchConfig) error {
 			results = append(results, r)
 		}
 	}
-	printLockResults(e.stdout, results)
+	printLockResults(e.Stdout, results)
 	return nil
 }
 

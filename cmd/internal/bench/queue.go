@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -34,9 +34,10 @@ const (
 	benchNoWatchEnv = "LATCHKEY_BENCH_NO_WATCH"
 )
 
-// benchInstrument wraps lock run's store as the bench variables ask.
-func benchInstrument(e *env, s store.Store) store.Store {
-	dir, noWatch := e.getenv(benchCountEnv), e.getenv(benchNoWatchEnv) != ""
+// Instrument wraps lock run's store as the bench variables (read with
+// getenv) ask.
+func Instrument(getenv func(string) string, s store.Store) store.Store {
+	dir, noWatch := getenv(benchCountEnv), getenv(benchNoWatchEnv) != ""
 	if dir == "" && !noWatch {
 		return s
 	}
@@ -143,7 +144,7 @@ type queueResult struct {
 	order, want     []string
 }
 
-func runQueueBench(ctx context.Context, e *env, waiters []int, qc queueBenchConfig) error {
+func runQueueBench(ctx context.Context, e *Env, waiters []int, qc queueBenchConfig) error {
 	if qc.store == "" {
 		return usagef("bench --queue: --store URL is required (s3://..., file:///dir, ...)")
 	}
@@ -151,9 +152,9 @@ func runQueueBench(ctx context.Context, e *env, waiters []int, qc queueBenchConf
 	if qc.noQueue {
 		mode = "no queue"
 	}
-	fmt.Fprintf(e.stdout, "lock run waiters on one lock at %s (%s, TTL %v, each holds %v; requests/s counted by the waiters over %v while the first holder holds)\n\n",
+	fmt.Fprintf(e.Stdout, "lock run waiters on one lock at %s (%s, TTL %v, each holds %v; requests/s counted by the waiters over %v while the first holder holds)\n\n",
 		qc.store, mode, qc.ttl, qc.hold, qc.window)
-	fmt.Fprintf(e.stdout, "%-8s %-7s %-9s %-10s %-10s %-10s %-9s %s\n", "waiters", "killed", "req/s", "handoffs", "p50", "p99", "max", "order")
+	fmt.Fprintf(e.Stdout, "%-8s %-7s %-9s %-10s %-10s %-10s %-9s %s\n", "waiters", "killed", "req/s", "handoffs", "p50", "p99", "max", "order")
 	for _, n := range waiters {
 		for _, kill := range []bool{false, true} {
 			if kill && qc.kill == 0 {
@@ -168,7 +169,7 @@ func runQueueBench(ctx context.Context, e *env, waiters []int, qc queueBenchConf
 			if !r.inOrder {
 				order = fmt.Sprintf("NOT arrival order: %v, want %v", r.order, r.want)
 			}
-			fmt.Fprintf(e.stdout, "%-8d %-7d %-9.2f %-10d %-10v %-10v %-9v %s\n", n, r.killed, r.reqPerSec, len(s),
+			fmt.Fprintf(e.Stdout, "%-8d %-7d %-9.2f %-10d %-10v %-10v %-9v %s\n", n, r.killed, r.reqPerSec, len(s),
 				percentile(s, 0.50).Round(time.Millisecond), percentile(s, 0.99).Round(time.Millisecond), percentile(s, 1).Round(time.Millisecond), order)
 		}
 	}
@@ -186,7 +187,7 @@ type queueProc struct {
 // the previous one has its ticket), measures the waiters' requests while
 // the holder holds, kills some waiters at random when kill is set, lets
 // the holder go, and times the first handoffs.
-func queueRun(ctx context.Context, e *env, n int, kill bool, qc queueBenchConfig) (queueResult, error) {
+func queueRun(ctx context.Context, e *Env, n int, kill bool, qc queueBenchConfig) (queueResult, error) {
 	res := queueResult{waiters: n}
 	dir, err := os.MkdirTemp("", "latchkey-bench-queue-")
 	if err != nil {
@@ -230,7 +231,7 @@ func queueRun(ctx context.Context, e *env, n int, kill bool, qc queueBenchConfig
 			args = append(args, "--poll-budget", qc.pollBudget)
 		}
 		cmd := exec.Command(exe, append(args, key, "--", "sh", "-c", script)...)
-		cmd.Env = append(e.environ(), benchCountEnv+"="+counts)
+		cmd.Env = append(e.Environ(), benchCountEnv+"="+counts)
 		if qc.noWatch {
 			cmd.Env = append(cmd.Env, benchNoWatchEnv+"=1")
 		}

@@ -1,8 +1,9 @@
-package main
+package bench
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -84,13 +85,16 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	return fs
 }
 
-func runBenchCmd(ctx context.Context, e *env, args []string) error {
+// Run is `latchkey bench ARGS`: it parses args, prints -h's help to
+// e.Stdout and runs the measurements the flags ask for (or, with the
+// internal --update-worker, one worker process of --update-procs).
+func Run(ctx context.Context, e *Env, args []string) error {
 	var cfg benchConfig
 	fs := benchFlags(&cfg)
 	err := fs.Parse(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		benchUsage(e.stdout, fs)
+		benchUsage(e.Stdout, fs)
 		return nil
 	case err != nil:
 		return usagef("bench: %v", err)
@@ -106,7 +110,7 @@ func runBenchCmd(ctx context.Context, e *env, args []string) error {
 		return usagef("bench: --http-client %q: want %s or %s", cfg.httpClient, benchClientLean, benchClientNetHTTP)
 	}
 	if cfg.token == "" {
-		cfg.token = e.getenv("CONSUL_HTTP_TOKEN")
+		cfg.token = e.Getenv("CONSUL_HTTP_TOKEN")
 	}
 	if cfg.worker.kind != "" {
 		w := cfg.worker
@@ -151,12 +155,12 @@ func runBenchCmd(ctx context.Context, e *env, args []string) error {
 	}
 	defer closeTargets()
 	prefix := benchPrefix()
-	fmt.Fprintf(e.stdout, "durable CAS writes, %d-byte values, %v per measurement, keys under %s/\n\n", cfg.size, cfg.dur, prefix)
-	results, err := runBenchTable(ctx, e.stdout, hc, ts, scenarios, cfg, prefix)
+	fmt.Fprintf(e.Stdout, "durable CAS writes, %d-byte values, %v per measurement, keys under %s/\n\n", cfg.size, cfg.dur, prefix)
+	results, err := runBenchTable(ctx, e.Stdout, hc, ts, scenarios, cfg, prefix)
 	if err != nil {
 		return err
 	}
-	printBenchRatios(e.stdout, ts, results)
+	printBenchRatios(e.Stdout, ts, results)
 	return nil
 }
 
@@ -181,7 +185,7 @@ func benchPrefix() string {
 
 // openBenchTargets starts or connects to every target the command line
 // names. close stops what it started.
-func openBenchTargets(ctx context.Context, e *env, cfg benchConfig, hc *http.Client, conns int) (benchTargetSet, func(), error) {
+func openBenchTargets(ctx context.Context, e *Env, cfg benchConfig, hc *http.Client, conns int) (benchTargetSet, func(), error) {
 	var set benchTargetSet
 	var closers []func()
 	closeAll := func() {
@@ -189,16 +193,12 @@ func openBenchTargets(ctx context.Context, e *env, cfg benchConfig, hc *http.Cli
 			c()
 		}
 	}
-	base, pid := strings.TrimSuffix(cfg.url, "/"), cfg.serverPID
-	if base == "" {
-		child, err := startBenchServer(ctx, e)
-		if err != nil {
-			return set, nil, err
-		}
-		closers = append(closers, child.stop)
-		base, pid = child.url, child.pid
-		fmt.Fprintf(e.stdout, "latchkey bench: latchkey serve (pid %d) at %s (temporary data directory, fsync on)\n", pid, base)
+	srv, err := openServer(ctx, e, cfg.url)
+	if err != nil {
+		return set, nil, err
 	}
+	closers = append(closers, srv.stop)
+	base, pid := srv.url, cmp.Or(srv.pid, cfg.serverPID)
 	var client benchHTTP = &netHTTPClient{base: base, token: cfg.token, c: hc}
 	clientName := benchClientNetHTTP
 	if host, ok := strings.CutPrefix(base, "http://"); ok && cfg.httpClient == benchClientLean {
@@ -206,7 +206,7 @@ func openBenchTargets(ctx context.Context, e *env, cfg benchConfig, hc *http.Cli
 		closers = append(closers, lean.close)
 		client, clientName = lean, benchClientLean
 	}
-	fmt.Fprintf(e.stdout, "latchkey bench: latchkey through the bench's %s HTTP client (--http-client)\n", clientName)
+	fmt.Fprintf(e.Stdout, "latchkey bench: latchkey through the bench's %s HTTP client (--http-client)\n", clientName)
 	set.add(&consulTarget{base: base, token: cfg.token, c: client}, pid)
 	if cfg.etcd != "" {
 		ep := strings.TrimPrefix(strings.TrimPrefix(cfg.etcd, "http://"), "https://")
@@ -364,17 +364,32 @@ func benchCounts(flagName, list string) ([]int, error) {
 }
 
 // benchChild is a `latchkey serve` the bench started as a child process,
-// so that its CPU time is its own.
+// so that its CPU time is its own (or, from openServer, the --url server).
 type benchChild struct {
 	url  string
 	pid  int
 	stop func()
 }
 
+// openServer returns the latchkey server to measure: --url's (pid 0,
+// stop does nothing), or else latchkey serve started as a child process
+// and announced on stdout.
+func openServer(ctx context.Context, e *Env, url string) (*benchChild, error) {
+	if url != "" {
+		return &benchChild{url: strings.TrimSuffix(url, "/"), stop: func() {}}, nil
+	}
+	child, err := startBenchServer(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(e.Stdout, "latchkey bench: latchkey serve (pid %d) at %s (temporary data directory, fsync on)\n", child.pid, child.url)
+	return child, nil
+}
+
 // startBenchServer starts this executable as `latchkey serve` on a
 // temporary data directory and a free loopback port, fsync on, with no
 // LATCHKEY_* setting of the caller's environment.
-func startBenchServer(ctx context.Context, e *env) (*benchChild, error) {
+func startBenchServer(ctx context.Context, e *Env) (*benchChild, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -384,7 +399,7 @@ func startBenchServer(ctx context.Context, e *env) (*benchChild, error) {
 		return nil, err
 	}
 	cmd := exec.Command(exe, "serve", "--data-dir", dir, "--listen", "127.0.0.1:0", "--log-level", "error")
-	for _, kv := range e.environ() {
+	for _, kv := range e.Environ() {
 		if !strings.HasPrefix(kv, "LATCHKEY_") || strings.HasPrefix(kv, "LATCHKEY_TEST_") {
 			cmd.Env = append(cmd.Env, kv)
 		}
