@@ -110,30 +110,6 @@ func catchesLostUpdates(t *testing.T, c *ConsulCluster) {
 	}
 }
 
-// logRun logs a run's summary, each fault with the stalls after it (and
-// what the lock workload did around a long stall), the first error of
-// each kind, and fails the test on each violation.
-func logRun(t *testing.T, rep *Report) {
-	t.Helper()
-	t.Logf("run: %v", rep)
-	for i, f := range rep.Faults {
-		ls, cs := rep.LeaseStall[f.Kind][rep.kindIndex(i)], rep.CountStall[f.Kind][rep.kindIndex(i)]
-		t.Logf("  fault %s of %d at %v for %v: lease stalled %v, counter %v", f.Kind, f.Member, f.Start.Round(time.Millisecond),
-			(f.Heal - f.Start).Round(time.Millisecond), ls.Round(time.Millisecond), cs.Round(time.Millisecond))
-		if ls > (f.Heal-f.Start)+3*time.Second {
-			for _, line := range rep.Around(f.Start-time.Second, f.Start+ls) {
-				t.Logf("    %s", line)
-			}
-		}
-	}
-	for _, k := range sortedKeys(rep.ErrorSamples) {
-		t.Logf("  first %s error: %s", k, rep.ErrorSamples[k])
-	}
-	for _, v := range rep.Violations {
-		t.Errorf("seed %d: %v", rep.Seed, v)
-	}
-}
-
 // logLiveness logs, after each fault, how long the cluster took to have
 // an available leader again (its recovery: the election, or the end of a
 // stop too short for one; for cut-clients the cut itself) and by how much
