@@ -25,6 +25,26 @@ func maxKeysParam(q *request, name string) (int, error) {
 	return min(n, maxListKeys), nil
 }
 
+// listParams are the parameters every listing takes.
+type listParams struct {
+	max           int    // max-keys or max-uploads (maxKeysParam)
+	enc           string // encoding-type: "" or "url"
+	prefix, delim string
+}
+
+// listingParams parses them; maxName is the page size's parameter.
+func listingParams(q *request, maxName string) (listParams, error) {
+	max, err := maxKeysParam(q, maxName)
+	if err != nil {
+		return listParams{}, err
+	}
+	enc, err := encodingParam(q)
+	if err != nil {
+		return listParams{}, err
+	}
+	return listParams{max: max, enc: enc, prefix: q.query.Get("prefix"), delim: q.query.Get("delimiter")}, nil
+}
+
 func encodingParam(q *request) (string, error) {
 	switch et := q.query.Get("encoding-type"); et {
 	case "", "url":
@@ -35,15 +55,11 @@ func encodingParam(q *request) (string, error) {
 }
 
 func (h *Handler) listObjectsV2(q *request) error {
-	max, err := maxKeysParam(q, "max-keys")
+	p, err := listingParams(q, "max-keys")
 	if err != nil {
 		return err
 	}
-	enc, err := encodingParam(q)
-	if err != nil {
-		return err
-	}
-	prefix, delim := q.query.Get("prefix"), q.query.Get("delimiter")
+	max, enc, prefix, delim := p.max, p.enc, p.prefix, p.delim
 	token, hasToken := q.query["continuation-token"]
 	marker := q.query.Get("start-after")
 	if hasToken {
@@ -74,15 +90,11 @@ func (h *Handler) listObjectsV2(q *request) error {
 }
 
 func (h *Handler) listObjectsV1(q *request) error {
-	max, err := maxKeysParam(q, "max-keys")
+	p, err := listingParams(q, "max-keys")
 	if err != nil {
 		return err
 	}
-	enc, err := encodingParam(q)
-	if err != nil {
-		return err
-	}
-	prefix, delim, marker := q.query.Get("prefix"), q.query.Get("delimiter"), q.query.Get("marker")
+	max, enc, prefix, delim, marker := p.max, p.enc, p.prefix, p.delim, q.query.Get("marker")
 	l, err := h.m.ListCurrent(q.bucket, prefix, delim, marker, max)
 	if err != nil {
 		return err
@@ -109,11 +121,16 @@ func listEntries(l s3model.Page, enc string, withOwner bool) ([]listObject, []co
 		}
 		objs = append(objs, o)
 	}
+	return objs, commonPrefixes(l.Prefixes, enc)
+}
+
+// commonPrefixes renders a listing's rolled-up prefixes (nil for none).
+func commonPrefixes(prefixes []string, enc string) []commonPrefix {
 	var cps []commonPrefix
-	for _, p := range l.Prefixes {
+	for _, p := range prefixes {
 		cps = append(cps, commonPrefix{Prefix: encodeIf(enc, p)})
 	}
-	return objs, cps
+	return cps
 }
 
 func encodeIf(enc, s string) string {
@@ -126,15 +143,11 @@ func encodeIf(enc, s string) string {
 // listObjectVersions lists every version and delete marker, newest first
 // within a key, resuming after (key-marker, version-id-marker).
 func (h *Handler) listObjectVersions(q *request) error {
-	max, err := maxKeysParam(q, "max-keys")
+	p, err := listingParams(q, "max-keys")
 	if err != nil {
 		return err
 	}
-	enc, err := encodingParam(q)
-	if err != nil {
-		return err
-	}
-	prefix, delim := q.query.Get("prefix"), q.query.Get("delimiter")
+	max, enc, prefix, delim := p.max, p.enc, p.prefix, p.delim
 	keyMarker, vidMarker := q.query.Get("key-marker"), q.query.Get("version-id-marker")
 	if vidMarker != "" && keyMarker == "" {
 		return errInvalidArgument("A version-id marker cannot be specified without a key marker.", "version-id-marker", vidMarker)
@@ -153,9 +166,7 @@ func (h *Handler) listObjectVersions(q *request) error {
 	for _, e := range page.Entries {
 		res.Entries = append(res.Entries, versionXML(e.Version, e.Key, enc, e.Latest))
 	}
-	for _, p := range page.Prefixes {
-		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeIf(enc, p)})
-	}
+	res.CommonPrefixes = commonPrefixes(page.Prefixes, enc)
 	return writeXML(q.w, http.StatusOK, res)
 }
 

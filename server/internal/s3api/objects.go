@@ -28,16 +28,9 @@ func (h *Handler) putObject(q *request) error {
 	if err != nil {
 		return err
 	}
-	wantMD5, err := contentMD5(q.r)
+	wantMD5, size, err := bodyHeaders(q.r)
 	if err != nil {
 		return err
-	}
-	size, err := declaredSize(q.r)
-	if err != nil {
-		return err
-	}
-	if size > MaxObjectSize {
-		return errEntityTooLarge()
 	}
 	sse, err := h.objectSSE(q.bucket, q.sse)
 	if err != nil {

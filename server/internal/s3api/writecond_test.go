@@ -86,16 +86,7 @@ func TestWriteConditionMatrixAllOps(t *testing.T) {
 				before := s.stateOf()
 				beforeGet := s.do("GET", path, nil)
 				r := send(tc.hdr)
-				e := r.err()
-				if r.Status != tc.status || e.Code != tc.code || e.Condition != tc.cond || e.Header != tc.header || e.AdditionalMessage != tc.addl {
-					t.Fatalf("got %d %s", r.Status, r.Body)
-				}
-				if tc.errKey && e.Key != key {
-					t.Fatalf("Key element %q, want %q", e.Key, key)
-				}
-				if tc.code == "PreconditionFailed" && e.Message != msgPrecondition {
-					t.Fatalf("412 message %q", e.Message)
-				}
+				wantWriteAnswer(t, r, key, tc.status, tc.code, tc.cond, tc.header, tc.addl, tc.errKey)
 				if tc.status != 200 {
 					if after := s.stateOf(); after != before {
 						t.Fatalf("a refused write changed state:\nbefore %s\nafter  %s", before, after)
@@ -131,5 +122,22 @@ func TestInProgressUploadIsInvisible(t *testing.T) {
 	// The upload now completes against a key created since it began: 412.
 	if r := m.complete([]string{"If-None-Match", "*"}, 1); r.Status != 412 || r.err().Condition != "If-None-Match" {
 		t.Fatalf("complete after a PUT created the key: %d %s", r.Status, r.Body)
+	}
+}
+
+// wantWriteAnswer checks the answer to a conditional write of key: its
+// status and error elements (Code, Condition, Header, additionalMessage),
+// the Key element when errKey, and a 412's message.
+func wantWriteAnswer(t *testing.T, r resp, key string, status int, code, cond, header, addl string, errKey bool) {
+	t.Helper()
+	e := r.err()
+	if r.Status != status || e.Code != code || e.Condition != cond || e.Header != header || e.AdditionalMessage != addl {
+		t.Fatalf("got %d %s", r.Status, r.Body)
+	}
+	if errKey && e.Key != key {
+		t.Fatalf("Key element %q, want %q", e.Key, key)
+	}
+	if code == "PreconditionFailed" && e.Message != msgPrecondition {
+		t.Fatalf("412 message %q", e.Message)
 	}
 }
