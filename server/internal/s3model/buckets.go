@@ -79,21 +79,18 @@ func (m *Model) SetVersioning(ctx context.Context, name, state string) error {
 // Versions and delete markers make a bucket non-empty; in-progress
 // multipart uploads are aborted with it.
 func (m *Model) DeleteBucket(ctx context.Context, name string) error {
-	var dropped []string
-	err := m.update(ctx, func(s *records) error {
-		dropped = nil
+	return m.updateDropping(ctx, func(s *records) (dropped []string, err error) {
 		if _, err := s.mustBucket(name); err != nil {
-			return err
+			return nil, err
 		}
 		bp := bucketPrefix(name)
 		if vb := s.read(tblVersions); vb != nil {
 			if k, _ := vb.Cursor().Seek(bp); k != nil && bytes.HasPrefix(k, bp) {
-				return &Error{Err: ErrBucketNotEmpty, Bucket: name}
+				return nil, &Error{Err: ErrBucketNotEmpty, Bucket: name}
 			}
 		}
-		var err error
 		if dropped, err = s.dropUploads(name); err != nil {
-			return err
+			return nil, err
 		}
 		mustDelete(s.write(tblBuckets), []byte(name))
 		mb := s.write(tblMod)
@@ -102,10 +99,6 @@ func (m *Model) DeleteBucket(ctx context.Context, name string) error {
 			mustDelete(mb, k)
 		}
 		s.tx.Touch("\x00s3/" + name)
-		return nil
+		return dropped, nil
 	})
-	if err == nil {
-		m.removeBlobs(dropped)
-	}
-	return err
 }
