@@ -15,6 +15,12 @@ import (
 //go:embed testdata/boto3_interop.py
 var boto3Script []byte
 
+// s3checksModule is what the boto3 scripts import (testdata/s3checks.py):
+// runPythonChecks writes it next to every python script.
+//
+//go:embed testdata/s3checks.py
+var s3checksModule []byte
+
 // TestBoto3 runs testdata/boto3_interop.py with the machine's python3 and
 // boto3 against our server and reports each of its checks as a subtest.
 // In CI (CI=true) a missing python3 or boto3 fails the test; elsewhere it
@@ -45,9 +51,15 @@ func boto3Python(t *testing.T) string {
 func runPythonChecks(t *testing.T, py, name string, script []byte, minChecks int, args ...string) {
 	t.Helper()
 	script0 := name
-	path := filepath.Join(t.TempDir(), name)
+	dir := t.TempDir()
+	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, script, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if strings.HasSuffix(name, ".py") {
+		if err := os.WriteFile(filepath.Join(dir, "s3checks.py"), s3checksModule, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd := exec.CommandContext(t.Context(), py, append([]string{path}, args...)...)
 	cmd.Env = append(os.Environ(), "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "PYTHONDONTWRITEBYTECODE=1")
