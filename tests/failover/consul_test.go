@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // consulPace is the fault pace on Consul: its elections take several
@@ -24,13 +26,7 @@ const (
 // under CI=true.
 func startConsul(t *testing.T) *ConsulCluster {
 	t.Helper()
-	bin := os.Getenv(ConsulBinEnv)
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set: .ci/run builds consul v1.16.3 and sets it", ConsulBinEnv)
-		}
-		t.Skipf("%s is not set (the consul v1.16.3 executable; .ci/run builds it)", ConsulBinEnv)
-	}
+	bin := testutil.Peer(t, ConsulBinEnv, "the consul v1.16.3 executable (.ci/run builds it)")
 	dir := t.TempDir()
 	log, err := os.Create(filepath.Join(dir, "consul.log"))
 	if err != nil {
