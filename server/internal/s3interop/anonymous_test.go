@@ -6,7 +6,6 @@ import (
 	"crypto/md5"
 	_ "embed"
 	"encoding/hex"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
@@ -167,15 +166,7 @@ func rawPut(t *testing.T, url string, body []byte, decoded int) (int, string) {
 	req.Header.Set("Content-Encoding", "aws-chunked")
 	req.Header.Set("X-Amz-Decoded-Content-Length", strconv.Itoa(decoded))
 	req.Header.Set("X-Amz-Trailer", "x-amz-checksum-crc32")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var e struct{ Code string }
-	b, _ := io.ReadAll(resp.Body)
-	_ = xml.Unmarshal(b, &e)
-	return resp.StatusCode, e.Code
+	return sendForCode(t, req)
 }
 
 func rawGet(t *testing.T, url string) (int, []byte) {

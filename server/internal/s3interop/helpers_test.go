@@ -2,7 +2,9 @@ package s3interop
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
+	"io"
 	"net/http"
 	"testing"
 
@@ -72,4 +74,17 @@ func wantStatus(t *testing.T, what string, err error, st int, code string) {
 	}
 }
 
-var _ = http.StatusOK
+// sendForCode sends req and returns the answer's status and S3 error
+// Code ("" when its body has none).
+func sendForCode(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e struct{ Code string }
+	b, _ := io.ReadAll(resp.Body)
+	_ = xml.Unmarshal(b, &e)
+	return resp.StatusCode, e.Code
+}
