@@ -292,6 +292,19 @@ func objectAttrs(r *http.Request) (ct string, hdrs, meta map[string]string, err 
 	return ct, hdrs, meta, nil
 }
 
+// newObjectAttrs is what PutObject and CreateMultipartUpload take from
+// the request for the object they create: objectAttrs and the
+// x-amz-tagging tags (headerTags).
+func newObjectAttrs(r *http.Request) (ct string, hdrs, meta, tags map[string]string, err error) {
+	if ct, hdrs, meta, err = objectAttrs(r); err != nil {
+		return "", nil, nil, nil, err
+	}
+	if tags, err = headerTags(r); err != nil {
+		return "", nil, nil, nil, err
+	}
+	return ct, hdrs, meta, tags, nil
+}
+
 func stripAWSChunked(v string) string {
 	var keep []string
 	for _, p := range strings.Split(v, ",") {

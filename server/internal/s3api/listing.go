@@ -4,8 +4,8 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strconv"
-	"strings"
 
+	"github.com/latchkey/latchkey/server/internal/s3api/sigv4"
 	"github.com/latchkey/latchkey/server/internal/s3model"
 )
 
@@ -133,9 +133,12 @@ func commonPrefixes(prefixes []string, enc string) []commonPrefix {
 	return cps
 }
 
+// encodeIf encodes s for encoding-type=url (enc "url") the way S3 does:
+// like a URL path with "/" kept, a space as %20 and "+" as %2B (as
+// ceph/s3-tests' encoding tests, which run against AWS, expect).
 func encodeIf(enc, s string) string {
 	if enc == "url" {
-		return s3URLEncode(s)
+		return sigv4.URIEncode(s, true)
 	}
 	return s
 }
@@ -193,25 +196,4 @@ func encodeToken(marker string) string {
 func decodeToken(tok string) (string, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(tok)
 	return string(b), err == nil
-}
-
-// s3URLEncode encodes a key for encoding-type=url the way S3 does: like a
-// URL path segment with "/" kept: a space is %20 and "+" is %2B (as
-// ceph/s3-tests' encoding tests, which run against AWS, expect).
-func s3URLEncode(s string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
-			c == '-', c == '_', c == '.', c == '~', c == '/':
-			b.WriteByte(c)
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
-		}
-	}
-	return b.String()
 }

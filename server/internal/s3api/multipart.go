@@ -15,11 +15,7 @@ import (
 // byte is copied.
 
 func (h *Handler) createMultipartUpload(q *request) error {
-	ct, hdrs, meta, err := objectAttrs(q.r)
-	if err != nil {
-		return err
-	}
-	tags, err := headerTags(q.r)
+	ct, hdrs, meta, tags, err := newObjectAttrs(q.r)
 	if err != nil {
 		return err
 	}

@@ -20,11 +20,7 @@ func (h *Handler) putObject(q *request) error {
 	if cerr != nil {
 		return cerr
 	}
-	ct, hdrs, meta, err := objectAttrs(q.r)
-	if err != nil {
-		return err
-	}
-	tags, err := headerTags(q.r)
+	ct, hdrs, meta, tags, err := newObjectAttrs(q.r)
 	if err != nil {
 		return err
 	}

@@ -210,16 +210,8 @@ func TestPutConditionMatrixHTTP(t *testing.T) {
 	}
 	for i, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
-			bucket, key := "plain", fmt.Sprintf("k%d", i)
-			switch tc.setup {
-			case "present":
-				s.put("/plain/"+key, "old")
-			case "marker":
-				bucket = "vers"
-				s.put("/vers/"+key, "old")
-				s.mustDo(204, "DELETE", "/vers/"+key, nil)
-			}
-			path := "/" + bucket + "/" + key
+			key := fmt.Sprintf("k%d", i)
+			path := s.condKey(tc.setup, key)
 			before := s.do("GET", path, nil)
 			r := s.do("PUT", path, []byte("new"), tc.hdr...)
 			wantWriteAnswer(t, r, key, tc.status, tc.code, tc.cond, tc.header, tc.addMsg, tc.errKey)

@@ -69,19 +69,8 @@ func TestWriteConditionMatrixAllOps(t *testing.T) {
 		for _, tc := range rows {
 			t.Run(o.name+"/"+tc.name, func(t *testing.T) {
 				n++
-				bucket, key := "plain", fmt.Sprintf("k%d", n)
-				switch tc.setup {
-				case "present":
-					s.put("/plain/"+key, "old")
-				case "marker":
-					bucket = "vers"
-					s.put("/vers/"+key, "old")
-					s.mustDo(204, "DELETE", "/vers/"+key, nil)
-				case "marker-only":
-					bucket = "vers"
-					s.mustDo(204, "DELETE", "/vers/"+key, nil)
-				}
-				path := "/" + bucket + "/" + key
+				key := fmt.Sprintf("k%d", n)
+				path := s.condKey(tc.setup, key)
 				send := o.prepare(path)
 				before := s.stateOf()
 				beforeGet := s.do("GET", path, nil)
@@ -140,4 +129,26 @@ func wantWriteAnswer(t *testing.T, r resp, key string, status int, code, cond, h
 	if code == "PreconditionFailed" && e.Message != msgPrecondition {
 		t.Fatalf("412 message %q", e.Message)
 	}
+}
+
+// condKey sets key up for a conditional-write row as setup names it, in
+// the buckets "plain" and "vers" (versioned), and returns its path:
+// "absent" (in plain), "present" (a version "old" in plain), "marker" (a
+// delete marker over "old" in vers), "marker-only" (a lone delete marker
+// in vers).
+func (s *testServer) condKey(setup, key string) string {
+	s.t.Helper()
+	switch setup {
+	case "present":
+		s.put("/plain/"+key, "old")
+	case "marker":
+		s.put("/vers/"+key, "old")
+		s.mustDo(204, "DELETE", "/vers/"+key, nil)
+	case "marker-only":
+		s.mustDo(204, "DELETE", "/vers/"+key, nil)
+	}
+	if setup == "marker" || setup == "marker-only" {
+		return "/vers/" + key
+	}
+	return "/plain/" + key
 }
