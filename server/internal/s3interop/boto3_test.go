@@ -16,7 +16,7 @@ import (
 var boto3Script []byte
 
 // s3checksModule is what the boto3 scripts import (testdata/s3checks.py):
-// runPythonChecks writes it next to every python script.
+// runCheckScript writes it next to every python script.
 //
 //go:embed testdata/s3checks.py
 var s3checksModule []byte
@@ -28,7 +28,7 @@ var s3checksModule []byte
 func TestBoto3(t *testing.T) {
 	py := boto3Python(t)
 	srv := servertest.Start(t, nil)
-	runPythonChecks(t, py, "boto3_interop.py", boto3Script, 7, srv.URL, srv.AccessKey, srv.SecretKey)
+	runCheckScript(t, py, "boto3_interop.py", boto3Script, 7, srv.URL, srv.AccessKey, srv.SecretKey)
 }
 
 // boto3Python returns the python3 that can import boto3, or fails (CI=true)
@@ -45,10 +45,10 @@ func boto3Python(t *testing.T) string {
 	return py
 }
 
-// runPythonChecks runs a check script (python3 or node: one "PASS name" or "FAIL name: why"
+// runCheckScript runs a check script (python3 or node: one "PASS name" or "FAIL name: why"
 // line per check) and reports each check as a subtest; fewer than
 // minChecks lines fail the test.
-func runPythonChecks(t *testing.T, py, name string, script []byte, minChecks int, args ...string) {
+func runCheckScript(t *testing.T, py, name string, script []byte, minChecks int, args ...string) {
 	t.Helper()
 	script0 := name
 	dir := t.TempDir()
