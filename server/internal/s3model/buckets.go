@@ -54,8 +54,7 @@ func (m *Model) CreateBucket(ctx context.Context, name string) error {
 		} else if ok {
 			return &Error{Err: ErrBucketExists, Bucket: name}
 		}
-		mustPut(s.write(tblBuckets), []byte(name), mustJSON(Bucket{Created: now.UnixNano()}))
-		s.tx.Touch("\x00s3/" + name)
+		s.putBucket(name, Bucket{Created: now.UnixNano()})
 		return nil
 	})
 }
@@ -63,14 +62,19 @@ func (m *Model) CreateBucket(ctx context.Context, name string) error {
 // SetVersioning sets a bucket's versioning state (VersioningEnabled or
 // VersioningSuspended).
 func (m *Model) SetVersioning(ctx context.Context, name, state string) error {
+	return m.updateBucket(ctx, name, func(rec *Bucket) { rec.Versioning = state })
+}
+
+// updateBucket applies set to bucket name's record (ErrNoSuchBucket when
+// there is none) in one engine Update.
+func (m *Model) updateBucket(ctx context.Context, name string, set func(*Bucket)) error {
 	return m.update(ctx, func(s *records) error {
 		rec, err := s.mustBucket(name)
 		if err != nil {
 			return err
 		}
-		rec.Versioning = state
-		mustPut(s.write(tblBuckets), []byte(name), mustJSON(rec))
-		s.tx.Touch("\x00s3/" + name)
+		set(&rec)
+		s.putBucket(name, rec)
 		return nil
 	})
 }
@@ -98,7 +102,7 @@ func (m *Model) DeleteBucket(ctx context.Context, name string) error {
 		for k, _ := c.Seek(bp); k != nil && bytes.HasPrefix(k, bp); k, _ = c.Seek(bp) {
 			mustDelete(mb, k)
 		}
-		s.tx.Touch("\x00s3/" + name)
+		s.tx.Touch(bucketWatch(name))
 		return dropped, nil
 	})
 }
