@@ -162,6 +162,28 @@ func Stall(f Fault, until time.Duration, successes []time.Duration) time.Duratio
 	return max(longest, until-last)
 }
 
+// addStalls appends to stalls, under each fault's kind, its Stall against
+// successes; end is the workloads' end (the last fault's until).
+func addStalls(stalls map[string][]time.Duration, faults []Fault, end time.Duration, successes []time.Duration) {
+	for i, f := range faults {
+		until := end
+		if i+1 < len(faults) {
+			until = faults[i+1].Start
+		}
+		stalls[f.Kind] = append(stalls[f.Kind], Stall(f, until, successes))
+	}
+}
+
+// mergeStalls appends src's stalls to *dst's, kind by kind.
+func mergeStalls(dst *map[string][]time.Duration, src map[string][]time.Duration) {
+	if *dst == nil {
+		*dst = map[string][]time.Duration{}
+	}
+	for k, v := range src {
+		(*dst)[k] = append((*dst)[k], v...)
+	}
+}
+
 func (o Outcome) String() string {
 	switch o {
 	case Acked:

@@ -46,18 +46,22 @@ type Cluster struct {
 	ids     [Size]string // each member's id, in hex as etcd's peers send it
 }
 
+// member is one etcd member: the test binary re-executed (memberEnv).
 type member struct {
-	cfg     memberConfig
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	exited  chan struct{}
-	stopped bool
+	proc
+	cfg   memberConfig
+	stdin io.WriteCloser // its end of the member's stdin (see runMember)
+}
+
+func newMember(cfg memberConfig) *member {
+	m := &member{cfg: cfg}
+	m.proc = proc{label: "member " + cfg.Name, command: m.command}
+	return m
 }
 
 // StartCluster starts the three members and waits until they have a
 // leader. Close kills them.
-func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
+func StartCluster(ctx context.Context, opts ClusterOptions) (_ *Cluster, err error) {
 	if opts.Dir == "" {
 		return nil, errors.New("failover: ClusterOptions.Dir is required")
 	}
@@ -74,18 +78,22 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 	// The members talk to each other through the peer proxies: each
 	// listens on its own peer port and advertises its proxy's.
 	c := &Cluster{opts: opts}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
 	var initial []string
 	for i := range Size {
 		p, err := StartPeerProxy(fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]))
 		if err != nil {
-			c.Close()
 			return nil, err
 		}
 		c.peers[i] = p
 		initial = append(initial, fmt.Sprintf("m%d=http://%s", i, p.Addr()))
 	}
 	for i := range Size {
-		c.members[i] = &member{cfg: memberConfig{
+		c.members[i] = newMember(memberConfig{
 			Name:           fmt.Sprintf("m%d", i),
 			Dir:            filepath.Join(opts.Dir, fmt.Sprintf("m%d", i)),
 			ClientURL:      fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
@@ -95,26 +103,22 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (*Cluster, error) {
 			Fsync:          opts.Fsync,
 			TickMs:         opts.TickMs,
 			ElectionMs:     opts.ElectionMs,
-		}}
+		})
 		if err := c.members[i].start(); err != nil {
-			c.Close()
 			return nil, err
 		}
 		p, err := StartProxy(strings.TrimPrefix(c.members[i].cfg.ClientURL, "http://"))
 		if err != nil {
-			c.Close()
 			return nil, err
 		}
 		c.proxies[i] = p
 	}
 	if _, err := c.WaitLeader(ctx); err != nil {
-		c.Close()
 		return nil, err
 	}
 	for i, m := range c.members {
 		id, _, err := status(ctx, m.cfg.ClientURL)
 		if err != nil {
-			c.Close()
 			return nil, err
 		}
 		c.ids[i] = strconv.FormatUint(id, 16)
@@ -209,52 +213,19 @@ func (c *Cluster) Close() {
 	}
 }
 
-func (m *member) start() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// command runs the test binary as the member; the member exits when its
+// stdin closes, so it dies with us even if Pdeathsig does not fire.
+func (m *member) command() (*exec.Cmd, error) {
 	b, _ := json.Marshal(m.cfg)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), memberEnv+"="+string(b))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	// The member dies with us even if we are killed: the kernel sends it
-	// SIGKILL when our thread exits, and it exits when its stdin closes.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("failover: start member %s: %w", m.cfg.Name, err)
-	}
-	m.cmd, m.stdin, m.exited, m.stopped = cmd, stdin, make(chan struct{}), false
-	go func(done chan struct{}) {
-		cmd.Wait()
-		close(done)
-	}(m.exited)
-	return nil
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (m *member) kill() {
-	m.mu.Lock()
-	cmd, exited := m.cmd, m.exited
-	m.cmd = nil
-	m.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	<-exited
-}
-
-func (m *member) signal(sig syscall.Signal, stopped bool) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return fmt.Errorf("failover: member %s is not running", m.cfg.Name)
-	}
-	m.stopped = stopped
-	return m.cmd.Process.Signal(sig)
+	m.stdin = stdin
+	return cmd, nil
 }
 
 // Kill SIGKILLs member i; Restart starts it again on its data directory.
@@ -274,10 +245,7 @@ func (c *Cluster) Cont(i int) error { return c.members[i].signal(syscall.SIGCONT
 func (c *Cluster) Leader(ctx context.Context) (int, error) {
 	var lastErr error = errors.New("no member answered")
 	for i, m := range c.members {
-		m.mu.Lock()
-		up := m.cmd != nil && !m.stopped
-		m.mu.Unlock()
-		if !up {
+		if !m.up() {
 			continue
 		}
 		id, leader, err := status(ctx, m.cfg.ClientURL)
@@ -294,19 +262,7 @@ func (c *Cluster) Leader(ctx context.Context) (int, error) {
 
 // WaitLeader polls Leader until it answers, at most 30 seconds.
 func (c *Cluster) WaitLeader(ctx context.Context) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		i, err := c.Leader(ctx)
-		if err == nil {
-			return i, nil
-		}
-		select {
-		case <-ctx.Done():
-			return -1, err
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return waitLeader(ctx, 30*time.Second, c.Leader)
 }
 
 // status asks one member for its own id and the leader it knows.

@@ -73,16 +73,12 @@ type leaderChange struct {
 }
 
 type consulServer struct {
+	proc
 	name              string
 	bindIP, advIP     string
 	httpPort, rpcPort int
 	serfPort          int
 	args              []string
-
-	mu      sync.Mutex
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	stopped bool
 }
 
 // consulConfig is every server's configuration file: the fastest timers
@@ -100,7 +96,7 @@ const consulConfig = `{
 
 // StartConsulCluster starts the three servers and waits until they have a
 // leader. Close kills them.
-func StartConsulCluster(ctx context.Context, opts ConsulOptions) (*ConsulCluster, error) {
+func StartConsulCluster(ctx context.Context, opts ConsulOptions) (_ *ConsulCluster, err error) {
 	if opts.Dir == "" || opts.Bin == "" {
 		return nil, errors.New("failover: ConsulOptions.Dir and Bin are required")
 	}
@@ -109,30 +105,31 @@ func StartConsulCluster(ctx context.Context, opts ConsulOptions) (*ConsulCluster
 		return nil, err
 	}
 	c := &ConsulCluster{opts: opts, isolated: -1, records: map[string]*fencedRecorder{}}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
 	for i := range Size {
 		s := &consulServer{name: fmt.Sprintf("s%d", i), bindIP: fmt.Sprintf("127.0.0.%d", 11+i), advIP: fmt.Sprintf("127.0.0.%d", 21+i)}
 		// The RPC port must be free on both addresses: the proxy takes it
 		// on the advertised one (Consul advertises its own port number).
 		rp, err := freePortOn(s.advIP)
 		if err != nil {
-			c.Close()
 			return nil, err
 		}
 		s.rpcPort = rp
 		p, err := StartProxyAt(net.JoinHostPort(s.advIP, strconv.Itoa(rp)), net.JoinHostPort(s.bindIP, strconv.Itoa(rp)))
 		if err != nil {
-			c.Close()
 			return nil, err
 		}
 		c.rpc[i] = p
 		hp, err := freePortOn(s.bindIP)
 		if err != nil {
-			c.Close()
 			return nil, err
 		}
 		sp, err := freePortOn(s.advIP)
 		if err != nil {
-			c.Close()
 			return nil, err
 		}
 		s.httpPort, s.serfPort = hp, sp
@@ -149,19 +146,17 @@ func StartConsulCluster(ctx context.Context, opts ConsulOptions) (*ConsulCluster
 				s.args = append(s.args, "-retry-join", net.JoinHostPort(o.advIP, strconv.Itoa(o.serfPort)), "-retry-interval", "200ms")
 			}
 		}
-		if err := c.start(s); err != nil {
-			c.Close()
+		s.proc = proc{label: "consul " + s.name, command: c.command(s)}
+		if err := s.start(); err != nil {
 			return nil, err
 		}
 		p, err := StartProxy(s.httpAddr())
 		if err != nil {
-			c.Close()
 			return nil, err
 		}
 		c.http[i] = p
 	}
 	if _, err := c.WaitLeader(ctx); err != nil {
-		c.Close()
 		return nil, err
 	}
 	pctx, cancel := context.WithCancel(context.Background())
@@ -181,21 +176,8 @@ func (c *ConsulCluster) watchLeader(ctx context.Context) {
 	last := -2
 	for ctx.Err() == nil {
 		at := time.Now()
-		l, unsure := -1, false
-		for i, s := range c.servers {
-			if !s.up() {
-				continue
-			}
-			addr, err := consulLeader(ctx, s.httpAddr())
-			if err != nil {
-				unsure = true
-				continue
-			}
-			if addr == net.JoinHostPort(s.advIP, strconv.Itoa(s.rpcPort)) {
-				l = i
-				break
-			}
-		}
+		l, err := c.ask(ctx)
+		unsure := err != nil
 		c.mu.Lock()
 		if l >= 0 && l == c.isolated {
 			l = -1
@@ -254,52 +236,20 @@ func (s *consulServer) httpAddr() string {
 	return net.JoinHostPort(s.bindIP, strconv.Itoa(s.httpPort))
 }
 
-func (c *ConsulCluster) start(s *consulServer) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cmd := exec.Command(c.opts.Bin, s.args...)
-	if c.opts.Log != nil {
-		cmd.Stdout, cmd.Stderr = c.opts.Log, c.opts.Log
-	}
-	// The server dies with us even if we are killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("failover: start consul %s: %w", s.name, err)
-	}
-	s.cmd, s.exited, s.stopped = cmd, make(chan struct{}), false
-	go func(done chan struct{}) {
-		cmd.Wait()
-		close(done)
-	}(s.exited)
-	return nil
+// rpcAddr is the RPC address s advertises (and names when it leads).
+func (s *consulServer) rpcAddr() string {
+	return net.JoinHostPort(s.advIP, strconv.Itoa(s.rpcPort))
 }
 
-func (s *consulServer) kill() {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
+// command runs server s from c's consul binary, its output to Log.
+func (c *ConsulCluster) command(s *consulServer) func() (*exec.Cmd, error) {
+	return func() (*exec.Cmd, error) {
+		cmd := exec.Command(c.opts.Bin, s.args...)
+		if c.opts.Log != nil {
+			cmd.Stdout, cmd.Stderr = c.opts.Log, c.opts.Log
+		}
+		return cmd, nil
 	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	<-exited
-}
-
-func (s *consulServer) signal(sig syscall.Signal, stopped bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return fmt.Errorf("failover: consul %s is not running", s.name)
-	}
-	s.stopped = stopped
-	return s.cmd.Process.Signal(sig)
-}
-
-func (s *consulServer) up() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd != nil && !s.stopped
 }
 
 // Name is "consul".
@@ -309,7 +259,7 @@ func (c *ConsulCluster) Name() string { return "consul" }
 func (c *ConsulCluster) Kill(i int) { c.servers[i].kill() }
 
 // Restart starts server i again on its data directory after Kill.
-func (c *ConsulCluster) Restart(i int) error { return c.start(c.servers[i]) }
+func (c *ConsulCluster) Restart(i int) error { return c.servers[i].start() }
 
 // Stop SIGSTOPs server i.
 func (c *ConsulCluster) Stop(i int) error { return c.servers[i].signal(syscall.SIGSTOP, true) }
@@ -370,7 +320,21 @@ func (c *ConsulCluster) ClientAddresses() []string {
 // the leader (/v1/status/leader gives the leader's advertised RPC
 // address).
 func (c *ConsulCluster) Leader(ctx context.Context) (int, error) {
-	var lastErr error = errors.New("no server answered")
+	i, err := c.ask(ctx)
+	if i >= 0 {
+		return i, nil
+	}
+	if err == nil {
+		err = errors.New("no server answered")
+	}
+	return -1, fmt.Errorf("failover: no consul leader: %w", err)
+}
+
+// ask asks each running server in turn for the leader until one names
+// itself; it returns that server (or -1) and the last error a server
+// gave before (nil if none did).
+func (c *ConsulCluster) ask(ctx context.Context) (int, error) {
+	var lastErr error
 	for i, s := range c.servers {
 		if !s.up() {
 			continue
@@ -380,28 +344,16 @@ func (c *ConsulCluster) Leader(ctx context.Context) (int, error) {
 			lastErr = err
 			continue
 		}
-		if addr == net.JoinHostPort(s.advIP, strconv.Itoa(s.rpcPort)) {
-			return i, nil
+		if addr == s.rpcAddr() {
+			return i, lastErr
 		}
 	}
-	return -1, fmt.Errorf("failover: no consul leader: %w", lastErr)
+	return -1, lastErr
 }
 
 // WaitLeader polls Leader until it answers, at most 60 seconds.
 func (c *ConsulCluster) WaitLeader(ctx context.Context) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	for {
-		i, err := c.Leader(ctx)
-		if err == nil {
-			return i, nil
-		}
-		select {
-		case <-ctx.Done():
-			return -1, err
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return waitLeader(ctx, 60*time.Second, c.Leader)
 }
 
 func consulLeader(ctx context.Context, addr string) (string, error) {
@@ -430,17 +382,9 @@ func consulLeader(ctx context.Context, addr string) (string, error) {
 // partition, and waits for a leader that every server knows.
 func (c *ConsulCluster) Heal(ctx context.Context) error {
 	c.Rejoin()
-	for i, s := range c.servers {
-		s.mu.Lock()
-		down, stopped := s.cmd == nil, s.stopped
-		s.mu.Unlock()
-		if stopped {
-			c.Cont(i)
-		}
-		if down {
-			if err := c.Restart(i); err != nil {
-				return err
-			}
+	for _, s := range c.servers {
+		if err := s.revive(); err != nil {
+			return err
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
@@ -450,7 +394,7 @@ func (c *ConsulCluster) Heal(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		want := net.JoinHostPort(c.servers[l].advIP, strconv.Itoa(c.servers[l].rpcPort))
+		want := c.servers[l].rpcAddr()
 		agreed := true
 		for _, s := range c.servers {
 			if got, err := consulLeader(ctx, s.httpAddr()); err != nil || got != want {
@@ -503,16 +447,23 @@ func (c *ConsulCluster) direct(ctx context.Context, prefix string) (*consulstore
 
 // Value reads key (under prefix) back, consistently.
 func (c *ConsulCluster) Value(ctx context.Context, prefix, key string) ([]byte, error) {
+	e, _, err := c.readBack(ctx, prefix, key)
+	return e.Value, err
+}
+
+// readBack reads key (under prefix) from the servers themselves (direct),
+// consistently; found is false when it does not exist.
+func (c *ConsulCluster) readBack(ctx context.Context, prefix, key string) (e store.Entry, found bool, err error) {
 	s, err := c.direct(ctx, prefix)
 	if err != nil {
-		return nil, err
+		return store.Entry{}, false, err
 	}
 	defer s.Close()
-	e, err := s.Get(ctx, key)
+	e, err = s.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
+		return store.Entry{}, false, nil
 	}
-	return e.Value, err
+	return e, err == nil, err
 }
 
 // FencedHistory is every value the fenced key took, in ModifyIndex order:
@@ -522,16 +473,8 @@ func (c *ConsulCluster) FencedHistory(ctx context.Context, prefix, key string) (
 	c.mu.Lock()
 	rec := c.records[prefix]
 	c.mu.Unlock()
-	s, err := c.direct(ctx, prefix)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	e, err := s.Get(ctx, key)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	e, found, err := c.readBack(ctx, prefix, key)
+	if !found {
 		return nil, err
 	}
 	if rec == nil {

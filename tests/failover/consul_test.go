@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // consulPace is the fault pace on Consul: its elections take several
@@ -24,13 +26,7 @@ const (
 // under CI=true.
 func startConsul(t *testing.T) *ConsulCluster {
 	t.Helper()
-	bin := os.Getenv(ConsulBinEnv)
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not set: .ci/run builds consul v1.16.3 and sets it", ConsulBinEnv)
-		}
-		t.Skipf("%s is not set (the consul v1.16.3 executable; .ci/run builds it)", ConsulBinEnv)
-	}
+	bin := testutil.Peer(t, ConsulBinEnv, "the consul v1.16.3 executable (.ci/run builds it)")
 	dir := t.TempDir()
 	log, err := os.Create(filepath.Join(dir, "consul.log"))
 	if err != nil {
@@ -107,30 +103,6 @@ func catchesLostUpdates(t *testing.T, c *ConsulCluster) {
 	t.Logf("broken run: %v", rep)
 	if rep.Counter.Lost == 0 {
 		t.Fatalf("unconditional increments lost nothing the checker saw: %v", rep)
-	}
-}
-
-// logRun logs a run's summary, each fault with the stalls after it (and
-// what the lock workload did around a long stall), the first error of
-// each kind, and fails the test on each violation.
-func logRun(t *testing.T, rep *Report) {
-	t.Helper()
-	t.Logf("run: %v", rep)
-	for i, f := range rep.Faults {
-		ls, cs := rep.LeaseStall[f.Kind][rep.kindIndex(i)], rep.CountStall[f.Kind][rep.kindIndex(i)]
-		t.Logf("  fault %s of %d at %v for %v: lease stalled %v, counter %v", f.Kind, f.Member, f.Start.Round(time.Millisecond),
-			(f.Heal - f.Start).Round(time.Millisecond), ls.Round(time.Millisecond), cs.Round(time.Millisecond))
-		if ls > (f.Heal-f.Start)+3*time.Second {
-			for _, line := range rep.Around(f.Start-time.Second, f.Start+ls) {
-				t.Logf("    %s", line)
-			}
-		}
-	}
-	for _, k := range sortedKeys(rep.ErrorSamples) {
-		t.Logf("  first %s error: %s", k, rep.ErrorSamples[k])
-	}
-	for _, v := range rep.Violations {
-		t.Errorf("seed %d: %v", rep.Seed, v)
 	}
 }
 

@@ -10,9 +10,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-
-	"github.com/latchkey/latchkey/cas"
-	"github.com/latchkey/latchkey/store/etcdstore"
 )
 
 // TestPartitionedLeaderIsReplaced cuts the leader off from the other
@@ -23,29 +20,7 @@ import (
 // and that after the heal the old leader catches up.
 func TestPartitionedLeaderIsReplaced(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartCluster(ctx, ClusterOptions{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	s, err := etcdstore.Open(ctx, &etcdstore.Options{Endpoints: c.ClientEndpoints(), Prefix: "partition/", AttemptTimeout: etcdAttemptTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	n := 0
-	incr := func(ctx context.Context) error {
-		n++
-		_, err := cas.Update(ctx, s, "counter", func([]byte, bool) (cas.Decision, error) {
-			return cas.Set(fmt.Appendf(nil, "%d", n)), nil
-		}, nil)
-		return err
-	}
-	for range 3 * Size {
-		if err := incr(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, k := startCounter(t, "partition/")
 	old, err := c.WaitLeader(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +38,7 @@ func TestPartitionedLeaderIsReplaced(t *testing.T) {
 	for time.Since(cut) < 4*time.Second {
 		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		t0 := time.Now()
-		err := incr(cctx)
+		err := k.incr(cctx)
 		cancel()
 		slowest = max(slowest, time.Since(t0))
 		if err != nil {
@@ -85,7 +60,7 @@ func TestPartitionedLeaderIsReplaced(t *testing.T) {
 	healed = true
 	// The old leader catches up: a serializable read on it alone sees the
 	// last value within a few seconds.
-	want := fmt.Sprint(n)
+	want := fmt.Sprint(k.n)
 	cl, err := clientv3.New(clientv3.Config{Endpoints: []string{c.members[old].cfg.ClientURL}, DialTimeout: time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)

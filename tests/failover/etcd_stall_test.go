@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/cas"
+	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/etcdstore"
 )
 
@@ -25,30 +26,7 @@ import (
 // with the default (5 s) and a 9 s stop it measured 4.4 s and 5.0 s.
 func TestStoppedMemberDoesNotStallRequests(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartCluster(ctx, ClusterOptions{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	s, err := etcdstore.Open(ctx, &etcdstore.Options{Endpoints: c.ClientEndpoints(), Prefix: "stall/", AttemptTimeout: etcdAttemptTimeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	n := 0
-	incr := func(ctx context.Context) error {
-		n++
-		_, err := cas.Update(ctx, s, "counter", func(cur []byte, _ bool) (cas.Decision, error) {
-			return cas.Set(fmt.Appendf(nil, "%d", n)), nil
-		}, nil)
-		return err
-	}
-	// Every member gets a connection before the stop.
-	for range 3 * Size {
-		if err := incr(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, k := startCounter(t, "stall/")
 	leader, err := c.WaitLeader(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -69,10 +47,10 @@ func TestStoppedMemberDoesNotStallRequests(t *testing.T) {
 	for calls := 0; time.Since(stopped) < stopFor-bound || calls < 6; calls++ {
 		cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		t0 := time.Now()
-		_, gerr := s.Get(cctx, "counter")
+		_, gerr := k.s.Get(cctx, "counter")
 		slowGet = max(slowGet, time.Since(t0))
 		t1 := time.Now()
-		ierr := incr(cctx)
+		ierr := k.incr(cctx)
 		slowInc = max(slowInc, time.Since(t1))
 		cancel()
 		if gerr != nil || ierr != nil {
@@ -84,4 +62,39 @@ func TestStoppedMemberDoesNotStallRequests(t *testing.T) {
 	if slowGet > bound || slowInc > bound {
 		t.Errorf("a call waited for the stopped member: slowest get %v, increment %v, bound %v", slowGet, slowInc, bound)
 	}
+}
+
+// counter is a client of every member of a test's Cluster that
+// increments one key, "counter", with cas.Update.
+type counter struct {
+	s store.Store
+	n int // the last value written
+}
+
+// startCounter starts a Cluster for the test and a counter under prefix,
+// and increments 3*Size times, so that every member has a connection.
+func startCounter(t *testing.T, prefix string) (*Cluster, *counter) {
+	t.Helper()
+	c := startTestCluster(t, ClusterOptions{})
+	s, err := etcdstore.Open(context.Background(), &etcdstore.Options{Endpoints: c.ClientEndpoints(), Prefix: prefix, AttemptTimeout: etcdAttemptTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	k := &counter{s: s}
+	for range 3 * Size {
+		if err := k.incr(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c, k
+}
+
+// incr writes the next value.
+func (k *counter) incr(ctx context.Context) error {
+	k.n++
+	_, err := cas.Update(ctx, k.s, "counter", func([]byte, bool) (cas.Decision, error) {
+		return cas.Set(fmt.Appendf(nil, "%d", k.n)), nil
+	}, nil)
+	return err
 }

@@ -28,11 +28,7 @@ var (
 // -failover.seed on until the duration is spent.
 func TestFailover(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartCluster(ctx, ClusterOptions{Dir: t.TempDir(), Fsync: os.Getenv("LATCHKEY_FAILOVER_FSYNC") == "1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := startTestCluster(t, ClusterOptions{Fsync: os.Getenv("LATCHKEY_FAILOVER_FSYNC") == "1"})
 
 	type run struct {
 		seed uint64
@@ -53,23 +49,7 @@ func TestFailover(t *testing.T) {
 		if err != nil {
 			t.Fatalf("seed %d: %v", r.seed, err)
 		}
-		t.Logf("run: %v", rep)
-		for i, f := range rep.Faults {
-			t.Logf("  fault %s of m%d at %v for %v: lease stalled %v, counter %v", f.Kind, f.Member, f.Start.Round(time.Millisecond),
-				(f.Heal - f.Start).Round(time.Millisecond), rep.LeaseStall[f.Kind][rep.kindIndex(i)].Round(time.Millisecond),
-				rep.CountStall[f.Kind][rep.kindIndex(i)].Round(time.Millisecond))
-			if st := rep.LeaseStall[f.Kind][rep.kindIndex(i)]; st > 3*time.Second {
-				for _, line := range rep.Around(f.Start-time.Second, f.Start+st) {
-					t.Logf("    %s", line)
-				}
-			}
-		}
-		for _, k := range sortedKeys(rep.ErrorSamples) {
-			t.Logf("  first %s error: %s", k, rep.ErrorSamples[k])
-		}
-		for _, v := range rep.Violations {
-			t.Errorf("seed %d: %v", r.seed, v)
-		}
+		logRun(t, rep)
 		if rep.Holdings == 0 || rep.Counter.Acked == 0 || rep.Publish.Reads == 0 || rep.LockRun.Holdings == 0 || len(rep.Faults) < len(faultKinds) {
 			t.Errorf("seed %d: the run did too little to prove anything: %v", r.seed, rep)
 		}
@@ -84,11 +64,7 @@ func TestFailover(t *testing.T) {
 // read-back as TestFailover.
 func TestFailoverCatchesLostUpdates(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartCluster(ctx, ClusterOptions{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := startTestCluster(t, ClusterOptions{})
 	rep, err := Run(ctx, c, RunOptions{Seed: 1, Duration: 3 * time.Second, Faults: []string{}, Incrementers: 8, unconditional: true})
 	if err != nil {
 		t.Fatal(err)
@@ -105,11 +81,7 @@ func TestFailoverCatchesLostUpdates(t *testing.T) {
 // through the same recording and check as TestFailover.
 func TestFailoverCatchesStaleReads(t *testing.T) {
 	ctx := context.Background()
-	c, err := StartCluster(ctx, ClusterOptions{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := startTestCluster(t, ClusterOptions{})
 	rep, err := Run(ctx, c, RunOptions{Seed: 1, Duration: 3 * time.Second, Faults: []string{}, staleReads: true})
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +90,43 @@ func TestFailoverCatchesStaleReads(t *testing.T) {
 	if len(rep.Linearizable) != 1 || rep.Linearizable[0].Result != porcupine.Illegal {
 		t.Fatalf("stale reads went unseen: %v", rep.Linearizable)
 	}
+}
+
+// logRun logs a run's summary, each fault with the stalls after it (and
+// what the lock workload did around a long stall), the first error of
+// each kind, and fails the test on each violation.
+func logRun(t *testing.T, rep *Report) {
+	t.Helper()
+	t.Logf("run: %v", rep)
+	for i, f := range rep.Faults {
+		ls, cs := rep.LeaseStall[f.Kind][rep.kindIndex(i)], rep.CountStall[f.Kind][rep.kindIndex(i)]
+		t.Logf("  fault %s of %d at %v for %v: lease stalled %v, counter %v", f.Kind, f.Member, f.Start.Round(time.Millisecond),
+			(f.Heal - f.Start).Round(time.Millisecond), ls.Round(time.Millisecond), cs.Round(time.Millisecond))
+		if ls > (f.Heal-f.Start)+3*time.Second {
+			for _, line := range rep.Around(f.Start-time.Second, f.Start+ls) {
+				t.Logf("    %s", line)
+			}
+		}
+	}
+	for _, k := range sortedKeys(rep.ErrorSamples) {
+		t.Logf("  first %s error: %s", k, rep.ErrorSamples[k])
+	}
+	for _, v := range rep.Violations {
+		t.Errorf("seed %d: %v", rep.Seed, v)
+	}
+}
+
+// startTestCluster starts a Cluster in a directory of the test's (opts.Dir
+// is set here), closed with the test.
+func startTestCluster(t *testing.T, opts ClusterOptions) *Cluster {
+	t.Helper()
+	opts.Dir = t.TempDir()
+	c, err := StartCluster(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
 
 // buildLatchkey builds the latchkey binary once, for the lock run

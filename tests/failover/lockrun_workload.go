@@ -138,13 +138,7 @@ func (h *lockRunHistory) report(faults []Fault, end time.Duration) (LockRunRepor
 			r.Holdings++
 		}
 	}
-	for i, f := range faults {
-		until := end
-		if i+1 < len(faults) {
-			until = faults[i+1].Start
-		}
-		r.Stall[f.Kind] = append(r.Stall[f.Kind], Stall(f, until, h.ok))
-	}
+	addStalls(r.Stall, faults, end, h.ok)
 	return r, CheckLockRunLog(ls), nil
 }
 
@@ -152,12 +146,7 @@ func (r *LockRunReport) add(o LockRunReport) {
 	r.Runs += o.Runs
 	r.Failed += o.Failed
 	r.Holdings += o.Holdings
-	if r.Stall == nil {
-		r.Stall = map[string][]time.Duration{}
-	}
-	for k, v := range o.Stall {
-		r.Stall[k] = append(r.Stall[k], v...)
-	}
+	mergeStalls(&r.Stall, o.Stall)
 }
 
 // StoreURL is the etcd:// URL of the cluster's proxied client endpoints

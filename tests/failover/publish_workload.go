@@ -229,13 +229,7 @@ func (h *pubHistory) report(faults []Fault, end time.Duration) (PublishReport, [
 	}
 	r.Generations = len(gens)
 	slices.Sort(h.readOK)
-	for i, f := range faults {
-		until := end
-		if i+1 < len(faults) {
-			until = faults[i+1].Start
-		}
-		r.Stall[f.Kind] = append(r.Stall[f.Kind], Stall(f, until, h.readOK))
-	}
+	addStalls(r.Stall, faults, end, h.readOK)
 	return r, CheckSnapshots(h.reads, h.commits, pubNames)
 }
 
@@ -247,10 +241,5 @@ func (r *PublishReport) add(o PublishReport) {
 	r.Reads += o.Reads
 	r.ReadErrors += o.ReadErrors
 	r.Generations += o.Generations
-	if r.Stall == nil {
-		r.Stall = map[string][]time.Duration{}
-	}
-	for k, v := range o.Stall {
-		r.Stall[k] = append(r.Stall[k], v...)
-	}
+	mergeStalls(&r.Stall, o.Stall)
 }

@@ -34,14 +34,8 @@ func (r *Report) Merge(o *Report) {
 	r.Linearizable = append(r.Linearizable, o.Linearizable...)
 	r.Publish.add(o.Publish)
 	r.LockRun.add(o.LockRun)
-	for _, m := range []struct{ dst, src *map[string][]time.Duration }{{&r.LeaseStall, &o.LeaseStall}, {&r.CountStall, &o.CountStall}} {
-		if *m.dst == nil {
-			*m.dst = map[string][]time.Duration{}
-		}
-		for k, v := range *m.src {
-			(*m.dst)[k] = append((*m.dst)[k], v...)
-		}
-	}
+	mergeStalls(&r.LeaseStall, o.LeaseStall)
+	mergeStalls(&r.CountStall, o.CountStall)
 }
 
 // String is the one-line summary of a run.

@@ -312,17 +312,9 @@ func (c *Cluster) Rejoin() { c.HealPartition() }
 // waits for a leader.
 func (c *Cluster) Heal(ctx context.Context) error {
 	c.HealPartition()
-	for i, m := range c.members {
-		m.mu.Lock()
-		down, stopped := m.cmd == nil, m.stopped
-		m.mu.Unlock()
-		if stopped {
-			c.Cont(i)
-		}
-		if down {
-			if err := c.Restart(i); err != nil {
-				return err
-			}
+	for _, m := range c.members {
+		if err := m.revive(); err != nil {
+			return err
 		}
 	}
 	_, err := c.WaitLeader(ctx)
@@ -367,14 +359,9 @@ func check(ctx context.Context, c Target, prefix string, h *history, faults []Fa
 		return nil, err
 	}
 
-	for i, f := range faults {
-		until := opts.Duration // the workloads' end, not the check's
-		if i+1 < len(faults) {
-			until = faults[i+1].Start
-		}
-		r.LeaseStall[f.Kind] = append(r.LeaseStall[f.Kind], Stall(f, until, h.fencedOK))
-		r.CountStall[f.Kind] = append(r.CountStall[f.Kind], Stall(f, until, h.incOK))
-	}
+	// Until the workloads' end, not the check's.
+	addStalls(r.LeaseStall, faults, opts.Duration, h.fencedOK)
+	addStalls(r.CountStall, faults, opts.Duration, h.incOK)
 	return r, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,27 +13,9 @@ import (
 	"github.com/chromedp/chromedp"
 	consul "github.com/hashicorp/consul/api"
 	"github.com/minio/minio-go/v7"
-)
 
-// chromiumPath finds Debian's chromium: $LATCHKEY_TEST_CHROMIUM (set by
-// .ci/run), else chromium on $PATH. Under CI=true a missing browser fails
-// the test; elsewhere it skips.
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("LATCHKEY_TEST_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium not found: set LATCHKEY_TEST_CHROMIUM (.ci/run installs Debian's chromium)")
-	}
-	t.Skip("chromium not found; set LATCHKEY_TEST_CHROMIUM or install chromium")
-	return ""
-}
+	"github.com/latchkey/latchkey/internal/testutil"
+)
 
 // tab is a headless chromium tab for one test, with screenshots saved
 // under t.TempDir() (and under $LATCHKEY_CONSOLE_SCREENSHOTS when set:
@@ -48,7 +29,7 @@ type tab struct {
 func browser(t *testing.T) *tab {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.ExecPath(testutil.Chromium(t)),
 		chromedp.WindowSize(1200, 900),
 		chromedp.Flag("disable-gpu", true),
 		chromedp.Flag("disable-dev-shm-usage", true),

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/latchkey/latchkey/internal/keyrange"
 	"github.com/latchkey/latchkey/lease"
 	"github.com/latchkey/latchkey/server/internal/consulapi"
 	"github.com/latchkey/latchkey/server/internal/engine"
@@ -422,19 +423,6 @@ func parents(key string) []KVEntry {
 	return out
 }
 
-// successor is the least string greater than every string with prefix
-// p, or "" when there is none (p is all 0xff).
-func successor(p string) string {
-	b := []byte(p)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1])
-		}
-	}
-	return ""
-}
-
 func (h *Handler) kv(r *http.Request) (any, error) {
 	if r.URL.Query().Has("key") {
 		key, err := param(r, "key")
@@ -475,7 +463,7 @@ func listFolder(tx *engine.Tx, prefix, from string, limit int) (entries []KVEntr
 			if i := strings.IndexByte(rest, '/'); i >= 0 {
 				folder := prefix + rest[:i+1]
 				entries = append(entries, KVEntry{Key: folder, Name: rest[:i+1], Folder: true})
-				seek = successor(folder)
+				seek = keyrange.PrefixEnd(folder)
 				return false
 			}
 			entries = append(entries, KVEntry{Key: kv.Key, Name: rest, Size: len(kv.Value), Modify: kv.ModifyIndex, Locked: kv.Session != ""})

@@ -9,11 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -64,39 +60,11 @@ func BenchmarkConditionalPut4KSDK(b *testing.B) {
 					b.Fatal(err)
 				}
 				body := bytes.Repeat([]byte("x"), 4096)
-				var next, failed atomic.Int64
-				lat := make([][]time.Duration, clients)
-				b.ResetTimer()
-				start := time.Now()
-				var wg sync.WaitGroup
-				for w := range clients {
-					wg.Go(func() {
-						for {
-							i := next.Add(1)
-							if i > int64(b.N) {
-								return
-							}
-							t0 := time.Now()
-							_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(fmt.Sprintf("k%d", i)),
-								Body: bytes.NewReader(body), IfNoneMatch: aws.String("*")})
-							if err != nil {
-								failed.Add(1)
-								continue
-							}
-							lat[w] = append(lat[w], time.Since(t0))
-						}
-					})
-				}
-				wg.Wait()
-				elapsed := time.Since(start)
-				b.StopTimer()
-				if failed.Load() > 0 {
-					b.Fatalf("%d PUTs failed", failed.Load())
-				}
-				all := slices.Concat(lat...)
-				slices.Sort(all)
-				b.ReportMetric(float64(b.N)/elapsed.Seconds(), "puts/s")
-				b.ReportMetric(float64(all[min(len(all)-1, len(all)*99/100)].Microseconds())/1000, "p99-ms")
+				benchPuts(b, clients, func(i int64) error {
+					_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String(fmt.Sprintf("k%d", i)),
+						Body: bytes.NewReader(body), IfNoneMatch: aws.String("*")})
+					return err
+				})
 			})
 		}
 	}

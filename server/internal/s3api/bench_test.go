@@ -115,51 +115,61 @@ func BenchmarkConditionalPut4K(b *testing.B) {
 			client := &http.Client{Transport: tr}
 			b.Cleanup(tr.CloseIdleConnections)
 			body := bytes.Repeat([]byte("x"), 4096)
-			var next atomic.Int64
-			lat := make([][]time.Duration, clients)
-			var failed atomic.Int64
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			for c := range clients {
-				wg.Go(func() {
-					for {
-						i := next.Add(1)
-						if i > int64(b.N) {
-							return
-						}
-						t0 := time.Now()
-						req, _ := http.NewRequest("PUT", fmt.Sprintf("%s/bench/k%d", s.srv.URL, i), bytes.NewReader(body))
-						req.Header.Set("If-None-Match", "*")
-						res, err := client.Do(req)
-						if err != nil {
-							failed.Add(1)
-							continue
-						}
-						io.Copy(io.Discard, res.Body)
-						res.Body.Close()
-						if res.StatusCode != 200 {
-							failed.Add(1)
-						}
-						lat[c] = append(lat[c], time.Since(t0))
-					}
-				})
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.StopTimer()
-			if failed.Load() > 0 {
-				b.Fatalf("%d PUTs failed", failed.Load())
-			}
-			all := slices.Concat(lat...)
-			slices.Sort(all)
-			p99 := all[min(len(all)-1, len(all)*99/100)]
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "puts/s")
-			b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+			benchPuts(b, clients, func(i int64) error {
+				req, _ := http.NewRequest("PUT", fmt.Sprintf("%s/bench/k%d", s.srv.URL, i), bytes.NewReader(body))
+				req.Header.Set("If-None-Match", "*")
+				res, err := client.Do(req)
+				if err != nil {
+					return err
+				}
+				io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 {
+					return fmt.Errorf("status %d", res.StatusCode)
+				}
+				return nil
+			})
 			st := s.e.Stats()
 			if st.Commits > 0 {
 				b.ReportMetric(float64(st.Updates)/float64(st.Commits), "updates/commit")
 			}
 		})
 	}
+}
+
+// benchPuts runs put(1) to put(b.N) from clients concurrent loops and
+// reports the throughput and the p99 latency; a put that fails fails the
+// benchmark.
+func benchPuts(b *testing.B, clients int, put func(i int64) error) {
+	var next, failed atomic.Int64
+	lat := make([][]time.Duration, clients)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				t0 := time.Now()
+				if err := put(i); err != nil {
+					failed.Add(1)
+					continue
+				}
+				lat[c] = append(lat[c], time.Since(t0))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if failed.Load() > 0 {
+		b.Fatalf("%d PUTs failed", failed.Load())
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "puts/s")
+	b.ReportMetric(float64(all[min(len(all)-1, len(all)*99/100)].Microseconds())/1000, "p99-ms")
 }

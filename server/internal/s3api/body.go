@@ -217,6 +217,22 @@ func declaredSize(r *http.Request) (int64, error) {
 	return r.ContentLength, nil
 }
 
+// bodyHeaders checks what an upload (PutObject, UploadPart) announces of
+// its body: the Content-MD5 it must match (nil when absent) and its size
+// (declaredSize), at most MaxObjectSize.
+func bodyHeaders(r *http.Request) (wantMD5 []byte, size int64, err error) {
+	if wantMD5, err = contentMD5(r); err != nil {
+		return nil, 0, err
+	}
+	if size, err = declaredSize(r); err != nil {
+		return nil, 0, err
+	}
+	if size > MaxObjectSize {
+		return nil, 0, errEntityTooLarge()
+	}
+	return wantMD5, size, nil
+}
+
 // contentMD5 parses the Content-MD5 header (nil when absent).
 func contentMD5(r *http.Request) ([]byte, error) {
 	v, ok := r.Header["Content-Md5"]
@@ -274,6 +290,19 @@ func objectAttrs(r *http.Request) (ct string, hdrs, meta map[string]string, err 
 		return "", nil, nil, errMetadataTooLarge()
 	}
 	return ct, hdrs, meta, nil
+}
+
+// newObjectAttrs is what PutObject and CreateMultipartUpload take from
+// the request for the object they create: objectAttrs and the
+// x-amz-tagging tags (headerTags).
+func newObjectAttrs(r *http.Request) (ct string, hdrs, meta, tags map[string]string, err error) {
+	if ct, hdrs, meta, err = objectAttrs(r); err != nil {
+		return "", nil, nil, nil, err
+	}
+	if tags, err = headerTags(r); err != nil {
+		return "", nil, nil, nil, err
+	}
+	return ct, hdrs, meta, tags, nil
 }
 
 func stripAWSChunked(v string) string {

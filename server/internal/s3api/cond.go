@@ -194,54 +194,53 @@ func parseHTTPTime(s string) time.Time {
 	return t
 }
 
-// checkRead applies the GET/HEAD ladder (docs/wire-s3.md): If-Match → 412,
-// If-Unmodified-Since → 412, If-None-Match → 304, If-Modified-Since → 304.
-// Last-Modified is compared at one-second resolution, as HTTP dates are.
-// A 304 carries the ETag and Last-Modified headers.
-func (c readCond) checkRead(etag string, lastMod, now time.Time) *Error {
+// failed applies the conditional-read ladder (docs/wire-s3.md), If-Match,
+// If-Unmodified-Since, If-None-Match, If-Modified-Since, and names the
+// first header that fails, or "". Last-Modified is compared at one-second
+// resolution, as HTTP dates are.
+func (c readCond) failed(etag string, lastMod, now time.Time) string {
 	lm := lastMod.Truncate(time.Second)
 	if c.HasIfMatch && !etagListMatches(c.IfMatch, etag) {
-		return errPrecondition("If-Match")
+		return "If-Match"
 	}
 	if !c.HasIfMatch && !c.IfUnmodifiedSince.IsZero() && lm.After(c.IfUnmodifiedSince) {
-		return errPrecondition("If-Unmodified-Since")
+		return "If-Unmodified-Since"
 	}
-	notModified := func() *Error {
+	if c.HasIfNoneMatch {
+		if etagListMatches(c.IfNoneMatch, etag) {
+			return "If-None-Match"
+		}
+		return ""
+	}
+	if ims := c.IfModifiedSince; !ims.IsZero() && !ims.After(now) && !lm.After(ims) {
+		return "If-Modified-Since"
+	}
+	return ""
+}
+
+// checkRead applies the ladder to a GET/HEAD: If-Match and
+// If-Unmodified-Since fail with 412, If-None-Match and If-Modified-Since
+// with a 304 that carries the ETag and Last-Modified headers.
+func (c readCond) checkRead(etag string, lastMod, now time.Time) *Error {
+	switch h := c.failed(etag, lastMod, now); h {
+	case "":
+		return nil
+	case "If-Match", "If-Unmodified-Since":
+		return errPrecondition(h)
+	default:
 		e := newErr(http.StatusNotModified, "NotModified", "Not Modified")
 		e.withHeader("ETag", etag)
 		e.withHeader("Last-Modified", lastMod.UTC().Format(http.TimeFormat))
 		return e
 	}
-	if c.HasIfNoneMatch {
-		if etagListMatches(c.IfNoneMatch, etag) {
-			return notModified()
-		}
-		return nil
-	}
-	if ims := c.IfModifiedSince; !ims.IsZero() && !ims.After(now) && !lm.After(ims) {
-		return notModified()
-	}
-	return nil
 }
 
-// checkCopySource applies the x-amz-copy-source-if-* headers: every
-// failure is a 412 whose Condition names the copy-source header.
+// checkCopySource applies the ladder to the x-amz-copy-source-if-*
+// headers: every failure is a 412 whose Condition names the copy-source
+// header.
 func (c readCond) checkCopySource(etag string, lastMod, now time.Time) *Error {
-	lm := lastMod.Truncate(time.Second)
-	if c.HasIfMatch && !etagListMatches(c.IfMatch, etag) {
-		return errPrecondition("x-amz-copy-source-If-Match")
-	}
-	if !c.HasIfMatch && !c.IfUnmodifiedSince.IsZero() && lm.After(c.IfUnmodifiedSince) {
-		return errPrecondition("x-amz-copy-source-If-Unmodified-Since")
-	}
-	if c.HasIfNoneMatch {
-		if etagListMatches(c.IfNoneMatch, etag) {
-			return errPrecondition("x-amz-copy-source-If-None-Match")
-		}
-		return nil
-	}
-	if ims := c.IfModifiedSince; !ims.IsZero() && !ims.After(now) && !lm.After(ims) {
-		return errPrecondition("x-amz-copy-source-If-Modified-Since")
+	if h := c.failed(etag, lastMod, now); h != "" {
+		return errPrecondition("x-amz-copy-source-" + h)
 	}
 	return nil
 }

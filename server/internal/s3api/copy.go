@@ -1,6 +1,7 @@
 package s3api
 
 import (
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"net/http"
@@ -158,7 +159,7 @@ func (h *Handler) copyObject(q *request) error {
 		q.w.Header().Set("X-Amz-Copy-Source-Version-Id", src.VersionID)
 	}
 	setSSEHeader(q.w, res.Version.SSE)
-	return writeXML(q.w, http.StatusOK, copyObjectResult{NS: s3NS, ETag: res.Version.ETag, LastModified: isoTime(res.Version.ModTime()),
+	return writeXML(q.w, http.StatusOK, copyResult{XMLName: xml.Name{Local: "CopyObjectResult"}, NS: s3NS, ETag: res.Version.ETag, LastModified: isoTime(res.Version.ModTime()),
 		checksumFields: checksumXML(res.Version.Checksum)})
 }
 
@@ -211,6 +212,6 @@ func (h *Handler) uploadPartCopy(q *request) error {
 		return err
 	}
 	setSSEHeader(q.w, up.SSE)
-	return writeXML(q.w, http.StatusOK, copyPartResult{NS: s3NS, ETag: etag, LastModified: isoTime(time.Now()),
+	return writeXML(q.w, http.StatusOK, copyResult{XMLName: xml.Name{Local: "CopyPartResult"}, NS: s3NS, ETag: etag, LastModified: isoTime(time.Now()),
 		checksumFields: checksumXML(ck)})
 }

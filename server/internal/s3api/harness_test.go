@@ -59,6 +59,29 @@ func (r resp) err() s3err {
 	return e
 }
 
+// refusal is a table row: a request that must be refused (body "" for
+// none; hdr is name, value pairs) and the error answer it must get.
+type refusal struct {
+	name, method, path, body string
+	hdr                      []string
+	status                   int
+	code                     string
+}
+
+// check sends the request on s and fails t unless the answer is the
+// refusal's status and error code.
+func (tc refusal) check(t *testing.T, s *testServer) {
+	t.Helper()
+	var body []byte
+	if tc.body != "" {
+		body = []byte(tc.body)
+	}
+	r := s.do(tc.method, tc.path, body, tc.hdr...)
+	if r.Status != tc.status || r.err().Code != tc.code {
+		t.Fatalf("got %d %.300s, want %d %s", r.Status, r.Body, tc.status, tc.code)
+	}
+}
+
 // do sends one request; hdr is name, value pairs. path is sent verbatim
 // (already escaped). Transport failures fail the test.
 func (s *testServer) do(method, path string, body []byte, hdr ...string) resp {

@@ -4,8 +4,8 @@ import (
 	"encoding/base64"
 	"net/http"
 	"strconv"
-	"strings"
 
+	"github.com/latchkey/latchkey/server/internal/s3api/sigv4"
 	"github.com/latchkey/latchkey/server/internal/s3model"
 )
 
@@ -25,6 +25,26 @@ func maxKeysParam(q *request, name string) (int, error) {
 	return min(n, maxListKeys), nil
 }
 
+// listParams are the parameters every listing takes.
+type listParams struct {
+	max           int    // max-keys or max-uploads (maxKeysParam)
+	enc           string // encoding-type: "" or "url"
+	prefix, delim string
+}
+
+// listingParams parses them; maxName is the page size's parameter.
+func listingParams(q *request, maxName string) (listParams, error) {
+	max, err := maxKeysParam(q, maxName)
+	if err != nil {
+		return listParams{}, err
+	}
+	enc, err := encodingParam(q)
+	if err != nil {
+		return listParams{}, err
+	}
+	return listParams{max: max, enc: enc, prefix: q.query.Get("prefix"), delim: q.query.Get("delimiter")}, nil
+}
+
 func encodingParam(q *request) (string, error) {
 	switch et := q.query.Get("encoding-type"); et {
 	case "", "url":
@@ -35,15 +55,11 @@ func encodingParam(q *request) (string, error) {
 }
 
 func (h *Handler) listObjectsV2(q *request) error {
-	max, err := maxKeysParam(q, "max-keys")
+	p, err := listingParams(q, "max-keys")
 	if err != nil {
 		return err
 	}
-	enc, err := encodingParam(q)
-	if err != nil {
-		return err
-	}
-	prefix, delim := q.query.Get("prefix"), q.query.Get("delimiter")
+	max, enc, prefix, delim := p.max, p.enc, p.prefix, p.delim
 	token, hasToken := q.query["continuation-token"]
 	marker := q.query.Get("start-after")
 	if hasToken {
@@ -74,15 +90,11 @@ func (h *Handler) listObjectsV2(q *request) error {
 }
 
 func (h *Handler) listObjectsV1(q *request) error {
-	max, err := maxKeysParam(q, "max-keys")
+	p, err := listingParams(q, "max-keys")
 	if err != nil {
 		return err
 	}
-	enc, err := encodingParam(q)
-	if err != nil {
-		return err
-	}
-	prefix, delim, marker := q.query.Get("prefix"), q.query.Get("delimiter"), q.query.Get("marker")
+	max, enc, prefix, delim, marker := p.max, p.enc, p.prefix, p.delim, q.query.Get("marker")
 	l, err := h.m.ListCurrent(q.bucket, prefix, delim, marker, max)
 	if err != nil {
 		return err
@@ -109,16 +121,24 @@ func listEntries(l s3model.Page, enc string, withOwner bool) ([]listObject, []co
 		}
 		objs = append(objs, o)
 	}
-	var cps []commonPrefix
-	for _, p := range l.Prefixes {
-		cps = append(cps, commonPrefix{Prefix: encodeIf(enc, p)})
-	}
-	return objs, cps
+	return objs, commonPrefixes(l.Prefixes, enc)
 }
 
+// commonPrefixes renders a listing's rolled-up prefixes (nil for none).
+func commonPrefixes(prefixes []string, enc string) []commonPrefix {
+	var cps []commonPrefix
+	for _, p := range prefixes {
+		cps = append(cps, commonPrefix{Prefix: encodeIf(enc, p)})
+	}
+	return cps
+}
+
+// encodeIf encodes s for encoding-type=url (enc "url") the way S3 does:
+// like a URL path with "/" kept, a space as %20 and "+" as %2B (as
+// ceph/s3-tests' encoding tests, which run against AWS, expect).
 func encodeIf(enc, s string) string {
 	if enc == "url" {
-		return s3URLEncode(s)
+		return sigv4.URIEncode(s, true)
 	}
 	return s
 }
@@ -126,15 +146,11 @@ func encodeIf(enc, s string) string {
 // listObjectVersions lists every version and delete marker, newest first
 // within a key, resuming after (key-marker, version-id-marker).
 func (h *Handler) listObjectVersions(q *request) error {
-	max, err := maxKeysParam(q, "max-keys")
+	p, err := listingParams(q, "max-keys")
 	if err != nil {
 		return err
 	}
-	enc, err := encodingParam(q)
-	if err != nil {
-		return err
-	}
-	prefix, delim := q.query.Get("prefix"), q.query.Get("delimiter")
+	max, enc, prefix, delim := p.max, p.enc, p.prefix, p.delim
 	keyMarker, vidMarker := q.query.Get("key-marker"), q.query.Get("version-id-marker")
 	if vidMarker != "" && keyMarker == "" {
 		return errInvalidArgument("A version-id marker cannot be specified without a key marker.", "version-id-marker", vidMarker)
@@ -153,9 +169,7 @@ func (h *Handler) listObjectVersions(q *request) error {
 	for _, e := range page.Entries {
 		res.Entries = append(res.Entries, versionXML(e.Version, e.Key, enc, e.Latest))
 	}
-	for _, p := range page.Prefixes {
-		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeIf(enc, p)})
-	}
+	res.CommonPrefixes = commonPrefixes(page.Prefixes, enc)
 	return writeXML(q.w, http.StatusOK, res)
 }
 
@@ -182,25 +196,4 @@ func encodeToken(marker string) string {
 func decodeToken(tok string) (string, bool) {
 	b, err := base64.RawURLEncoding.DecodeString(tok)
 	return string(b), err == nil
-}
-
-// s3URLEncode encodes a key for encoding-type=url the way S3 does: like a
-// URL path segment with "/" kept: a space is %20 and "+" is %2B (as
-// ceph/s3-tests' encoding tests, which run against AWS, expect).
-func s3URLEncode(s string) string {
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
-			c == '-', c == '_', c == '.', c == '~', c == '/':
-			b.WriteByte(c)
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&15])
-		}
-	}
-	return b.String()
 }

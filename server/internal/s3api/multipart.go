@@ -15,11 +15,7 @@ import (
 // byte is copied.
 
 func (h *Handler) createMultipartUpload(q *request) error {
-	ct, hdrs, meta, err := objectAttrs(q.r)
-	if err != nil {
-		return err
-	}
-	tags, err := headerTags(q.r)
+	ct, hdrs, meta, tags, err := newObjectAttrs(q.r)
 	if err != nil {
 		return err
 	}
@@ -59,16 +55,9 @@ func (h *Handler) uploadPart(q *request) error {
 		return err
 	}
 	id := q.query.Get("uploadId")
-	wantMD5, err := contentMD5(q.r)
+	wantMD5, size, err := bodyHeaders(q.r)
 	if err != nil {
 		return err
-	}
-	size, err := declaredSize(q.r)
-	if err != nil {
-		return err
-	}
-	if size > MaxObjectSize {
-		return errEntityTooLarge()
 	}
 	up, err := h.m.Upload(q.bucket, q.key, id)
 	if err != nil {
@@ -256,15 +245,11 @@ func (h *Handler) listParts(q *request) error {
 }
 
 func (h *Handler) listMultipartUploads(q *request) error {
-	max, err := maxKeysParam(q, "max-uploads")
+	p, err := listingParams(q, "max-uploads")
 	if err != nil {
 		return err
 	}
-	enc, err := encodingParam(q)
-	if err != nil {
-		return err
-	}
-	prefix, delim := q.query.Get("prefix"), q.query.Get("delimiter")
+	max, enc, prefix, delim := p.max, p.enc, p.prefix, p.delim
 	keyMarker, idMarker := q.query.Get("key-marker"), q.query.Get("upload-id-marker")
 	res := listMultipartUploadsResult{NS: s3NS, Bucket: q.bucket, KeyMarker: encodeIf(enc, keyMarker), UploadIDMarker: idMarker,
 		Prefix: encodeIf(enc, prefix), Delimiter: encodeIf(enc, delim), MaxUploads: max, EncodingType: enc}
@@ -279,8 +264,6 @@ func (h *Handler) listMultipartUploads(q *request) error {
 		res.Uploads = append(res.Uploads, uploadInfo{Key: encodeIf(enc, u.Key), UploadID: u.UploadID, Initiator: theOwner,
 			Owner: theOwner, StorageClass: "STANDARD", Initiated: isoTime(time.Unix(0, u.Initiated))})
 	}
-	for _, p := range page.Prefixes {
-		res.CommonPrefixes = append(res.CommonPrefixes, commonPrefix{Prefix: encodeIf(enc, p)})
-	}
+	res.CommonPrefixes = commonPrefixes(page.Prefixes, enc)
 	return writeXML(q.w, http.StatusOK, res)
 }

@@ -20,24 +20,13 @@ func (h *Handler) putObject(q *request) error {
 	if cerr != nil {
 		return cerr
 	}
-	ct, hdrs, meta, err := objectAttrs(q.r)
+	ct, hdrs, meta, tags, err := newObjectAttrs(q.r)
 	if err != nil {
 		return err
 	}
-	tags, err := headerTags(q.r)
+	wantMD5, size, err := bodyHeaders(q.r)
 	if err != nil {
 		return err
-	}
-	wantMD5, err := contentMD5(q.r)
-	if err != nil {
-		return err
-	}
-	size, err := declaredSize(q.r)
-	if err != nil {
-		return err
-	}
-	if size > MaxObjectSize {
-		return errEntityTooLarge()
 	}
 	sse, err := h.objectSSE(q.bucket, q.sse)
 	if err != nil {

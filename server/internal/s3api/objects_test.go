@@ -83,13 +83,7 @@ func TestKeysWithSpecialPaths(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("bk1")
-	cases := []struct {
-		name, method, path string
-		body               string
-		hdr                []string
-		status             int
-		code               string
-	}{
+	cases := []refusal{
 		{"put into missing bucket", "PUT", "/nope/k", "x", nil, 404, "NoSuchBucket"},
 		{"bad bucket name", "PUT", "/Bad_Name", "", nil, 400, "InvalidBucketName"},
 		{"bad digest", "PUT", "/bk1/k", "hello", []string{"Content-MD5", base64.StdEncoding.EncodeToString(make([]byte, 16))}, 400, "BadDigest"},
@@ -101,14 +95,7 @@ func TestBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var body []byte
-			if tc.body != "" {
-				body = []byte(tc.body)
-			}
-			r := s.do(tc.method, tc.path, body, tc.hdr...)
-			if r.Status != tc.status || r.err().Code != tc.code {
-				t.Fatalf("got %d %s, want %d %s", r.Status, r.Body, tc.status, tc.code)
-			}
+			tc.check(t, s)
 		})
 	}
 	// Nothing was written by the failed PUTs.
@@ -223,28 +210,11 @@ func TestPutConditionMatrixHTTP(t *testing.T) {
 	}
 	for i, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
-			bucket, key := "plain", fmt.Sprintf("k%d", i)
-			switch tc.setup {
-			case "present":
-				s.put("/plain/"+key, "old")
-			case "marker":
-				bucket = "vers"
-				s.put("/vers/"+key, "old")
-				s.mustDo(204, "DELETE", "/vers/"+key, nil)
-			}
-			path := "/" + bucket + "/" + key
+			key := fmt.Sprintf("k%d", i)
+			path := s.condKey(tc.setup, key)
 			before := s.do("GET", path, nil)
 			r := s.do("PUT", path, []byte("new"), tc.hdr...)
-			e := r.err()
-			if r.Status != tc.status || e.Code != tc.code || e.Condition != tc.cond || e.Header != tc.header || e.AdditionalMessage != tc.addMsg {
-				t.Fatalf("got %d %s", r.Status, r.Body)
-			}
-			if tc.errKey && e.Key != key {
-				t.Fatalf("Key element %q, want %q", e.Key, key)
-			}
-			if tc.code == "PreconditionFailed" && e.Message != msgPrecondition {
-				t.Fatalf("message %q", e.Message)
-			}
+			wantWriteAnswer(t, r, key, tc.status, tc.code, tc.cond, tc.header, tc.addMsg, tc.errKey)
 			after := s.do("GET", path, nil)
 			if tc.status == 200 {
 				if string(after.Body) != "new" {

@@ -117,12 +117,7 @@ func TestObjectTaggingBadInput(t *testing.T) {
 		elevenHdr.Set(fmt.Sprintf("k%d", i), "v")
 	}
 	long := func(n int) string { return strings.Repeat("é", n) }
-	cases := []struct {
-		name, method, path, body string
-		hdr                      []string
-		status                   int
-		code                     string
-	}{
+	cases := []refusal{
 		{"11 tags", "PUT", "/tbb/k?tagging", tagXML(eleven...), nil, 400, "BadRequest"},
 		{"key of 129 characters", "PUT", "/tbb/k?tagging", tagXML(long(129), "v"), nil, 400, "InvalidTag"},
 		{"value of 257 characters", "PUT", "/tbb/k?tagging", tagXML("k", long(257)), nil, 400, "InvalidTag"},
@@ -144,14 +139,7 @@ func TestObjectTaggingBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := s.stateOf() + string(s.mustDo(200, "GET", "/tbb/k?tagging", nil).Body)
-			var body []byte
-			if tc.body != "" {
-				body = []byte(tc.body)
-			}
-			r := s.do(tc.method, tc.path, body, tc.hdr...)
-			if r.Status != tc.status || r.err().Code != tc.code {
-				t.Fatalf("got %d %.300s, want %d %s", r.Status, r.Body, tc.status, tc.code)
-			}
+			tc.check(t, s)
 			after := s.stateOf() + string(s.mustDo(200, "GET", "/tbb/k?tagging", nil).Body)
 			if after != before {
 				t.Fatalf("state changed:\nbefore %s\nafter  %s", before, after)

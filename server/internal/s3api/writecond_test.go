@@ -69,33 +69,13 @@ func TestWriteConditionMatrixAllOps(t *testing.T) {
 		for _, tc := range rows {
 			t.Run(o.name+"/"+tc.name, func(t *testing.T) {
 				n++
-				bucket, key := "plain", fmt.Sprintf("k%d", n)
-				switch tc.setup {
-				case "present":
-					s.put("/plain/"+key, "old")
-				case "marker":
-					bucket = "vers"
-					s.put("/vers/"+key, "old")
-					s.mustDo(204, "DELETE", "/vers/"+key, nil)
-				case "marker-only":
-					bucket = "vers"
-					s.mustDo(204, "DELETE", "/vers/"+key, nil)
-				}
-				path := "/" + bucket + "/" + key
+				key := fmt.Sprintf("k%d", n)
+				path := s.condKey(tc.setup, key)
 				send := o.prepare(path)
 				before := s.stateOf()
 				beforeGet := s.do("GET", path, nil)
 				r := send(tc.hdr)
-				e := r.err()
-				if r.Status != tc.status || e.Code != tc.code || e.Condition != tc.cond || e.Header != tc.header || e.AdditionalMessage != tc.addl {
-					t.Fatalf("got %d %s", r.Status, r.Body)
-				}
-				if tc.errKey && e.Key != key {
-					t.Fatalf("Key element %q, want %q", e.Key, key)
-				}
-				if tc.code == "PreconditionFailed" && e.Message != msgPrecondition {
-					t.Fatalf("412 message %q", e.Message)
-				}
+				wantWriteAnswer(t, r, key, tc.status, tc.code, tc.cond, tc.header, tc.addl, tc.errKey)
 				if tc.status != 200 {
 					if after := s.stateOf(); after != before {
 						t.Fatalf("a refused write changed state:\nbefore %s\nafter  %s", before, after)
@@ -132,4 +112,43 @@ func TestInProgressUploadIsInvisible(t *testing.T) {
 	if r := m.complete([]string{"If-None-Match", "*"}, 1); r.Status != 412 || r.err().Condition != "If-None-Match" {
 		t.Fatalf("complete after a PUT created the key: %d %s", r.Status, r.Body)
 	}
+}
+
+// wantWriteAnswer checks the answer to a conditional write of key: its
+// status and error elements (Code, Condition, Header, additionalMessage),
+// the Key element when errKey, and a 412's message.
+func wantWriteAnswer(t *testing.T, r resp, key string, status int, code, cond, header, addl string, errKey bool) {
+	t.Helper()
+	e := r.err()
+	if r.Status != status || e.Code != code || e.Condition != cond || e.Header != header || e.AdditionalMessage != addl {
+		t.Fatalf("got %d %s", r.Status, r.Body)
+	}
+	if errKey && e.Key != key {
+		t.Fatalf("Key element %q, want %q", e.Key, key)
+	}
+	if code == "PreconditionFailed" && e.Message != msgPrecondition {
+		t.Fatalf("412 message %q", e.Message)
+	}
+}
+
+// condKey sets key up for a conditional-write row as setup names it, in
+// the buckets "plain" and "vers" (versioned), and returns its path:
+// "absent" (in plain), "present" (a version "old" in plain), "marker" (a
+// delete marker over "old" in vers), "marker-only" (a lone delete marker
+// in vers).
+func (s *testServer) condKey(setup, key string) string {
+	s.t.Helper()
+	switch setup {
+	case "present":
+		s.put("/plain/"+key, "old")
+	case "marker":
+		s.put("/vers/"+key, "old")
+		s.mustDo(204, "DELETE", "/vers/"+key, nil)
+	case "marker-only":
+		s.mustDo(204, "DELETE", "/vers/"+key, nil)
+	}
+	if setup == "marker" || setup == "marker-only" {
+		return "/vers/" + key
+	}
+	return "/plain/" + key
 }

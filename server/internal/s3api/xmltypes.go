@@ -237,19 +237,13 @@ type listMultipartUploadsResult struct {
 	CommonPrefixes     []commonPrefix `xml:"CommonPrefixes"`
 }
 
-type copyObjectResult struct {
-	XMLName      xml.Name `xml:"CopyObjectResult"`
-	NS           string   `xml:"xmlns,attr"`
-	LastModified string   `xml:"LastModified"`
-	ETag         string   `xml:"ETag"`
-	checksumFields
-}
-
-type copyPartResult struct {
-	XMLName      xml.Name `xml:"CopyPartResult"`
-	NS           string   `xml:"xmlns,attr"`
-	LastModified string   `xml:"LastModified"`
-	ETag         string   `xml:"ETag"`
+// copyResult is CopyObject's <CopyObjectResult> and UploadPartCopy's
+// <CopyPartResult>; XMLName tells which.
+type copyResult struct {
+	XMLName      xml.Name
+	NS           string `xml:"xmlns,attr"`
+	LastModified string `xml:"LastModified"`
+	ETag         string `xml:"ETag"`
 	checksumFields
 }
 

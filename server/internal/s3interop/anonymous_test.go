@@ -6,7 +6,6 @@ import (
 	"crypto/md5"
 	_ "embed"
 	"encoding/hex"
-	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
@@ -136,18 +135,10 @@ func TestAnonymousSDKTrailer(t *testing.T) {
 		t.Fatalf("streamed: read back %d bytes", len(got))
 	}
 
-	cr, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String("mpu"), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &bucket, Key: aws.String("mpu"), UploadId: cr.UploadId, PartNumber: aws.Int32(1),
-		Body: bytes.NewReader(data), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
-	if err != nil {
-		t.Fatalf("anonymous UploadPart: %v", err)
-	}
+	id, part := uploadCRC32Part(t, c, bucket, "mpu", data)
 	wantUnsignedTrailer(t, "UploadPart", rec.last(t, "PUT", "/mpu"))
-	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &bucket, Key: aws.String("mpu"), UploadId: cr.UploadId,
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: up.ETag, PartNumber: aws.Int32(1), ChecksumCRC32: up.ChecksumCRC32}}}}); err != nil {
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &bucket, Key: aws.String("mpu"), UploadId: id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{part}}}); err != nil {
 		t.Fatalf("anonymous CompleteMultipartUpload: %v", err)
 	}
 	if got := get("mpu"); !bytes.Equal(got, data) {
@@ -167,15 +158,7 @@ func rawPut(t *testing.T, url string, body []byte, decoded int) (int, string) {
 	req.Header.Set("Content-Encoding", "aws-chunked")
 	req.Header.Set("X-Amz-Decoded-Content-Length", strconv.Itoa(decoded))
 	req.Header.Set("X-Amz-Trailer", "x-amz-checksum-crc32")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var e struct{ Code string }
-	b, _ := io.ReadAll(resp.Body)
-	_ = xml.Unmarshal(b, &e)
-	return resp.StatusCode, e.Code
+	return sendForCode(t, req)
 }
 
 func rawGet(t *testing.T, url string) (int, []byte) {
@@ -271,5 +254,5 @@ var boto3AnonymousScript []byte
 func TestBoto3Anonymous(t *testing.T) {
 	py := boto3Python(t)
 	srv, _, cert := tlsServerWith(t, server.Config{Anonymous: true})
-	runPythonChecks(t, py, "boto3_anonymous.py", boto3AnonymousScript, 3, srv.URL, cert)
+	runCheckScript(t, py, "boto3_anonymous.py", boto3AnonymousScript, 3, srv.URL, cert)
 }

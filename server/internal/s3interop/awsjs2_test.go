@@ -32,5 +32,5 @@ func TestAWSJSv2(t *testing.T) {
 	t.Setenv("NODE_PATH", dir)
 	t.Setenv("AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE", "1")
 	srv := servertest.Start(t, nil)
-	runPythonChecks(t, node, "awsjs2_interop.js", awsJS2Script, 10, srv.URL, srv.AccessKey, srv.SecretKey)
+	runCheckScript(t, node, "awsjs2_interop.js", awsJS2Script, 10, srv.URL, srv.AccessKey, srv.SecretKey)
 }

@@ -15,6 +15,12 @@ import (
 //go:embed testdata/boto3_interop.py
 var boto3Script []byte
 
+// s3checksModule is what the boto3 scripts import (testdata/s3checks.py):
+// runCheckScript writes it next to every python script.
+//
+//go:embed testdata/s3checks.py
+var s3checksModule []byte
+
 // TestBoto3 runs testdata/boto3_interop.py with the machine's python3 and
 // boto3 against our server and reports each of its checks as a subtest.
 // In CI (CI=true) a missing python3 or boto3 fails the test; elsewhere it
@@ -22,7 +28,7 @@ var boto3Script []byte
 func TestBoto3(t *testing.T) {
 	py := boto3Python(t)
 	srv := servertest.Start(t, nil)
-	runPythonChecks(t, py, "boto3_interop.py", boto3Script, 7, srv.URL, srv.AccessKey, srv.SecretKey)
+	runCheckScript(t, py, "boto3_interop.py", boto3Script, 7, srv.URL, srv.AccessKey, srv.SecretKey)
 }
 
 // boto3Python returns the python3 that can import boto3, or fails (CI=true)
@@ -39,15 +45,21 @@ func boto3Python(t *testing.T) string {
 	return py
 }
 
-// runPythonChecks runs a check script (python3 or node: one "PASS name" or "FAIL name: why"
+// runCheckScript runs a check script (python3 or node: one "PASS name" or "FAIL name: why"
 // line per check) and reports each check as a subtest; fewer than
 // minChecks lines fail the test.
-func runPythonChecks(t *testing.T, py, name string, script []byte, minChecks int, args ...string) {
+func runCheckScript(t *testing.T, py, name string, script []byte, minChecks int, args ...string) {
 	t.Helper()
 	script0 := name
-	path := filepath.Join(t.TempDir(), name)
+	dir := t.TempDir()
+	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, script, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if strings.HasSuffix(name, ".py") {
+		if err := os.WriteFile(filepath.Join(dir, "s3checks.py"), s3checksModule, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd := exec.CommandContext(t.Context(), py, append([]string{path}, args...)...)
 	cmd.Env = append(os.Environ(), "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "PYTHONDONTWRITEBYTECODE=1")

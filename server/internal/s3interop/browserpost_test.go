@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,22 +24,6 @@ import (
 
 	"github.com/latchkey/latchkey/internal/testutil"
 )
-
-// chromium finds the browser: $LATCHKEY_TEST_CHROMIUM (set by .ci/run),
-// else chromium on $PATH. Under CI=true a missing browser fails the test.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("LATCHKEY_TEST_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	testutil.Unavailable(t, "chromium not found: set LATCHKEY_TEST_CHROMIUM or install chromium (.ci/run installs Debian's chromium)")
-	return ""
-}
 
 // postPolicyFields signs a PostObject policy the way a web application's
 // backend does (AWS's documented algorithm: the signature is HMAC-SHA256
@@ -76,7 +59,7 @@ var uploadPage = template.Must(template.New("").Parse(`<!doctype html><title>upl
 // success_action_redirect with bucket, key and ETag, which the browser
 // follows.
 func TestChromiumPostObject(t *testing.T) {
-	path := chromium(t)
+	path := testutil.Chromium(t)
 	srv, c, bucket := start(t)
 	done := make(chan url.Values, 1)
 	app := httptest.NewServer(http.NewServeMux())

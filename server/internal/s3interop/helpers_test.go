@@ -1,8 +1,11 @@
 package s3interop
 
 import (
+	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
+	"io"
 	"net/http"
 	"testing"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/latchkey/latchkey/internal/testutil"
@@ -72,4 +76,35 @@ func wantStatus(t *testing.T, what string, err error, st int, code string) {
 	}
 }
 
-var _ = http.StatusOK
+// uploadCRC32Part creates a multipart upload of key with CRC32 checksums
+// and uploads data as its part 1; it returns the upload's id and the part
+// as CompleteMultipartUpload lists it.
+func uploadCRC32Part(t *testing.T, c *s3.Client, bucket, key string, data []byte) (*string, types.CompletedPart) {
+	t.Helper()
+	ctx := context.Background()
+	cr, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: &key, ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &bucket, Key: &key, UploadId: cr.UploadId, PartNumber: aws.Int32(1),
+		Body: bytes.NewReader(data), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
+	if err != nil {
+		t.Fatalf("UploadPart: %v", err)
+	}
+	return cr.UploadId, types.CompletedPart{ETag: up.ETag, PartNumber: aws.Int32(1), ChecksumCRC32: up.ChecksumCRC32}
+}
+
+// sendForCode sends req and returns the answer's status and S3 error
+// Code ("" when its body has none).
+func sendForCode(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e struct{ Code string }
+	b, _ := io.ReadAll(resp.Body)
+	_ = xml.Unmarshal(b, &e)
+	return resp.StatusCode, e.Code
+}

@@ -20,5 +20,5 @@ var boto3PostScript []byte
 func TestBoto3PostObject(t *testing.T) {
 	py := boto3Python(t)
 	srv := servertest.Start(t, nil)
-	runPythonChecks(t, py, "boto3_post.py", boto3PostScript, 12, srv.URL, srv.AccessKey, srv.SecretKey)
+	runCheckScript(t, py, "boto3_post.py", boto3PostScript, 12, srv.URL, srv.AccessKey, srv.SecretKey)
 }

@@ -66,5 +66,5 @@ var boto3HTTPSSignedScript []byte
 func TestBoto3HTTPSSigned(t *testing.T) {
 	py := boto3Python(t)
 	srv, _, cert := tlsServerWith(t, server.Config{})
-	runPythonChecks(t, py, "boto3_https_signed.py", boto3HTTPSSignedScript, 4, srv.URL, cert, srv.AccessKey, srv.SecretKey)
+	runCheckScript(t, py, "boto3_https_signed.py", boto3HTTPSSignedScript, 4, srv.URL, cert, srv.AccessKey, srv.SecretKey)
 }

@@ -109,17 +109,9 @@ func TestTLSTrailingChecksums(t *testing.T) {
 		Body: io.MultiReader(bytes.NewReader(data[:10]), bytes.NewReader(data[10:])), IfNoneMatch: aws.String("*")}); err != nil {
 		t.Fatalf("streamed PutObject over https: %v", err)
 	}
-	cr, err := c.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: aws.String("mpu"), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, err := c.UploadPart(ctx, &s3.UploadPartInput{Bucket: &bucket, Key: aws.String("mpu"), UploadId: cr.UploadId, PartNumber: aws.Int32(1),
-		Body: bytes.NewReader(data), ChecksumAlgorithm: types.ChecksumAlgorithmCrc32})
-	if err != nil {
-		t.Fatalf("UploadPart over https: %v", err)
-	}
-	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &bucket, Key: aws.String("mpu"), UploadId: cr.UploadId,
-		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: up.ETag, PartNumber: aws.Int32(1), ChecksumCRC32: up.ChecksumCRC32}}},
+	id, part := uploadCRC32Part(t, c, bucket, "mpu", data)
+	if _, err := c.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{Bucket: &bucket, Key: aws.String("mpu"), UploadId: id,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{part}},
 		IfNoneMatch:     aws.String("*")}); err != nil {
 		t.Fatalf("CompleteMultipartUpload over https: %v", err)
 	}

@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/xml"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -57,15 +55,7 @@ func signedPut(t *testing.T, srv *servertest.Server, path string, body []byte, m
 		req, mode, "s3", "us-east-1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var e struct{ Code string }
-	b, _ := io.ReadAll(resp.Body)
-	_ = xml.Unmarshal(b, &e)
-	return resp.StatusCode, e.Code
+	return sendForCode(t, req)
 }
 
 // TestBodyVerdictBeforeStore: the verifier reports a bad body instead of

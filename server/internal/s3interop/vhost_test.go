@@ -107,5 +107,5 @@ func TestBoto3VirtualHosted(t *testing.T) {
 	py := boto3Python(t)
 	srv := servertest.Start(t, &servertest.Options{Config: server.Config{S3Domain: "localhost"}})
 	_, port, _ := net.SplitHostPort(srv.Addr)
-	runPythonChecks(t, py, "boto3_vhost.py", boto3VhostScript, 2, "http://localhost:"+port, srv.AccessKey, srv.SecretKey)
+	runCheckScript(t, py, "boto3_vhost.py", boto3VhostScript, 2, "http://localhost:"+port, srv.AccessKey, srv.SecretKey)
 }

@@ -54,8 +54,7 @@ func (m *Model) CreateBucket(ctx context.Context, name string) error {
 		} else if ok {
 			return &Error{Err: ErrBucketExists, Bucket: name}
 		}
-		mustPut(s.write(tblBuckets), []byte(name), mustJSON(Bucket{Created: now.UnixNano()}))
-		s.tx.Touch("\x00s3/" + name)
+		s.putBucket(name, Bucket{Created: now.UnixNano()})
 		return nil
 	})
 }
@@ -63,14 +62,19 @@ func (m *Model) CreateBucket(ctx context.Context, name string) error {
 // SetVersioning sets a bucket's versioning state (VersioningEnabled or
 // VersioningSuspended).
 func (m *Model) SetVersioning(ctx context.Context, name, state string) error {
+	return m.updateBucket(ctx, name, func(rec *Bucket) { rec.Versioning = state })
+}
+
+// updateBucket applies set to bucket name's record (ErrNoSuchBucket when
+// there is none) in one engine Update.
+func (m *Model) updateBucket(ctx context.Context, name string, set func(*Bucket)) error {
 	return m.update(ctx, func(s *records) error {
 		rec, err := s.mustBucket(name)
 		if err != nil {
 			return err
 		}
-		rec.Versioning = state
-		mustPut(s.write(tblBuckets), []byte(name), mustJSON(rec))
-		s.tx.Touch("\x00s3/" + name)
+		set(&rec)
+		s.putBucket(name, rec)
 		return nil
 	})
 }
@@ -79,21 +83,18 @@ func (m *Model) SetVersioning(ctx context.Context, name, state string) error {
 // Versions and delete markers make a bucket non-empty; in-progress
 // multipart uploads are aborted with it.
 func (m *Model) DeleteBucket(ctx context.Context, name string) error {
-	var dropped []string
-	err := m.update(ctx, func(s *records) error {
-		dropped = nil
+	return m.updateDropping(ctx, func(s *records) (dropped []string, err error) {
 		if _, err := s.mustBucket(name); err != nil {
-			return err
+			return nil, err
 		}
 		bp := bucketPrefix(name)
 		if vb := s.read(tblVersions); vb != nil {
 			if k, _ := vb.Cursor().Seek(bp); k != nil && bytes.HasPrefix(k, bp) {
-				return &Error{Err: ErrBucketNotEmpty, Bucket: name}
+				return nil, &Error{Err: ErrBucketNotEmpty, Bucket: name}
 			}
 		}
-		var err error
 		if dropped, err = s.dropUploads(name); err != nil {
-			return err
+			return nil, err
 		}
 		mustDelete(s.write(tblBuckets), []byte(name))
 		mb := s.write(tblMod)
@@ -101,11 +102,7 @@ func (m *Model) DeleteBucket(ctx context.Context, name string) error {
 		for k, _ := c.Seek(bp); k != nil && bytes.HasPrefix(k, bp); k, _ = c.Seek(bp) {
 			mustDelete(mb, k)
 		}
-		s.tx.Touch("\x00s3/" + name)
-		return nil
+		s.tx.Touch(bucketWatch(name))
+		return dropped, nil
 	})
-	if err == nil {
-		m.removeBlobs(dropped)
-	}
-	return err
 }

@@ -27,20 +27,17 @@ type Completion struct {
 // current one and deletes the upload, in one engine Update; the blobs of
 // parts not used and of a replaced version are removed after the commit.
 func (m *Model) CompleteUpload(ctx context.Context, bucket, key, id string, c Completion) (Put, error) {
-	var (
-		res     Put
-		dropped []string
-	)
-	err := m.update(ctx, func(s *records) error {
-		res, dropped = Put{}, nil
+	var res Put
+	err := m.updateDropping(ctx, func(s *records) (dropped []string, err error) {
+		res = Put{}
 		b, err := s.mustBucket(bucket)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		res.Versioning = b.Versioning
 		up, ok, err := s.upload(bucket, key, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !ok {
 			done, found, err := s.completedBy(bucket, key, id, c)
@@ -48,19 +45,19 @@ func (m *Model) CompleteUpload(ctx context.Context, bucket, key, id string, c Co
 				err = noSuchUpload(bucket, key, id)
 			}
 			res.Version = done
-			return err
+			return nil, err
 		}
 		v, err := s.assemble(id, up, c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		st, err := s.state(bucket, key)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if c.Check != nil {
 			if err := c.Check(st, up.Snapshot); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		keep := make(map[string]bool, len(v.Segments))
@@ -68,18 +65,14 @@ func (m *Model) CompleteUpload(ctx context.Context, bucket, key, id string, c Co
 			keep[sg.Blob] = true
 		}
 		if dropped, err = s.dropUpload(bucket, key, id, keep); err != nil {
-			return err
+			return nil, err
 		}
 		v.Modified = time.Now().UnixNano()
 		v.Upload = id
 		var replaced []string
 		res.Version, replaced = s.putVersion(bucket, key, b.Versioning, v, nil)
-		dropped = append(dropped, replaced...)
-		return nil
+		return append(dropped, replaced...), nil
 	})
-	if err == nil {
-		m.removeBlobs(dropped)
-	}
 	return res, err
 }
 

@@ -46,6 +46,23 @@ func (m *Model) update(ctx context.Context, fn func(s *records) error) error {
 	return err
 }
 
+// updateDropping is update for a change that drops blobs: once the
+// Update has committed, it removes the blobs that fn's last run dropped
+// (no committed record references them any more). Nothing is removed when
+// it fails.
+func (m *Model) updateDropping(ctx context.Context, fn func(s *records) (dropped []string, err error)) error {
+	var dropped []string
+	err := m.update(ctx, func(s *records) error {
+		var err error
+		dropped, err = fn(s)
+		return err
+	})
+	if err == nil {
+		m.removeBlobs(dropped)
+	}
+	return err
+}
+
 // removeBlobs deletes blobs no committed record references any more. A
 // failure leaves an orphan for the engine's sweep at the next Open.
 func (m *Model) removeBlobs(ids []string) {

@@ -44,33 +44,27 @@ type Put struct {
 // unless v.Inline). The blobs of a version it replaced are removed after
 // the commit.
 func (m *Model) PutVersion(ctx context.Context, bucket, key string, check Check, v Version, data []byte) (Put, error) {
-	var (
-		res     Put
-		dropped []string
-	)
-	err := m.update(ctx, func(s *records) error {
-		res, dropped = Put{}, nil
+	var res Put
+	err := m.updateDropping(ctx, func(s *records) (dropped []string, err error) {
+		res = Put{}
 		b, err := s.mustBucket(bucket)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cur, ok, err := s.current(bucket, key)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if check != nil {
 			if err := check(s.stateOf(bucket, key, cur, ok)); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		v.Modified = time.Now().UnixNano()
 		res.Version, dropped = s.putVersionOver(bucket, key, b.Versioning, v, data, cur, ok)
 		res.Versioning = b.Versioning
-		return nil
+		return dropped, nil
 	})
-	if err == nil {
-		m.removeBlobs(dropped)
-	}
 	return res, err
 }
 
@@ -90,13 +84,8 @@ type Found struct {
 func (m *Model) Lookup(bucket, key, versionID string, byID bool) (Found, error) {
 	var f Found
 	err := m.view(func(s *records) error {
-		f = Found{}
-		b, err := s.mustBucket(bucket)
-		if err != nil {
-			return err
-		}
-		f.Versioning = b.Versioning
-		if f.Version, err = s.find(bucket, key, versionID, byID); err != nil {
+		var err error
+		if f, err = s.lookup(bucket, key, versionID, byID); err != nil {
 			return err
 		}
 		if f.Version.Inline {
@@ -113,19 +102,25 @@ func (m *Model) Lookup(bucket, key, versionID string, byID bool) (Found, error) 
 func (m *Model) SetTags(ctx context.Context, bucket, key, versionID string, byID bool, tags map[string]string) (Found, error) {
 	var f Found
 	err := m.update(ctx, func(s *records) error {
-		f = Found{}
-		b, err := s.mustBucket(bucket)
-		if err != nil {
-			return err
-		}
-		f.Versioning = b.Versioning
-		if f.Version, err = s.find(bucket, key, versionID, byID); err != nil {
+		var err error
+		if f, err = s.lookup(bucket, key, versionID, byID); err != nil {
 			return err
 		}
 		f.Version.Tags = tags
 		return s.rewriteVersion(bucket, key, f.Version)
 	})
 	return f, err
+}
+
+// lookup finds the version Lookup addresses, with the bucket's versioning
+// state (Data is left to the caller).
+func (s *records) lookup(bucket, key, versionID string, byID bool) (Found, error) {
+	b, err := s.mustBucket(bucket)
+	if err != nil {
+		return Found{}, err
+	}
+	v, err := s.find(bucket, key, versionID, byID)
+	return Found{Version: v, Versioning: b.Versioning}, err
 }
 
 // Deletion is one key to delete: its current version (writing a delete
@@ -161,12 +156,11 @@ func (m *Model) Delete(ctx context.Context, bucket string, d Deletion) (Deleted,
 // errs[i]; err is a failure of the whole request (such as
 // ErrNoSuchBucket), after which nothing was deleted.
 func (m *Model) DeleteMany(ctx context.Context, bucket string, ds []Deletion) (outs []Deleted, errs []error, err error) {
-	var dropped []string
-	err = m.update(ctx, func(s *records) error {
-		outs, errs, dropped = make([]Deleted, len(ds)), make([]error, len(ds)), nil
+	err = m.updateDropping(ctx, func(s *records) (dropped []string, err error) {
+		outs, errs = make([]Deleted, len(ds)), make([]error, len(ds))
 		b, err := s.mustBucket(bucket)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i, d := range ds {
 			out, bl, err := s.deleteOne(bucket, b.Versioning, d)
@@ -175,18 +169,17 @@ func (m *Model) DeleteMany(ctx context.Context, bucket string, ds []Deletion) (o
 			case errors.As(err, &refused):
 				errs[i] = refused.err // checked before any write of this key
 			case err != nil:
-				return err
+				return nil, err
 			default:
 				outs[i] = out
 				dropped = append(dropped, bl...)
 			}
 		}
-		return nil
+		return dropped, nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	m.removeBlobs(dropped)
 	return outs, errs, nil
 }
 

@@ -71,6 +71,15 @@ func (s *records) mustBucket(name string) (Bucket, error) {
 	return rec, nil
 }
 
+// putBucket writes bucket name's record and wakes its watchers.
+func (s *records) putBucket(name string, rec Bucket) {
+	mustPut(s.write(tblBuckets), []byte(name), mustJSON(rec))
+	s.tx.Touch(bucketWatch(name))
+}
+
+// bucketWatch is the engine watch name of one bucket.
+func bucketWatch(name string) string { return "\x00s3/" + name }
+
 // current returns the key's newest version (object or marker).
 func (s *records) current(bucket, key string) (Version, bool, error) {
 	b := s.read(tblVersions)

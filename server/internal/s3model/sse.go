@@ -53,14 +53,5 @@ func (s *records) noteKey() {
 // remove it): every object written afterwards without its own
 // x-amz-server-side-encryption is sealed with it.
 func (m *Model) SetEncryption(ctx context.Context, name, sse string) error {
-	return m.update(ctx, func(s *records) error {
-		rec, err := s.mustBucket(name)
-		if err != nil {
-			return err
-		}
-		rec.SSE = sse
-		mustPut(s.write(tblBuckets), []byte(name), mustJSON(rec))
-		s.tx.Touch("\x00s3/" + name)
-		return nil
-	})
+	return m.updateBucket(ctx, name, func(rec *Bucket) { rec.SSE = sse })
 }

@@ -168,12 +168,10 @@ func (m *Model) Parts(bucket, key, id string) (Upload, []PartEntry, error) {
 // same number, whose blob is removed after the commit). p.Modified is set
 // here.
 func (m *Model) PutPart(ctx context.Context, bucket, key, id string, n int, p Part) error {
-	var dropped string
-	err := m.update(ctx, func(s *records) error {
-		dropped = ""
+	return m.updateDropping(ctx, func(s *records) (dropped []string, err error) {
 		up, err := s.mustUpload(bucket, key, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if up.SSE != "" {
 			s.noteKey()
@@ -181,38 +179,27 @@ func (m *Model) PutPart(ctx context.Context, bucket, key, id string, n int, p Pa
 		if pb := s.read(tblParts); pb != nil {
 			if old := pb.Get(partKey(id, n)); old != nil {
 				if o, err := decode[Part](old); err == nil {
-					dropped = o.Blob
+					dropped = []string{o.Blob}
 				}
 			}
 		}
 		p.Modified = time.Now().UnixNano()
 		mustPut(s.write(tblParts), partKey(id, n), mustJSON(p))
 		s.tx.Touch(uploadWatch(id))
-		return nil
+		return dropped, nil
 	})
-	if err == nil && dropped != "" {
-		m.removeBlobs([]string{dropped})
-	}
-	return err
 }
 
 // AbortUpload deletes an upload and its parts.
 func (m *Model) AbortUpload(ctx context.Context, bucket, key, id string) error {
-	var dropped []string
-	err := m.update(ctx, func(s *records) error {
-		dropped = nil
+	return m.updateDropping(ctx, func(s *records) (dropped []string, err error) {
 		if _, err := s.mustUpload(bucket, key, id); err != nil {
-			return err
+			return nil, err
 		}
-		var err error
 		if dropped, err = s.dropUpload(bucket, key, id, nil); err != nil {
-			return err
+			return nil, err
 		}
 		s.tidyMod(bucket, key)
-		return nil
+		return dropped, nil
 	})
-	if err == nil {
-		m.removeBlobs(dropped)
-	}
-	return err
 }

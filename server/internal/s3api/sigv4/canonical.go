@@ -20,10 +20,10 @@ const (
 	emptySHA256     = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 )
 
-// uriEncode is AWS's URI encoding: every byte but the unreserved characters
+// URIEncode is AWS's URI encoding: every byte but the unreserved characters
 // (A–Z a–z 0–9 - _ . ~) becomes %XX with upper-case hex; '/' is kept when
-// keepSlash is set (canonical paths).
-func uriEncode(s string, keepSlash bool) string {
+// keepSlash is set (canonical paths, and S3's encoding-type=url).
+func URIEncode(s string, keepSlash bool) string {
 	const hexdig = "0123456789ABCDEF"
 	var b strings.Builder
 	b.Grow(len(s))
@@ -49,7 +49,7 @@ func canonicalURI(u *url.URL) string {
 	if p == "" {
 		return "/"
 	}
-	return uriEncode(p, true)
+	return URIEncode(p, true)
 }
 
 // queryPairs parses a raw query into its name=value pairs, keeping order
@@ -82,7 +82,7 @@ func canonicalQuery(pairs [][2]string) string {
 		if p[0] == "X-Amz-Signature" {
 			continue
 		}
-		enc = append(enc, uriEncode(p[0], false)+"="+uriEncode(p[1], false))
+		enc = append(enc, URIEncode(p[0], false)+"="+URIEncode(p[1], false))
 	}
 	sort.Strings(enc)
 	return strings.Join(enc, "&")

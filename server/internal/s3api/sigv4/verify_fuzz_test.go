@@ -123,16 +123,7 @@ func FuzzVerifyAuthHeader(f *testing.F) {
 	f.Add("GET", "/b/k", "uploads", "Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261130/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=00\nX-Amz-Date: 20261130T120000Z\nX-Amz-Content-Sha256: UNSIGNED-PAYLOAD", "", "", false)
 	f.Add("GET", "/", "", "Authorization: AWS abc:def", "", "", false)
 	f.Add("PUT", "/b/k", "", "X-Amz-Content-Sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\nX-Amz-Meta-A: 1\nX-Amz-Meta-A: 2", "", "host;x-amz-content-sha256;x-amz-date;x-amz-meta-a", true)
-	f.Fuzz(func(t *testing.T, method, path, rawQuery, headers, body, signed string, sign bool) {
-		r := fuzzRequest(method, path, rawQuery, headers, body)
-		if r == nil {
-			return
-		}
-		if sign {
-			signFuzzed(r, signed, false)
-		}
-		checkVerify(t, r)
-	})
+	f.Fuzz(verifyFuzzed(false))
 }
 
 // FuzzVerifyPresigned: arbitrary presigned-URL requests, as the fuzzer
@@ -145,16 +136,24 @@ func FuzzVerifyPresigned(f *testing.F) {
 	f.Add("GET", "/b/k", "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=-1", "", "", "", false)
 	f.Add("GET", "/b/k", "AWSAccessKeyId=a&Signature=b", "", "", "", false)
 	f.Add("PUT", "/b/k", "X-Amz-Content-Sha256=STREAMING-UNSIGNED-PAYLOAD-TRAILER", "X-Amz-Decoded-Content-Length: 1", "1\r\na\r\n0\r\n\r\n", "host;x-amz-decoded-content-length", true)
-	f.Fuzz(func(t *testing.T, method, path, rawQuery, headers, body, signed string, sign bool) {
+	f.Fuzz(verifyFuzzed(true))
+}
+
+// verifyFuzzed is the target of both Verify fuzzers: the fuzzed request,
+// signed (when sign) over the fuzzed signed-header list in the header or,
+// when presigned, in the query, must get a verdict that checkVerify
+// accepts.
+func verifyFuzzed(presigned bool) func(t *testing.T, method, path, rawQuery, headers, body, signed string, sign bool) {
+	return func(t *testing.T, method, path, rawQuery, headers, body, signed string, sign bool) {
 		r := fuzzRequest(method, path, rawQuery, headers, body)
 		if r == nil {
 			return
 		}
 		if sign {
-			signFuzzed(r, signed, true)
+			signFuzzed(r, signed, presigned)
 		}
 		checkVerify(t, r)
-	})
+	}
 }
 
 // FuzzDechunk: the decoder of unsigned aws-chunked bodies (anonymous mode)

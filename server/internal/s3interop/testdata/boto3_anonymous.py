@@ -11,34 +11,14 @@ asserts that wire form.
 import sys
 import uuid
 
-import boto3
 from botocore import UNSIGNED
-from botocore.config import Config
-from botocore.exceptions import ClientError
+
+from s3checks import check, client, expect_error, finish, header
 
 endpoint, ca_bundle = sys.argv[1:3]
-cfg = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, signature_version=UNSIGNED)
-s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", config=cfg, verify=ca_bundle)
-failed = []
+s3 = client(endpoint, verify=ca_bundle, signature_version=UNSIGNED)
 sent = []
 s3.meta.events.register("before-send.s3.PutObject", lambda request, **kw: sent.append(dict(request.headers)))
-
-
-def check(fn):
-    name = fn.__name__
-    try:
-        fn()
-        print("PASS", name, flush=True)
-    except Exception as e:  # noqa: BLE001 - report every failure by name
-        failed.append(name)
-        print("FAIL %s: %r" % (name, e), flush=True)
-
-
-def header(h, name):
-    for k, v in h.items():
-        if k.lower() == name:
-            return v.decode() if isinstance(v, bytes) else v
-    return None
 
 
 def assert_unsigned_trailer():
@@ -65,13 +45,7 @@ def unsigned_put_with_trailer():
 
 @check
 def unsigned_put_condition_still_applies():
-    try:
-        s3.put_object(Bucket=bucket, Key="k", Body=b"second", IfNoneMatch="*")
-    except ClientError as e:
-        st = e.response["ResponseMetadata"]["HTTPStatusCode"]
-        assert st == 412, "got %s, want 412" % st
-        return
-    raise AssertionError("second If-None-Match: * put succeeded")
+    expect_error(lambda: s3.put_object(Bucket=bucket, Key="k", Body=b"second", IfNoneMatch="*"), 412)
 
 
 @check
@@ -83,4 +57,4 @@ def unsigned_put_sha256_trailer():
     assert got == data[:1000], "read back %d bytes" % len(got)
 
 
-sys.exit(1 if failed else 0)
+finish()

@@ -9,33 +9,12 @@ if any check failed.
 import sys
 import uuid
 
-import boto3
-from botocore.config import Config
+from s3checks import check, client, finish, header
 
 endpoint, ca_bundle, ak, sk = sys.argv[1:5]
-cfg = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
-s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", config=cfg, verify=ca_bundle,
-                  aws_access_key_id=ak, aws_secret_access_key=sk)
-failed = []
+s3 = client(endpoint, ak, sk, verify=ca_bundle)
 sent = []
 s3.meta.events.register("before-send.s3.*", lambda request, **kw: sent.append(dict(request.headers)))
-
-
-def check(fn):
-    name = fn.__name__
-    try:
-        fn()
-        print("PASS", name, flush=True)
-    except Exception as e:  # noqa: BLE001 - report every failure by name
-        failed.append(name)
-        print("FAIL %s: %r" % (name, e), flush=True)
-
-
-def header(h, name):
-    for k, v in h.items():
-        if k.lower() == name:
-            return v.decode() if isinstance(v, bytes) else v
-    return None
 
 
 def assert_amz_signed():
@@ -93,4 +72,4 @@ def put_with_sha256_checksum():
     assert s3.get_object(Bucket=bucket, Key="sum")["Body"].read() == data
 
 
-sys.exit(1 if failed else 0)
+finish()

@@ -9,46 +9,19 @@ import threading
 import urllib.request
 import uuid
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
+import s3checks
+from s3checks import check, code_of, expect_error, finish
+
 endpoint, ak, sk = sys.argv[1:4]
-cfg = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, signature_version="s3v4")
 
 
 def client(key=ak, secret=sk):
-    return boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key,
-                        aws_secret_access_key=secret, region_name="us-east-1", config=cfg)
+    return s3checks.client(endpoint, key, secret, signature_version="s3v4")
 
 
 s3 = client()
-failed = []
-
-
-def code_of(e):
-    return e.response["ResponseMetadata"]["HTTPStatusCode"], e.response.get("Error", {}).get("Code")
-
-
-def check(fn):
-    name = fn.__name__
-    try:
-        fn()
-        print("PASS", name, flush=True)
-    except Exception as e:  # noqa: BLE001 - report every failure by name
-        failed.append(name)
-        print("FAIL %s: %r" % (name, e), flush=True)
-
-
-def expect_error(fn, status, code=None):
-    try:
-        fn()
-    except ClientError as e:
-        st, c = code_of(e)
-        if st != status or (code and c != code):
-            raise AssertionError("got %s %s, want %s %s" % (st, c, status, code))
-        return
-    raise AssertionError("succeeded, want %s %s" % (status, code))
 
 
 def new_bucket():
@@ -171,4 +144,4 @@ def listing_and_batch_delete():
     assert s3.list_objects_v2(Bucket=b).get("KeyCount") == 0
 
 
-sys.exit(1 if failed else 0)
+finish()

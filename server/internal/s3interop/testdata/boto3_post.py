@@ -12,29 +12,16 @@ import sys
 import uuid
 import xml.etree.ElementTree as ET
 
-import boto3
 import urllib3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from s3checks import check, client, finish
+
 endpoint, ak, sk = sys.argv[1:4]
-cfg = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}, signature_version="s3v4")
-s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=ak,
-                  aws_secret_access_key=sk, region_name="us-east-1", config=cfg)
+s3 = client(endpoint, ak, sk, signature_version="s3v4")
 http = urllib3.PoolManager()
-failed = []
 bucket = "post-" + uuid.uuid4().hex[:12]
 s3.create_bucket(Bucket=bucket)
-
-
-def check(fn):
-    name = fn.__name__
-    try:
-        fn()
-        print("PASS", name, flush=True)
-    except Exception as e:  # noqa: BLE001 - report every failure by name
-        failed.append(name)
-        print("FAIL %s: %r" % (name, e), flush=True)
 
 
 def post(form, data, filename="upload.bin", extra=(), after=()):
@@ -182,4 +169,4 @@ def not_multipart():
     want(r, 412, "PreconditionFailed")
 
 
-sys.exit(1 if failed else 0)
+finish()

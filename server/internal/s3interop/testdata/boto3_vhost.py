@@ -10,8 +10,7 @@ import socket
 import sys
 import uuid
 
-import boto3
-from botocore.config import Config
+from s3checks import check, client, finish
 
 endpoint, ak, sk = sys.argv[1:4]
 port = endpoint.rsplit(":", 1)[1]
@@ -28,21 +27,8 @@ def _resolve(host, *args, **kwargs):
 socket.getaddrinfo = _resolve
 
 hosts = []
-cfg = Config(s3={"addressing_style": "virtual"}, retries={"max_attempts": 1}, signature_version="s3v4")
-s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=ak,
-                  aws_secret_access_key=sk, region_name="us-east-1", config=cfg)
+s3 = client(endpoint, ak, sk, addressing="virtual", signature_version="s3v4")
 s3.meta.events.register("before-send.s3", lambda request, **kw: hosts.append(request.url.split("/")[2]))
-failed = []
-
-
-def check(fn):
-    name = fn.__name__
-    try:
-        fn()
-        print("PASS", name, flush=True)
-    except Exception as e:  # noqa: BLE001 - report every failure by name
-        failed.append(name)
-        print("FAIL %s: %r" % (name, e), flush=True)
 
 
 bucket = "vh-" + uuid.uuid4().hex[:12]
@@ -66,4 +52,4 @@ def every_request_was_virtual_hosted():
     assert hosts and all(h == want for h in hosts), (want, set(hosts))
 
 
-sys.exit(1 if failed else 0)
+finish()
