@@ -6,9 +6,7 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/latchkey/latchkey/server/servertest"
 	"github.com/latchkey/latchkey/store"
@@ -35,16 +33,11 @@ func serverBackends() map[string]func(tb testing.TB) store.Store {
 			opts := &s3store.Options{Endpoint: srv.URL, Region: "us-east-1",
 				Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")}
 			bucket := randomName("publish-")
-			boot, err := s3store.Open(context.Background(), "placeholder", "", opts)
+			s, err := s3store.Open(context.Background(), bucket, "", opts)
 			if err != nil {
 				tb.Fatal(err)
 			}
-			if _, err := boot.Client().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-				tb.Fatalf("create bucket %s: %v", bucket, err)
-			}
-			boot.Close()
-			s, err := s3store.Open(context.Background(), bucket, "", opts)
-			if err != nil {
+			if err := s.CreateBucket(context.Background()); err != nil {
 				tb.Fatal(err)
 			}
 			tb.Cleanup(func() { s.Close() })

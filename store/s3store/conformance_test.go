@@ -49,15 +49,22 @@ func (p peer) options() *s3store.Options {
 	}
 }
 
+// sdk is aws-sdk-go-v2's S3 client of the peer: a reader and writer of
+// the bucket's objects independent of the store's own client.
+func (p peer) sdk() *s3.Client {
+	return s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(p.endpoint), UsePathStyle: true,
+		Credentials: credentials.NewStaticCredentialsProvider(p.accessKey, p.secret, "")})
+}
+
 // bucket creates a fresh bucket on the peer.
 func (p peer) bucket(t testing.TB) string {
 	t.Helper()
-	s, err := s3store.Open(context.Background(), "placeholder", "", p.options())
+	name := testutil.RandomName("lk-test-")
+	s, err := s3store.Open(context.Background(), name, "", p.options())
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := testutil.RandomName("lk-test-")
-	if _, err := s.Client().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+	if err := s.CreateBucket(context.Background()); err != nil {
 		t.Fatalf("%s: create bucket %s: %v", p.name, name, err)
 	}
 	return name

@@ -1,6 +1,11 @@
 // Package s3store is the store contract over Amazon S3 and S3-compatible
-// servers (latchkey's own server, Versity Gateway, MinIO, …), through
-// aws-sdk-go-v2.
+// servers (latchkey's own server, Versity Gateway, MinIO, …). It speaks
+// the six S3 calls it needs (GetObject, HeadObject, PutObject,
+// DeleteObject, ListObjectsV2, CreateBucket) over net/http, each request
+// signed with Signature Version 4 by aws-sdk-go-v2's signer, with the
+// credentials, region and HTTP client of aws-sdk-go-v2's config package;
+// the SDK's generated S3 client is not linked (it alone made the latchkey
+// binary 7 MB larger).
 //
 // # Atomicity
 //
@@ -39,16 +44,15 @@
 //
 // # Errors and ambiguous outcomes
 //
-// Every SDK error goes through one function (classify) onto the store
-// error set: 412 → ErrConflict; 409 ConditionalRequestConflict →
+// Every error, an S3 error answer or the transport's, goes through one
+// function (classify) onto the store error set: 412 → ErrConflict; 409 ConditionalRequestConflict →
 // ErrTransient; 404 on an If-Match write or delete → ErrConflict; 404 on
 // Get → ErrNotFound; 501 → ErrUnsupported; a timeout, reset or 5xx after a
 // write was sent → ErrUnknownOutcome; 503 SlowDown or 5xx on a read →
 // ErrTransient. The raw status and code stay in the *store.OpError.
 //
-// The SDK's automatic retries are off for writes (a resent conditional
-// write that already won answers 412 and would look lost). When a write's
-// outcome is unknown, Put resolves it itself, a bounded number of times
+// A write is sent once (a resent conditional write that already won
+// answers 412 and would look lost). When a write's outcome is unknown, Put resolves it itself, a bounded number of times
 // with jittered backoff: it reads the key (HEAD) and, if the stored nonce
 // is ours, the write won. An unconditional or if-absent Put is never
 // resent: its first copy may still be in flight, and a copy landing after
@@ -64,7 +68,9 @@
 // resend saw our own earlier write); anything else stays ErrUnknownOutcome,
 // because the earlier attempt may have committed and been overwritten
 // since, and calling that a conflict could make a caller apply its update
-// twice. Reads use the SDK's standard retryer.
+// twice. A read (GET, HEAD, list) that fails transiently is sent again,
+// at most three sends in all with jittered backoff, as the SDK's standard
+// retryer did.
 //
 // # Keys, listing, streaming
 //

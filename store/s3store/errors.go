@@ -1,11 +1,7 @@
 package s3store
 
 import (
-	"errors"
 	"net/http"
-
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/resolve"
@@ -13,7 +9,8 @@ import (
 
 const backend = "s3store"
 
-// classify maps an SDK error onto the store error set. It is the one place
+// classify maps a client error (a *responseError, or the transport's)
+// onto the store error set. It is the one place
 // that knows S3's statuses and codes:
 //
 //	412 PreconditionFailed                 → ErrConflict
@@ -34,14 +31,7 @@ const backend = "s3store"
 //	                                         reads, with the context's error kept as the cause
 func classify(op resolve.OpKind, err error) resolve.Failure {
 	var f resolve.Failure
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.Response != nil {
-		f.Status = re.HTTPStatusCode()
-	}
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		f.Code = ae.ErrorCode()
-	}
+	f.Status, f.Code = errorOf(err)
 	write := op.Write()
 	switch {
 	case f.Status == http.StatusPreconditionFailed:

@@ -7,31 +7,24 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"syscall"
 	"testing"
-
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
-// apiErr builds the error aws-sdk-go-v2 returns for an S3 error response.
+// apiErr builds the client's error for an S3 error response.
 func apiErr(status int, code string) error {
-	return &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject", Err: &awshttp.ResponseError{
-		ResponseError: &smithyhttp.ResponseError{
-			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: status}},
-			Err:      &smithy.GenericAPIError{Code: code, Message: code},
-		},
-	}}
+	return &responseError{Op: "PutObject", Status: status, Code: code, Message: code}
 }
 
-// transportErr builds the error of a request that got no response.
+// transportErr builds the error of a request that got no response, as
+// net/http's client returns it.
 func transportErr(cause error) error {
-	return &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject",
-		Err: &smithyhttp.RequestSendError{Err: cause}}
+	return &url.Error{Op: "Put", URL: "http://127.0.0.1:1/b/k", Err: cause}
 }
 
 func TestClassify(t *testing.T) {
@@ -95,5 +88,42 @@ func TestClassify(t *testing.T) {
 	}
 	if got := fmt.Sprint(opError("put", "jobs/a", classify(resolve.OpCondPut, apiErr(412, "PreconditionFailed")), nil)); got != `s3store: put "jobs/a": precondition failed (status 412 PreconditionFailed)` {
 		t.Fatalf("message %q", got)
+	}
+}
+
+// TestErrorAnswers: the client turns S3's answers into the errors
+// classify reads: the status with the XML document's code, a bodiless
+// HEAD 404 as the status alone, and a body that is not S3's error
+// document as the status alone.
+func TestErrorAnswers(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/b/cond":
+			w.WriteHeader(http.StatusPreconditionFailed)
+			fmt.Fprint(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message></Error>`)
+		case "/b/html":
+			w.WriteHeader(http.StatusBadGateway)
+			fmt.Fprint(w, `<html>bad gateway</html>`)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	c, err := newClient(srv.Client(), nil, "us-east-1", srv.URL, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err = c.putObject(ctx, "cond", "n", http.Header{"If-Match": {`"x"`}}, nil)
+	if st, code := errorOf(err); st != 412 || code != "PreconditionFailed" || classify(resolve.OpCondPut, err).Kind != store.ErrConflict {
+		t.Errorf("412 answer: %v (status %d code %q)", err, st, code)
+	}
+	_, err = c.headObject(ctx, "gone")
+	if st, code := errorOf(err); st != 404 || code != "" || classify(resolve.OpRead, err).Kind != store.ErrNotFound {
+		t.Errorf("HEAD 404: %v (status %d code %q)", err, st, code)
+	}
+	err = c.deleteObject(ctx, "html", nil)
+	if st, code := errorOf(err); st != 502 || code != "" || classify(resolve.OpWrite, err).Kind != store.ErrUnknownOutcome {
+		t.Errorf("502 with an HTML body: %v (status %d code %q)", err, st, code)
 	}
 }

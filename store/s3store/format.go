@@ -87,7 +87,7 @@ func stripLegacyHeader(r io.Reader, meta string) (io.Reader, error) {
 
 // offsetSeeker is body from the offset it had at creation, as a
 // seekable reader of its own (offset 0 is body's offset then), so that
-// the SDK can hash and rewind a streamed value that does not start at 0.
+// a streamed value that does not start at 0 can be hashed and rewound.
 type offsetSeeker struct {
 	body io.ReadSeeker
 	base int64

@@ -5,9 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"net/http"
+	"strings"
 
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/resolve"
@@ -18,16 +17,16 @@ func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 	if err := s.check(ctx, "get", key, false); err != nil {
 		return store.Entry{}, err
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: s.object(key)})
+	out, err := s.client.getObject(ctx, s.object(key), "")
 	if err != nil {
 		return store.Entry{}, opError("get", key, classify(resolve.OpRead, err), err)
 	}
-	defer out.Body.Close()
-	obj, err := io.ReadAll(out.Body)
+	defer out.body.Close()
+	obj, err := io.ReadAll(out.body)
 	if err != nil {
 		return store.Entry{}, opError("get", key, classify(resolve.OpRead, err), err)
 	}
-	return store.Entry{Key: key, Value: decodeValue(obj, out.Metadata[metaNonce]), Version: quoteETag(out.ETag)}, nil
+	return store.Entry{Key: key, Value: decodeValue(obj, out.nonce), Version: quoteETag(out.etag)}, nil
 }
 
 // Put writes value under key, as is, if cond holds; see the package doc
@@ -42,32 +41,27 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 // put sends one conditional PutObject and resolves an unknown outcome.
 // body returns the stored bytes from the start, once per attempt.
 func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadSeeker, cond store.Condition) (store.Version, error) {
-	in := &s3.PutObjectInput{
-		Bucket:   &s.bucket,
-		Key:      s.object(key),
-		Metadata: map[string]string{metaNonce: nonce},
-	}
+	h := http.Header{}
 	kind := resolve.OpWrite
 	switch {
 	case cond.IsAbsent():
-		in.IfNoneMatch = aws.String("*")
+		h.Set("If-None-Match", "*")
 		kind = resolve.OpCondPut
 	default:
 		if v, ok := cond.Match(); ok {
 			if v == "" {
 				return "", store.NewOpError(backend, "put", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
 			}
-			in.IfMatch = aws.String(string(v))
+			h.Set("If-Match", string(v))
 			kind = resolve.OpCondPut
 		}
 	}
 	send := func() (store.Version, resolve.Failure, error) {
-		in.Body = body()
-		out, err := s.client.PutObject(ctx, in, noRetry)
+		etag, err := s.client.putObject(ctx, s.object(key), nonce, h, body())
 		if err != nil {
 			return "", classify(kind, err), err
 		}
-		return quoteETag(out.ETag), resolve.Failure{}, nil
+		return quoteETag(etag), resolve.Failure{}, nil
 	}
 	_, ifMatch := cond.Match()
 	return s.res.SendPut(ctx, key, nonce, ifMatch, send)
@@ -81,7 +75,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	if cond.IsAbsent() {
 		return store.NewOpError(backend, "delete", key, store.ErrUnsupported, errors.New("delete if-absent"))
 	}
-	in := &s3.DeleteObjectInput{Bucket: &s.bucket, Key: s.object(key)}
+	h := http.Header{}
 	kind := resolve.OpWrite
 	if v, ok := cond.Match(); ok {
 		if s.noCAD {
@@ -90,12 +84,11 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		if v == "" {
 			return store.NewOpError(backend, "delete", key, store.ErrConflict, errors.New("IfMatch of the zero version"))
 		}
-		in.IfMatch = aws.String(string(v))
+		h.Set("If-Match", string(v))
 		kind = resolve.OpCondDelete
 	}
 	send := func() (resolve.Failure, error) {
-		_, err := s.client.DeleteObject(ctx, in, noRetry)
-		if err != nil {
+		if err := s.client.deleteObject(ctx, s.object(key), h); err != nil {
 			f := classify(kind, err)
 			if kind == resolve.OpWrite && f.Kind == store.ErrNotFound && f.Code != "NoSuchBucket" {
 				return resolve.Failure{}, nil // an unconditional delete of a missing key succeeds
@@ -114,26 +107,22 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	}
 	o := opts.Bounded(1000, 1000) // S3's page size
 	limit := o.Limit
-	in := &s3.ListObjectsV2Input{
-		Bucket:  &s.bucket,
-		Prefix:  aws.String(s.prefix + prefix),
-		MaxKeys: aws.Int32(int32(limit)),
-	}
+	after := ""
 	if o.After != "" {
-		in.StartAfter = aws.String(s.prefix + o.After)
+		after = s.prefix + o.After
 	}
-	out, err := s.client.ListObjectsV2(ctx, in)
+	out, err := s.client.listObjects(ctx, s.prefix+prefix, after, limit)
 	if err != nil {
 		return store.Page{}, opError("list", prefix, classify(resolve.OpRead, err), err)
 	}
 	page := store.Page{Items: make([]store.Item, 0, len(out.Contents))}
 	for _, obj := range out.Contents {
-		if obj.Key == nil || len(*obj.Key) < len(s.prefix) {
+		if !strings.HasPrefix(obj.Key, s.prefix) {
 			continue
 		}
-		page.Items = append(page.Items, store.Item{Key: (*obj.Key)[len(s.prefix):], Version: quoteETag(obj.ETag)})
+		page.Items = append(page.Items, store.Item{Key: obj.Key[len(s.prefix):], Version: quoteETag(obj.ETag)})
 	}
-	if aws.ToBool(out.IsTruncated) && len(page.Items) > 0 {
+	if out.IsTruncated && len(page.Items) > 0 {
 		page.Next = page.Items[len(page.Items)-1].Key
 	}
 	return page, nil

@@ -184,3 +184,32 @@ func TestAmbiguousPutResolved(t *testing.T) {
 		}
 	})
 }
+
+// TestReadRetried: a read that fails transiently is sent again, up to
+// three sends in all (a 503 once: the Get succeeds; 503 every time: the
+// third answer is the error, ErrTransient), while a write is sent once.
+func TestReadRetried(t *testing.T) {
+	ctx := context.Background()
+	s, direct, proxy := openVia(t)
+	if _, err := direct.Put(ctx, "k", []byte("v"), store.IfAbsent); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Add(refuse503("GET", 1))
+	if e, err := s.Get(ctx, "k"); err != nil || string(e.Value) != "v" {
+		t.Fatalf("Get after one 503 = %q, %v", e.Value, err)
+	}
+	proxy.Add(refuse503("GET", 100))
+	if _, err := s.Get(ctx, "k"); !errors.Is(err, store.ErrTransient) || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("Get under 503s = %v, want ErrTransient with the status", err)
+	}
+	if n := proxy.Hits(faultproxy.Refuse); n != 1+3 {
+		t.Fatalf("%d refused GETs, want 1 then 3", n)
+	}
+	proxy.Add(refuse503("PUT", 100))
+	if _, err := s.Put(ctx, "k2", []byte("v"), store.Unconditional); !errors.Is(err, store.ErrUnknownOutcome) {
+		t.Fatalf("Put under 503s = %v, want ErrUnknownOutcome", err)
+	}
+	if n := proxy.Hits(faultproxy.Refuse); n != 4+1 {
+		t.Fatalf("an unconditional Put was sent %d times, want once", n-4)
+	}
+}

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
@@ -28,20 +29,25 @@ const (
 )
 
 // Options configure Open. The zero value (or nil) talks to AWS with the
-// standard credential chain and region resolution of config.LoadDefaultConfig
-// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, ~/.aws/…). A zero
-// numeric field means its Default… constant; a negative one is an error.
+// standard credential chain, region and HTTP client of
+// config.LoadDefaultConfig (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+// AWS_REGION, AWS_PROFILE, AWS_CA_BUNDLE, ~/.aws/…). A zero numeric field
+// means its Default… constant; a negative one is an error.
 type Options struct {
 	// Endpoint is the base URL of an S3-compatible server, e.g.
-	// "http://127.0.0.1:7070". Empty means AWS. Setting it turns on
-	// path-style addressing.
+	// "http://127.0.0.1:7070", addressed path-style. Empty means
+	// AWS_ENDPOINT_URL_S3, else the configuration's endpoint_url
+	// (AWS_ENDPOINT_URL), both path-style too, else AWS's regional
+	// endpoint (https://s3.<region>.amazonaws.com, virtual-hosted when
+	// the bucket name is a DNS label).
 	Endpoint string
 	// Region is the signing region; empty means the configured region,
 	// or "us-east-1" when none is configured.
 	Region string
 	// Credentials overrides the default credential chain.
 	Credentials aws.CredentialsProvider
-	// HTTPClient overrides the SDK's HTTP client.
+	// HTTPClient overrides the HTTP client (by default the SDK's, which
+	// honours AWS_CA_BUNDLE).
 	HTTPClient *http.Client
 	// NoCompareAndDelete declares that the server's conditional DELETE is
 	// not AWS-exact, so the store does not claim CompareAndDelete and a
@@ -75,7 +81,7 @@ func (o *Options) withDefaults() (Options, error) {
 
 // Store is a store.Store over one bucket and key prefix.
 type Store struct {
-	client *s3.Client
+	client *client
 	bucket string
 	prefix string // "" or ends with "/"
 	// res resolves this store's writes with the shared logic of
@@ -128,25 +134,34 @@ func Open(ctx context.Context, bucket, prefix string, opts *Options) (*Store, er
 	if err != nil {
 		return nil, fmt.Errorf("s3store: open: load AWS config: %w", err)
 	}
-	if cfg.Region == "" {
-		cfg.Region = "us-east-1"
+	region := cmp.Or(cfg.Region, "us-east-1")
+	creds := cfg.Credentials // nil: requests go unsigned (anonymous)
+	if creds != nil && !aws.IsCredentialsProvider(creds, (*aws.CredentialsCache)(nil)) {
+		creds = aws.NewCredentialsCache(creds)
 	}
-	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
-		// Objects written by other tools may carry no checksum; that is
-		// not worth a line on stderr per read.
-		so.DisableLogOutputChecksumValidationSkipped = true
-		if o.Endpoint != "" {
-			so.BaseEndpoint = aws.String(o.Endpoint)
-			so.UsePathStyle = true
-		}
-	})
+	endpoint := cmp.Or(o.Endpoint, os.Getenv("AWS_ENDPOINT_URL_S3"), aws.ToString(cfg.BaseEndpoint))
+	hc := cfg.HTTPClient // set by Options.HTTPClient or AWS_CA_BUNDLE
+	if hc == nil {
+		hc = awshttp.NewBuildableClient()
+	}
+	client, err := newClient(hc, creds, region, endpoint, bucket)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: open: %w", err)
+	}
 	s := &Store{client: client, bucket: bucket, prefix: prefix, noCAD: o.NoCompareAndDelete}
 	s.res = &resolve.Resolver{Attempts: o.ResolveAttempts, Backoff: o.ResolveBackoff, Err: opError, Look: s.nonceOf}
 	return s, nil
 }
 
-// Client is the underlying S3 client (for tests and tools).
-func (s *Store) Client() *s3.Client { return s.client }
+// CreateBucket creates the store's bucket in the store's region; a
+// bucket that exists and is ours already is fine.
+func (s *Store) CreateBucket(ctx context.Context) error {
+	err := s.client.createBucket(ctx)
+	if _, code := errorOf(err); err == nil || code == "BucketAlreadyOwnedByYou" {
+		return nil
+	}
+	return fmt.Errorf("s3store: create bucket %q: %w", s.bucket, err)
+}
 
 // Bucket and Prefix say where the store's objects live.
 func (s *Store) Bucket() string { return s.bucket }
@@ -168,10 +183,6 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// noRetry turns off the SDK's retries for one call: writes resolve their
-// own ambiguous outcomes.
-func noRetry(o *s3.Options) { o.Retryer = aws.NopRetryer{} }
-
 // check runs store.Guard, then the limit of the store's prefix.
 func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
 	guard := store.Guard
@@ -188,14 +199,12 @@ func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error 
 	return nil
 }
 
-func (s *Store) object(key string) *string { return aws.String(s.prefix + key) }
+// object is the name of key's object.
+func (s *Store) object(key string) string { return s.prefix + key }
 
 // quoteETag normalizes an ETag to its quoted strong form.
-func quoteETag(e *string) store.Version {
-	if e == nil {
-		return ""
-	}
-	v := strings.TrimPrefix(*e, "W/")
+func quoteETag(e string) store.Version {
+	v := strings.TrimPrefix(e, "W/")
 	v = strings.Trim(v, `"`)
 	if v == "" {
 		return ""

@@ -38,7 +38,7 @@ func TestObjectFormat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := s.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket()), Key: aws.String(s.Prefix() + "k")})
+		out, err := p.sdk().GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.Bucket()), Key: aws.String(s.Prefix() + "k")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestLegacyObject(t *testing.T) {
 		s := p.open(t)
 		nonce := "0123456789abcdef0123456789abcdef"
 		old := "latchkey-s3store-v1 " + nonce + "\nold value"
-		put, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.Bucket()), Key: aws.String("legacy"),
+		put, err := p.sdk().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.Bucket()), Key: aws.String("legacy"),
 			Body: strings.NewReader(old), Metadata: map[string]string{"latchkey-nonce": nonce}})
 		if err != nil {
 			t.Fatal(err)
@@ -107,7 +107,7 @@ func TestForeignObject(t *testing.T) {
 	eachPeer(t, func(t *testing.T, p peer) {
 		ctx := context.Background()
 		s := p.open(t)
-		if _, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.Bucket()), Key: aws.String("plain"),
+		if _, err := p.sdk().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.Bucket()), Key: aws.String("plain"),
 			Body: strings.NewReader("written elsewhere")}); err != nil {
 			t.Fatal(err)
 		}

@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/resolve"
 )
@@ -15,7 +13,7 @@ import (
 // PutStream is Put with the value read from r. An io.ReadSeeker is sent
 // as is (from its current offset); any other reader is spooled to a
 // temporary file first, because the request needs a known length and a
-// body the SDK can hash and rewind. Nothing is held whole in memory.
+// body that can be hashed (SigV4 signs its SHA-256) and rewound. Nothing is held whole in memory.
 func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond store.Condition) (store.Version, error) {
 	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
@@ -53,16 +51,16 @@ func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store
 	if err := s.check(ctx, "get", key, false); err != nil {
 		return nil, "", err
 	}
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: s.object(key)})
+	out, err := s.client.getObject(ctx, s.object(key), "")
 	if err != nil {
 		return nil, "", opError("get", key, classify(resolve.OpRead, err), err)
 	}
-	r, err := stripLegacyHeader(out.Body, out.Metadata[metaNonce])
+	r, err := stripLegacyHeader(out.body, out.nonce)
 	if err != nil {
-		out.Body.Close()
+		out.body.Close()
 		return nil, "", opError("get", key, classify(resolve.OpRead, err), err)
 	}
-	return readCloser{r, out.Body}, quoteETag(out.ETag), nil
+	return readCloser{r, out.body}, quoteETag(out.etag), nil
 }
 
 type readCloser struct {

@@ -12,8 +12,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/latchkey/latchkey/store"
@@ -67,8 +65,8 @@ func openS3(ctx context.Context, u *url.URL) (store.Store, error) {
 		return nil, err
 	}
 	if create {
-		if err := createBucket(ctx, s); err != nil {
-			return nil, err
+		if err := s.CreateBucket(ctx); err != nil {
+			return nil, fmt.Errorf("create-bucket=1: %w", err)
 		}
 	}
 	return s, nil
@@ -99,18 +97,3 @@ func s3Credentials(ctx context.Context, region string) (aws.CredentialsProvider,
 
 var errNoAWSCredentials = errors.New("no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY " +
 	"(for latchkey serve: eval \"$(latchkey serve --print-env)\"), or AWS_PROFILE with ~/.aws/credentials")
-
-// createBucket creates the store's bucket (create-bucket=1); one that
-// already exists and is ours is fine.
-func createBucket(ctx context.Context, s *s3store.Store) error {
-	in := &s3.CreateBucketInput{Bucket: aws.String(s.Bucket())}
-	if r := s.Client().Options().Region; r != "" && r != "us-east-1" {
-		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(r)}
-	}
-	_, err := s.Client().CreateBucket(ctx, in)
-	var owned *types.BucketAlreadyOwnedByYou
-	if err == nil || errors.As(err, &owned) {
-		return nil
-	}
-	return fmt.Errorf("create-bucket=1: create bucket %q: %w", s.Bucket(), err)
-}

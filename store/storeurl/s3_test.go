@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/latchkey/latchkey/server/servertest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/s3store"
@@ -26,13 +23,17 @@ func TestOpenS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.(*s3store.Store).Client().CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("urlbucket")}); err != nil {
+	if err := s.(*s3store.Store).CreateBucket(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Put(ctx, "a", []byte("1"), store.IfAbsent); err != nil {
 		t.Fatalf("Put through s3://: %v", err)
 	}
-	if _, err := s.(*s3store.Store).Client().HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("urlbucket"), Key: aws.String("jobs/x/a")}); err != nil {
+	root, err := s3store.Open(ctx, "urlbucket", "", &s3store.Options{Endpoint: srv.URL, Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.Get(ctx, "jobs/x/a"); err != nil {
 		t.Fatalf("object not under the URL's prefix: %v", err)
 	}
 	for _, bad := range []string{"s3:///nobucket", "s3://b/p?endpoint=ftp://x", "s3://b/p?colour=red", "s3://b/p?no-compare-and-delete=maybe"} {
