@@ -40,34 +40,3 @@ func normValue(v []byte) []byte {
 	}
 	return v
 }
-
-// sessionEntry is one session in Consul's wire format. LockDelay is in
-// nanoseconds. Checks (the legacy field) is omitted unless it was set.
-type sessionEntry struct {
-	ID            string
-	Name          string
-	Node          string
-	LockDelay     int64
-	Behavior      string
-	TTL           string
-	Checks        []string `json:",omitempty"`
-	NodeChecks    []string
-	ServiceChecks []serviceCheck
-	CreateIndex   uint64
-	ModifyIndex   uint64
-}
-
-type serviceCheck struct {
-	ID        string
-	Namespace string
-}
-
-// Session behaviours.
-const (
-	behaviorRelease = "release"
-	behaviorDelete  = "delete"
-)
-
-// serfHealth is the one node check every session gets by default, and the
-// only check this server knows.
-const serfHealth = "serfHealth"

@@ -32,7 +32,7 @@ func (h *heldEngine) Release(n int) { h.release(n) }
 // PutLarge queues an Update writing a value of size bytes to key.
 func (h *heldEngine) PutLarge(key string, size int) error {
 	_, err := h.Update(context.Background(), func(tx *Tx) error {
-		tx.PutKV(KV{Key: key, Value: make([]byte, size)})
+		tx.PutRecord(Record{Key: key, Data: make([]byte, size)})
 		return nil
 	})
 	return err
@@ -41,3 +41,30 @@ func (h *heldEngine) PutLarge(key string, size int) error {
 // SetSyncFault makes every later commit of e fail after its writes reached
 // the file, as an fsync that reports EIO (see syncFault).
 func SetSyncFault(e *Engine, err error) { e.syncFault = func() error { return err } }
+
+// rawCodec is the tests' record format: Data is the value.
+type rawCodec struct{}
+
+func (rawCodec) Value(r Record) ([]byte, error) { return r.Data, nil }
+
+func (rawCodec) Set(key string, _ Record, _ bool, value []byte) (Record, error) {
+	return Record{Key: key, Data: value}, nil
+}
+
+// getRec is GetRecord for tests, whose records are never corrupt.
+func getRec(tx *Tx, key string) (Record, bool) {
+	r, ok, err := tx.GetRecord(key)
+	if err != nil {
+		panic(err)
+	}
+	return r, ok
+}
+
+// listRecs is ListRecords for tests.
+func listRecs(tx *Tx, prefix, after string, limit int) []Record {
+	rs, err := tx.ListRecords(prefix, after, limit)
+	if err != nil {
+		panic(err)
+	}
+	return rs
+}
