@@ -244,16 +244,7 @@ func TestWaitWakesOnPrefixNotSibling(t *testing.T) {
 			}
 		}()
 	}
-	// wait for both to register
-	for {
-		e.watch.mu.Lock()
-		n := len(e.watch.byPfx)
-		e.watch.mu.Unlock()
-		if n == 2 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	awaitWaiters(t, e, 2) // both registered
 	put(t, e, "a/x", "v")
 	if got := <-woke; got != "a/" {
 		t.Fatalf("woke %q, want a/", got)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Held is an engine whose first commit is held (see openHeld), for the
@@ -67,4 +68,35 @@ func listRecs(tx *Tx, prefix, after string, limit int) []Record {
 		panic(err)
 	}
 	return rs
+}
+
+// awaitWaiters returns once n prefixes have waiters registered on e, or
+// fails t after 10s.
+func awaitWaiters(t *testing.T, e *Engine, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.watch.mu.Lock()
+		got := len(e.watch.byPfx)
+		e.watch.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d waiters registered", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// viewSees starts a View that reports whether it sees key; it blocks
+// while a commit it would show is not yet durable.
+func viewSees(e *Engine, key string) <-chan bool {
+	saw := make(chan bool, 1)
+	go e.View(func(tx *Tx) error {
+		_, ok := getRec(tx, key)
+		saw <- ok
+		return nil
+	})
+	return saw
 }

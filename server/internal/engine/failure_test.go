@@ -157,15 +157,7 @@ func TestFailedCommitStopsEngine(t *testing.T) {
 	acked := put(t, e, "small", "v")
 	waited := make(chan error, 1)
 	go func() { waited <- e.Wait(t.Context(), "quiet/", acked) }()
-	for {
-		e.watch.mu.Lock()
-		n := len(e.watch.byPfx)
-		e.watch.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	awaitWaiters(t, e, 1)
 	idx, err := e.Update(t.Context(), func(tx *Tx) error {
 		tx.PutRecord(Record{Key: "big", Data: make([]byte, 2<<20)})
 		return nil
@@ -235,12 +227,7 @@ func TestViewWaitsForTheFsyncOfAVisibleCommit(t *testing.T) {
 	e.afterWrite = func() { close(written); <-release }
 	go e.Update(context.Background(), func(tx *Tx) error { tx.PutRecord(Record{Key: "k", Data: []byte("v")}); return nil })
 	<-written // bbolt has committed; the engine has not published it as durable
-	saw := make(chan bool, 1)
-	go e.View(func(tx *Tx) error {
-		_, ok := getRec(tx, "k")
-		saw <- ok
-		return nil
-	})
+	saw := viewSees(e, "k")
 	select {
 	case ok := <-saw:
 		t.Fatalf("a View ran (saw the write: %v) while its commit was not yet durable", ok)

@@ -43,12 +43,7 @@ func TestViewDoesNotWaitForTheLogFsync(t *testing.T) {
 		updated <- err
 	}()
 	<-inAppend
-	saw := make(chan bool, 1)
-	go e.View(func(tx *Tx) error {
-		_, ok := getRec(tx, "k")
-		saw <- ok
-		return nil
-	})
+	saw := viewSees(e, "k")
 	select {
 	case ok := <-saw:
 		if ok {

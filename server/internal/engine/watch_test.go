@@ -32,16 +32,7 @@ func TestWaitWakesOnlyTouchedPrefix(t *testing.T) {
 			woke <- "busy/"
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for n := 0; n != 1001; {
-		e.watch.mu.Lock()
-		n = len(e.watch.byPfx)
-		e.watch.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d waiters registered", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	awaitWaiters(t, e, 1001)
 	put(t, e, "busy/x", "v")
 	if got := <-woke; got != "busy/" {
 		t.Fatalf("woke %q", got)
