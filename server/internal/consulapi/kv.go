@@ -182,6 +182,11 @@ func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, q url.Values, ke
 	if op.Value, err = h.readValue(w, r); err != nil {
 		return err
 	}
+	return h.write(w, r, q, op)
+}
+
+// write applies op and answers whether it did: true or false, 200.
+func (h *Handler) write(w http.ResponseWriter, r *http.Request, q url.Values, op consulmodel.Op) error {
 	ok, err := h.m.Write(r.Context(), op)
 	if err != nil {
 		return err
@@ -254,12 +259,7 @@ func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, q url.Values,
 			return err
 		}
 	}
-	ok, err := h.m.Write(r.Context(), op)
-	if err != nil {
-		return err
-	}
-	writeBool(w, q, ok)
-	return nil
+	return h.write(w, r, q, op)
 }
 
 // toDir converts a model entry into the wire entry.

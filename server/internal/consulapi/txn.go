@@ -16,19 +16,10 @@ const docsTxnMaxReqLen = "https://www.consul.io/docs/agent/config/config-files#t
 // txnOp is one element of a /v1/txn body. Only KV ops are served; Node,
 // Service and Check ops are answered with a 409 error entry.
 type txnOp struct {
-	KV      *kvTxnOp
+	KV      *consulmodel.Op // its fields are Consul's TxnKVOp's
 	Node    json.RawMessage
 	Service json.RawMessage
 	Check   json.RawMessage
-}
-
-type kvTxnOp struct {
-	Verb    string
-	Key     string
-	Value   []byte
-	Flags   uint64
-	Index   uint64
-	Session string
 }
 
 type txnResult struct {
@@ -57,8 +48,7 @@ func response(results []consulmodel.KV, errs []txnError) txnResponse {
 func modelOps(ops []txnOp) []consulmodel.Op {
 	out := make([]consulmodel.Op, len(ops))
 	for i, op := range ops {
-		k := op.KV
-		out[i] = consulmodel.Op{Verb: k.Verb, Key: k.Key, Value: k.Value, Flags: k.Flags, Index: k.Index, Session: k.Session}
+		out[i] = *op.KV
 	}
 	return out
 }

@@ -42,7 +42,8 @@ func IsKeyVerb(verb string) bool {
 	return false
 }
 
-// Op is one KV operation, from a /v1/kv request or a txn op.
+// Op is one KV operation, from a /v1/kv request or a txn op; its fields
+// are those of Consul's TxnKVOp, so /v1/txn decodes its JSON into it.
 type Op struct {
 	Verb    string
 	Key     string
