@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/server"
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 	"github.com/latchkey/latchkey/server/internal/engine"
 	"github.com/latchkey/latchkey/server/servertest"
 )
@@ -42,7 +43,7 @@ func get(t *testing.T, c *http.Client, url string) (int, string) {
 func TestHealthAndMetrics(t *testing.T) {
 	srv := servertest.Start(t, nil)
 	if _, err := srv.Engine().Update(t.Context(), func(tx *engine.Tx) error {
-		tx.PutKV(engine.KV{Key: "k", Value: []byte("v")})
+		consulmodel.Put(tx, consulmodel.KV{Key: "k", Value: []byte("v")})
 		return nil
 	}); err != nil {
 		t.Fatal(err)

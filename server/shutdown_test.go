@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
 
@@ -141,8 +142,8 @@ func TestShutdownDrainsWritesInFlight(t *testing.T) {
 	}
 	defer e.Close()
 	e.View(func(tx *engine.Tx) error {
-		if kv, ok := tx.GetKV("drained"); !ok || string(kv.Value) != "helloworld" {
-			t.Errorf("acknowledged write at shutdown: present=%v value %q", ok, kv.Value)
+		if kv, ok, err := consulmodel.Get(tx, "drained"); !ok || string(kv.Value) != "helloworld" {
+			t.Errorf("acknowledged write at shutdown: present=%v value %q (%v)", ok, kv.Value, err)
 		}
 		return nil
 	})

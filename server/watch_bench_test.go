@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	consul "github.com/hashicorp/consul/api"
 
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
 
@@ -52,7 +53,7 @@ func benchS3PutWithWatchers(b *testing.B, watchers, keys int) {
 	for i := 0; i < keys; i += 1000 {
 		if _, err := srv.engine.Update(ctx, func(tx *engine.Tx) error {
 			for j := i; j < min(i+1000, keys); j++ {
-				tx.PutKV(engine.KV{Key: fmt.Sprintf("app/%06d", j), Value: []byte("value")})
+				consulmodel.Put(tx, consulmodel.KV{Key: fmt.Sprintf("app/%06d", j), Value: []byte("value")})
 			}
 			return nil
 		}); err != nil {

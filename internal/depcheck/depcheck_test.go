@@ -266,3 +266,92 @@ func TestNoImportPointsUp(t *testing.T) {
 		t.Errorf("false alarms:\n%s", strings.Join(v, "\n"))
 	}
 }
+
+// The server's own layers (docs/architecture.md, "The server"): the
+// engine is a store that knows no service, so nothing it reaches is a
+// service's package (server/internal/consul*, server/internal/s3*); and
+// bbolt is the engine's business alone, so no other package imports it
+// directly (consulapi and consulmodel reach the records through the
+// engine, as s3api and s3model do).
+const (
+	enginePkg = "server/internal/engine"
+	bboltPkg  = "go.etcd.io/bbolt"
+)
+
+var servicePrefixes = []string{"server/internal/consul", "server/internal/s3"}
+
+// layerPkg is what `go list -json` says of one package's own imports and
+// of everything it reaches.
+type layerPkg struct {
+	ImportPath string
+	Imports    []string // direct, without test-only imports
+	Deps       []string // transitive, without test-only imports
+}
+
+// serverLayerViolations returns one line per broken rule of the server's
+// layers.
+func serverLayerViolations(pkgs []layerPkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		if under(p.ImportPath, enginePkg) {
+			for _, d := range p.Deps {
+				if strings.HasPrefix(d, module+"/") && slices.ContainsFunc(servicePrefixes, func(s string) bool { return strings.HasPrefix(rel(d), s) }) {
+					out = append(out, fmt.Sprintf("%s imports %s: the engine knows no service", p.ImportPath, d))
+				}
+			}
+			continue
+		}
+		if slices.Contains(p.Imports, bboltPkg) {
+			out = append(out, fmt.Sprintf("%s imports %s: only the engine uses bbolt", p.ImportPath, bboltPkg))
+		}
+	}
+	return out
+}
+
+func TestServerLayers(t *testing.T) {
+	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,Deps", module+"/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	var pkgs []layerPkg
+	seen := map[string]bool{}
+	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
+		var p layerPkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+		seen[rel(p.ImportPath)] = true
+	}
+	for _, must := range []string{enginePkg, "server/internal/consulapi", "server/internal/consulmodel", "server/internal/s3api"} {
+		if !seen[must] {
+			t.Fatalf("go list did not report %s; the check would be vacuous", must)
+		}
+	}
+	for _, v := range serverLayerViolations(pkgs) {
+		t.Error(v)
+	}
+	m := func(p string) string { return module + "/" + p }
+	bad := []layerPkg{
+		{ImportPath: m(enginePkg), Deps: []string{"context", m("server/internal/consulmodel")}},
+		{ImportPath: m(enginePkg), Deps: []string{m("server/internal/s3model")}},
+		{ImportPath: m("server/internal/consulapi"), Imports: []string{bboltPkg}},
+		{ImportPath: m("server/internal/consulmodel"), Imports: []string{m(enginePkg), bboltPkg}},
+	}
+	if v := serverLayerViolations(bad); len(v) != len(bad) {
+		t.Errorf("found %d of %d violations:\n%s", len(v), len(bad), strings.Join(v, "\n"))
+	}
+	good := []layerPkg{
+		{ImportPath: m(enginePkg), Imports: []string{bboltPkg}, Deps: []string{bboltPkg, m("internal/fsutil"), m("store")}},
+		{ImportPath: m("server/internal/consulapi"), Imports: []string{m("server/internal/consulmodel"), m(enginePkg)}, Deps: []string{bboltPkg}},
+		{ImportPath: m("server/internal/consulmodel"), Imports: []string{m(enginePkg)}, Deps: []string{bboltPkg}},
+	}
+	if v := serverLayerViolations(good); len(v) != 0 {
+		t.Errorf("false alarms:\n%s", strings.Join(v, "\n"))
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/server/internal/console"
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
 
@@ -30,9 +31,9 @@ func benchEngine(b *testing.B, n int) *engine.Engine {
 		if _, err := e.Update(context.Background(), func(tx *engine.Tx) error {
 			for j := i; j < min(i+batch, n); j++ {
 				if j%10 == 0 {
-					tx.PutKV(engine.KV{Key: fmt.Sprintf("locks/%06d", j), Value: rec})
+					consulmodel.Put(tx, consulmodel.KV{Key: fmt.Sprintf("locks/%06d", j), Value: rec})
 				} else {
-					tx.PutKV(engine.KV{Key: fmt.Sprintf("data/%04d/%06d", j/100, j), Value: []byte("value")})
+					consulmodel.Put(tx, consulmodel.KV{Key: fmt.Sprintf("data/%04d/%06d", j/100, j), Value: []byte("value")})
 				}
 			}
 			return nil

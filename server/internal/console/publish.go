@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/publish"
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 	"github.com/latchkey/latchkey/server/internal/engine"
 	"github.com/latchkey/latchkey/server/internal/s3api"
 )
@@ -65,13 +66,13 @@ func (s kvSource) next(prefix, after string) (key string, live bool, err error) 
 	if after != "" {
 		start = max(after+"\x00", prefix)
 	}
-	s.tx.ScanKV(prefix, start, func(kv engine.KV) bool { key = kv.Key; return false })
-	return key, true, nil
+	err = consulmodel.Scan(s.tx, prefix, start, func(kv consulmodel.KV) bool { key = kv.Key; return false })
+	return key, true, err
 }
 
 func (s kvSource) get(key string, _ int64) ([]byte, uint64, bool, error) {
-	kv, ok := s.tx.GetKV(key)
-	return kv.Value, kv.ModifyIndex, ok, nil
+	kv, ok, err := consulmodel.Get(s.tx, key)
+	return kv.Value, kv.ModifyIndex, ok, err
 }
 
 type s3Source struct {

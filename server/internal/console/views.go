@@ -13,7 +13,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/keyrange"
 	"github.com/latchkey/latchkey/lease"
-	"github.com/latchkey/latchkey/server/internal/consulapi"
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 	"github.com/latchkey/latchkey/server/internal/engine"
 	"github.com/latchkey/latchkey/server/internal/s3api"
 )
@@ -70,8 +70,8 @@ func (h *Handler) overview(r *http.Request) (any, error) {
 	o.Metrics, o.HasMetrics = h.metrics(now.UnixMilli())
 	o.FsyncP50, o.FsyncP99 = finite(o.Metrics.Fsync.Quantile(0.5)), finite(o.Metrics.Fsync.Quantile(0.99))
 	err := e.View(func(tx *engine.Tx) error {
-		o.Keys.N, o.Keys.More = tx.CountKV("", countCap)
-		o.Sessions.N, o.Sessions.More = consulapi.SessionCount(tx, countCap)
+		o.Keys.N, o.Keys.More = consulmodel.Count(tx, "", countCap)
+		o.Sessions.N, o.Sessions.More = consulmodel.SessionCount(tx, countCap)
 		o.Buckets.N, o.Buckets.More = s3api.ConsoleCount(tx, "buckets", countCap)
 		o.ObjectVersions.N, o.ObjectVersions.More = s3api.ConsoleCount(tx, "versions", countCap)
 		return nil
@@ -166,7 +166,7 @@ func asLease(key string, v []byte) (lease.Record, bool) {
 // stale (its holder's last write older than lease.StaleAfter on our clock,
 // the rule lock run and lock list use; only a hint, since takeover never
 // depends on clocks), or held.
-func leaseLock(kv engine.KV, r lease.Record, now time.Time) Lock {
+func leaseLock(kv consulmodel.KV, r lease.Record, now time.Time) Lock {
 	l := Lock{Key: kv.Key, Kind: "lease", Holder: r.Holder, Token: r.Token,
 		TTL: r.TTL, Renewed: r.Renewed, Acquired: r.Acquired, Modify: kv.ModifyIndex}
 	if !r.Renewed.IsZero() {
@@ -212,7 +212,9 @@ func (h *Handler) locks(r *http.Request) (any, error) {
 // KV key space under out.Prefix.
 func (h *Handler) kvLocks(tx *engine.Tx, out *Locks, from string, now time.Time) {
 	src := kvSource{tx}
-	tx.ScanKV(out.Prefix, from, func(kv engine.KV) bool {
+	// A record that cannot be decoded ends the page early; the console
+	// shows what it read.
+	_ = consulmodel.Scan(tx, out.Prefix, from, func(kv consulmodel.KV) bool {
 		if out.Scanned >= h.o.PageSize {
 			out.Next = kv.Key
 			return false
@@ -228,7 +230,7 @@ func (h *Handler) kvLocks(tx *engine.Tx, out *Locks, from string, now time.Time)
 			return true
 		}
 		l := Lock{Key: kv.Key, Kind: "consul", Token: kv.LockIndex, Session: kv.Session, Modify: kv.ModifyIndex}
-		switch s, ok := consulapi.ConsoleSession(tx, kv.Session, 0); {
+		switch s, ok := consulmodel.ConsoleSession(tx, kv.Session, 0); {
 		case kv.Session == "":
 			l.State = StateReleased
 		case !ok:
@@ -298,7 +300,7 @@ func (h *Handler) s3Locks(out *Locks, from string, now time.Time) error {
 			continue // replaced or removed since the listing
 		}
 		if rec, ok := asLease(v.Key, stripS3StoreHeader(body)); ok {
-			l := leaseLock(engine.KV{Key: v.Key, ModifyIndex: idx}, rec, now)
+			l := leaseLock(consulmodel.KV{Key: v.Key, ModifyIndex: idx}, rec, now)
 			l.Queue, _ = queueLength(src, v.Key)
 			out.Locks = append(out.Locks, l)
 		}
@@ -323,13 +325,13 @@ func stripS3StoreHeader(b []byte) []byte {
 
 // Sessions is the sessions page.
 type Sessions struct {
-	Sessions []consulapi.SessionInfo `json:"sessions"`
-	Next     string                  `json:"next,omitempty"`
+	Sessions []consulmodel.SessionInfo `json:"sessions"`
+	Next     string                    `json:"next,omitempty"`
 }
 
 // expiries fills in each TTL session's time to expiry from the Consul
 // API's timers.
-func (h *Handler) expiries(ss []consulapi.SessionInfo) {
+func (h *Handler) expiries(ss []consulmodel.SessionInfo) {
 	if h.o.SessionExpiry == nil {
 		return
 	}
@@ -352,7 +354,7 @@ func (h *Handler) sessions(r *http.Request) (any, error) {
 	var out Sessions
 	err = h.o.Engine.View(func(tx *engine.Tx) error {
 		var more bool
-		out.Sessions, more = consulapi.ConsoleSessions(tx, after, h.o.PageSize, heldLimit)
+		out.Sessions, more = consulmodel.ConsoleSessions(tx, after, h.o.PageSize, heldLimit)
 		h.expiries(out.Sessions)
 		if more && len(out.Sessions) > 0 {
 			out.Next = out.Sessions[len(out.Sessions)-1].ID
@@ -360,7 +362,7 @@ func (h *Handler) sessions(r *http.Request) (any, error) {
 		return nil
 	})
 	if out.Sessions == nil {
-		out.Sessions = []consulapi.SessionInfo{}
+		out.Sessions = []consulmodel.SessionInfo{}
 	}
 	return out, err
 }
@@ -454,11 +456,11 @@ func listFolder(tx *engine.Tx, prefix, from string, limit int) (entries []KVEntr
 	start := max(from, prefix)
 	for start != "" || prefix == "" {
 		if len(entries) >= limit {
-			tx.ScanKV(prefix, start, func(kv engine.KV) bool { next = kv.Key; return false })
+			_ = consulmodel.Scan(tx, prefix, start, func(kv consulmodel.KV) bool { next = kv.Key; return false })
 			return entries, next
 		}
 		seek := ""
-		tx.ScanKV(prefix, start, func(kv engine.KV) bool {
+		_ = consulmodel.Scan(tx, prefix, start, func(kv consulmodel.KV) bool { // an undecodable record ends the listing
 			rest := kv.Key[len(prefix):]
 			if i := strings.IndexByte(rest, '/'); i >= 0 {
 				folder := prefix + rest[:i+1]
@@ -552,11 +554,12 @@ func escapeKeyPath(key string) string {
 }
 
 func (h *Handler) kvValue(r *http.Request, key string) (any, error) {
-	var kv engine.KV
+	var kv consulmodel.KV
 	var ok bool
 	if err := h.o.Engine.View(func(tx *engine.Tx) error {
-		kv, ok = tx.GetKV(key)
-		return nil
+		var err error
+		kv, ok, err = consulmodel.Get(tx, key)
+		return err
 	}); err != nil {
 		return nil, err
 	}
@@ -607,11 +610,12 @@ func (h *Handler) kvRaw(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	var kv engine.KV
+	var kv consulmodel.KV
 	var ok bool
 	if err := h.o.Engine.View(func(tx *engine.Tx) error {
-		kv, ok = tx.GetKV(key)
-		return nil
+		var err error
+		kv, ok, err = consulmodel.Get(tx, key)
+		return err
 	}); err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return

@@ -1,14 +1,12 @@
 package consulapi
 
 import (
-	"crypto/sha256"
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 )
 
 // The agent, status, catalog and health endpoints that clients call
@@ -36,7 +34,7 @@ func (h *Handler) serveAgent(w http.ResponseWriter, r *http.Request, q url.Value
 			"Config": map[string]any{
 				"Datacenter": h.opts.Datacenter,
 				"NodeName":   h.opts.NodeName,
-				"NodeID":     nodeID(h.opts.NodeName),
+				"NodeID":     consulmodel.NodeID(h.opts.NodeName),
 				"Server":     true,
 				"Revision":   "latchkey",
 				"Version":    consulVersion,
@@ -54,28 +52,20 @@ func (h *Handler) serveAgent(w http.ResponseWriter, r *http.Request, q url.Value
 	case path == "/v1/catalog/datacenters":
 		writeJSON(w, q, 0, []string{h.opts.Datacenter})
 	case path == "/v1/catalog/nodes":
-		var nodes []*catalogNode
-		var idx uint64
-		if err := h.e.View(func(tx *engine.Tx) error {
-			nodes = append(scanJSON[catalogNode](tx, []byte("n")), h.selfNode(addr))
-			idx = catalogIndex(tx)
-			return nil
-		}); err != nil {
+		nodes, idx, err := h.m.Nodes(addr)
+		if err != nil {
 			return err
 		}
-		slices.SortFunc(nodes, func(a, b *catalogNode) int { return strings.Compare(a.Node, b.Node) })
 		setQueryMeta(w, idx, "leader")
 		writeJSON(w, q, 0, nodes)
 	case strings.HasPrefix(path, "/v1/health/node/"):
 		node := strings.TrimPrefix(path, "/v1/health/node/")
-		checks := []*healthCheck{}
-		var idx uint64
-		if err := h.e.View(func(tx *engine.Tx) error {
-			checks = append(checks, h.nodeChecks(tx, node)...)
-			idx = catalogIndex(tx)
-			return nil
-		}); err != nil {
+		checks, idx, err := h.m.NodeChecks(node)
+		if err != nil {
 			return err
+		}
+		if checks == nil {
+			checks = []*consulmodel.HealthCheck{}
 		}
 		setQueryMeta(w, idx, "leader")
 		writeJSON(w, q, 0, checks)
@@ -100,10 +90,4 @@ func (h *Handler) serverAddr(r *http.Request) string {
 		}
 	}
 	return "127.0.0.1"
-}
-
-// nodeID derives a stable UUID-shaped node ID from the node name.
-func nodeID(name string) string {
-	sum := sha256.Sum256([]byte(name))
-	return formatUUID([16]byte(sum[:16]))
 }

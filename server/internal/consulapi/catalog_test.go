@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 )
 
 // A session that names a service check registered through the agent
@@ -123,7 +125,7 @@ func TestCatalogNodeSessions(t *testing.T) {
 
 	// Limits: one registration past 256 checks on a node is refused whole.
 	var many []string
-	for i := range maxNodeEntries + 1 {
+	for i := range consulmodel.MaxNodeEntries + 1 {
 		many = append(many, `{"CheckID":"c`+itoa(uint64(i))+`","Status":"passing"}`)
 	}
 	s.expect(t, "PUT", "/v1/catalog/register", `{"Node":"bar","Address":"127.0.0.3","Checks":[`+strings.Join(many, ",")+`]}`,

@@ -9,17 +9,23 @@
 // headers; X-Consul-Index is never 0; Session is omitted when unlocked and
 // an empty Value is null; Consul's 400/413/500 texts are kept.
 //
-// Every KV operation is checked and written inside one engine.Update, so
-// check-and-write is atomic and durable (fsynced) before the answer.
-// A /v1/txn runs all its operations in one Update at one index, all or
-// nothing. Blocking queries wait on engine.Wait for a commit touching the
-// key or prefix read, with Consul's timeouts (default 5m, cap 10m, jitter
-// below wait/16).
+// This package is the HTTP side only: it parses the query and body,
+// authenticates, calls server/internal/consulmodel (the Consul model: KV
+// entries, sessions, lock-delays, txn verbs, the catalog) and encodes the
+// answer; a refusal of the model (consulmodel.Error) becomes Consul's
+// status and text in one place (wireError). It never touches bbolt and
+// knows no record layout. Every KV operation is checked and written
+// inside one engine.Update by the model, so check-and-write is atomic and
+// durable (fsynced) before the answer. A /v1/txn runs all its operations
+// in one Update at one index, all or nothing. Blocking queries (blocking.go)
+// re-run the model's reads in each snapshot and wait on engine.Wait for a
+// commit touching the key or prefix read, with Consul's timeouts (default
+// 5m, cap 10m, jitter below wait/16).
 //
 // Sessions are stored in the engine beside the keys they hold; their TTL
 // timers (invalidation at TTL×2 after the last renew) and the lock-delay
-// table live in memory and restart with the server, as on a Consul leader
-// change.
+// table live in the model's memory and restart with the server, as on a
+// Consul leader change.
 //
 // # Identical writes
 //

@@ -3,8 +3,8 @@ package consulapi
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
 
@@ -158,15 +159,11 @@ func (o *Options) withDefaults() (Options, error) {
 // and Close it before closing its engine.
 type Handler struct {
 	e    *engine.Engine
+	m    *consulmodel.Model
 	opts Options
 	log  *slog.Logger
-	sess *sessions
-	now  func() time.Time
 	// blocking holds one token per blocking query in flight.
 	blocking chan struct{}
-	// contended marks keys (by hash) whose last cas was refused; see
-	// refusedNow.
-	contended contention
 	// stopping ends when StopBlocking is called; it ends every blocking
 	// query from then on.
 	stopping     context.Context
@@ -183,13 +180,13 @@ func New(e *engine.Engine, opts *Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{e: e, opts: o, log: o.Logger, now: time.Now, blocking: make(chan struct{}, o.MaxBlockingQueries)}
-	h.contended.seed = maphash.MakeSeed()
-	h.stopping, h.stopBlocking = context.WithCancel(context.Background())
-	h.sess = newSessions(h)
-	if err := h.sess.start(); err != nil {
+	m, err := consulmodel.New(e, consulmodel.Options{NodeName: o.NodeName, Datacenter: o.Datacenter,
+		BumpIdenticalWrites: o.BumpIdenticalWrites, MaxSessions: o.MaxSessions, Logger: o.Logger})
+	if err != nil {
 		return nil, err
 	}
+	h := &Handler{e: e, m: m, opts: o, log: o.Logger, blocking: make(chan struct{}, o.MaxBlockingQueries)}
+	h.stopping, h.stopBlocking = context.WithCancel(context.Background())
 	return h, nil
 }
 
@@ -203,14 +200,14 @@ func (h *Handler) StopBlocking() { h.stopBlocking() }
 // and waits for invalidations in flight. It does not close the engine.
 func (h *Handler) Close() error {
 	h.stopBlocking()
-	h.sess.close()
+	h.m.Close()
 	return nil
 }
 
 // ServeHTTP serves every path under /v1/.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := h.serve(w, r); err != nil {
-		h.writeError(w, r, err)
+		h.writeError(w, r, wireError(err))
 	}
 }
 
@@ -276,21 +273,32 @@ type Stats struct {
 	BlockingQueries int
 }
 
-// Stats returns a snapshot of the handler's in-memory state.
 // SessionExpiry reports when the TTL session id will be invalidated if it
 // is not renewed before (ok is false for a session without a running TTL
 // timer). The time lives in memory only, as Consul's leader keeps it.
-func (h *Handler) SessionExpiry(id string) (at time.Time, ok bool) {
-	h.sess.mu.Lock()
-	defer h.sess.mu.Unlock()
-	if tt := h.sess.timers[id]; tt != nil {
-		return tt.deadline, true
-	}
-	return time.Time{}, false
+func (h *Handler) SessionExpiry(id string) (at time.Time, ok bool) { return h.m.SessionExpiry(id) }
+
+// Stats returns a snapshot of the handler's in-memory state.
+func (h *Handler) Stats() Stats {
+	ms := h.m.Stats()
+	return Stats{SessionTimers: ms.SessionTimers, LockDelays: ms.LockDelays, BlockingQueries: len(h.blocking)}
 }
 
-func (h *Handler) Stats() Stats {
-	h.sess.mu.Lock()
-	defer h.sess.mu.Unlock()
-	return Stats{SessionTimers: len(h.sess.timers), LockDelays: len(h.sess.delays), BlockingQueries: len(h.blocking)}
+// wireError turns a refusal of the model into Consul's answer for it;
+// other errors pass unchanged (writeError answers them 500).
+func wireError(err error) error {
+	var me *consulmodel.Error
+	if !errors.As(err, &me) {
+		return err
+	}
+	status := http.StatusInternalServerError // Rejected: Consul's 500 for input it refuses
+	switch me.Code {
+	case consulmodel.Invalid:
+		status = http.StatusBadRequest
+	case consulmodel.NotFound:
+		status = http.StatusNotFound
+	case consulmodel.TooMany:
+		status = http.StatusTooManyRequests
+	}
+	return &httpError{status: status, reason: me.Msg}
 }

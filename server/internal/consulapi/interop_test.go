@@ -205,99 +205,79 @@ func TestClientLockDelayBlocksReacquire(t *testing.T) {
 func TestClientLockMutualExclusion(t *testing.T) {
 	s := newTestServer(t, nil)
 	const contenders, rounds = 5, 4
-	var holders, maxHolders, total atomic.Int32
-	var wg sync.WaitGroup
-	errs := make(chan error, contenders)
-	for range contenders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range rounds {
-				l, err := s.client.LockOpts(&api.LockOptions{Key: "mutex/lock", SessionTTL: "10s"})
-				if err != nil {
-					errs <- err
-					return
-				}
-				lost, err := l.Lock(nil)
-				if err != nil {
-					errs <- err
-					return
-				}
-				raiseMax(&maxHolders, holders.Add(1))
-				total.Add(1)
-				select {
-				case <-lost:
-					errs <- errLost
-				case <-time.After(5 * time.Millisecond):
-				}
-				holders.Add(-1)
-				if err := l.Unlock(); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+	maxHolders, total := contend(t, contenders, rounds, 5*time.Millisecond, func() (<-chan struct{}, func() error, error) {
+		l, err := s.client.LockOpts(&api.LockOptions{Key: "mutex/lock", SessionTTL: "10s"})
+		if err != nil {
+			return nil, nil, err
+		}
+		lost, err := l.Lock(nil)
+		return lost, l.Unlock, err
+	})
+	if maxHolders != 1 {
+		t.Fatalf("max simultaneous holders %d, want 1", maxHolders)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if m := maxHolders.Load(); m != 1 {
-		t.Fatalf("max simultaneous holders %d, want 1", m)
-	}
-	if n := total.Load(); n != contenders*rounds {
-		t.Fatalf("%d acquisitions, want %d", n, contenders*rounds)
+	if total != contenders*rounds {
+		t.Fatalf("%d acquisitions, want %d", total, contenders*rounds)
 	}
 }
 
 func TestClientSemaphoreLimit(t *testing.T) {
 	s := newTestServer(t, nil)
 	const contenders, rounds, limit = 5, 3, 2
-	var holders, maxHolders, total atomic.Int32
+	maxHolders, total := contend(t, contenders, rounds, 10*time.Millisecond, func() (<-chan struct{}, func() error, error) {
+		sem, err := s.client.SemaphoreOpts(&api.SemaphoreOptions{Prefix: "sem/", Limit: limit, SessionTTL: "10s"})
+		if err != nil {
+			return nil, nil, err
+		}
+		lost, err := sem.Acquire(nil)
+		return lost, sem.Release, err
+	})
+	if maxHolders > limit || maxHolders < 1 {
+		t.Fatalf("max simultaneous holders %d, want 1..%d", maxHolders, limit)
+	}
+	if total != contenders*rounds {
+		t.Fatalf("%d acquisitions, want %d", total, contenders*rounds)
+	}
+}
+
+// contend runs contenders goroutines that each, rounds times, take a hold
+// with acquire (which returns the hold's lost channel and its release),
+// keep it for hold unless it is lost (a failure), and release it. It
+// returns the most holders seen at once and the number of holds taken.
+func contend(t *testing.T, contenders, rounds int, hold time.Duration, acquire func() (lost <-chan struct{}, release func() error, err error)) (maxHolders, total int32) {
+	t.Helper()
+	var holders, most, n atomic.Int32
 	var wg sync.WaitGroup
 	errs := make(chan error, contenders)
 	for range contenders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range rounds {
-				sem, err := s.client.SemaphoreOpts(&api.SemaphoreOptions{Prefix: "sem/", Limit: limit, SessionTTL: "10s"})
+				lost, release, err := acquire()
 				if err != nil {
 					errs <- err
 					return
 				}
-				lost, err := sem.Acquire(nil)
-				if err != nil {
-					errs <- err
-					return
-				}
-				raiseMax(&maxHolders, holders.Add(1))
-				total.Add(1)
+				raiseMax(&most, holders.Add(1))
+				n.Add(1)
 				select {
 				case <-lost:
 					errs <- errLost
-				case <-time.After(10 * time.Millisecond):
+				case <-time.After(hold):
 				}
 				holders.Add(-1)
-				if err := sem.Release(); err != nil {
+				if err := release(); err != nil {
 					errs <- err
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if m := maxHolders.Load(); m > limit || m < 1 {
-		t.Fatalf("max simultaneous holders %d, want 1..%d", m, limit)
-	}
-	if n := total.Load(); n != contenders*rounds {
-		t.Fatalf("%d acquisitions, want %d", n, contenders*rounds)
-	}
+	return most.Load(), n.Load()
 }
 
 func TestClientBlockingQueryScopedToKey(t *testing.T) {

@@ -3,13 +3,12 @@ package consulapi
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync/atomic"
 
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
 
@@ -57,14 +56,15 @@ func (h *Handler) kvGet(w http.ResponseWriter, r *http.Request, q url.Values, ke
 	idx, err := h.block(r.Context(), qo, h.kvWait(key), func(tx *engine.Tx) (uint64, error) {
 		out = out[:0]
 		if recurse {
-			for _, kv := range tx.ListKV(key, "", 0) {
+			kvs, err := consulmodel.List(tx, key)
+			for _, kv := range kvs {
 				out = append(out, toDir(kv))
 			}
-			return tx.KeysIndex(key), nil
+			return consulmodel.KeysIndex(tx, key), err
 		}
-		kv, ok := tx.GetKV(key)
-		if !ok {
-			return tx.KeysIndex(""), nil
+		kv, ok, err := consulmodel.Get(tx, key)
+		if err != nil || !ok {
+			return consulmodel.KeysIndex(tx, ""), err
 		}
 		out = append(out, toDir(kv))
 		return kv.ModifyIndex, nil
@@ -103,17 +103,15 @@ func (h *Handler) kvKeys(w http.ResponseWriter, r *http.Request, q url.Values, p
 	}
 	var keys []string
 	idx, err := h.block(r.Context(), qo, h.kvWait(prefix), func(tx *engine.Tx) (uint64, error) {
-		keys = keys[:0]
-		for _, kv := range tx.ListKV(prefix, "", 0) {
-			keys = append(keys, kv.Key)
-		}
-		return tx.KeysIndex(prefix), nil
+		var err error
+		keys, err = consulmodel.Keys(tx, prefix)
+		return consulmodel.KeysIndex(tx, prefix), err
 	})
 	if err != nil {
 		return err
 	}
 	setQueryMeta(w, idx, qo.consistency)
-	keys = rollUp(keys, prefix, sep)
+	keys = consulmodel.RollUp(keys, prefix, sep)
 	if len(keys) == 0 && prefix != "" {
 		w.WriteHeader(http.StatusNotFound)
 		return nil
@@ -163,7 +161,7 @@ func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, q url.Values, ke
 	if err := conflicting(q, "cas", "acquire", "release"); err != nil {
 		return err
 	}
-	op := kvOp{Verb: verbSet, Key: key}
+	op := consulmodel.Op{Verb: consulmodel.VerbSet, Key: key}
 	var err error
 	if has(q, "flags") {
 		if op.Flags, err = parseUintParam(q.Get("flags")); err != nil {
@@ -172,19 +170,24 @@ func (h *Handler) kvPut(w http.ResponseWriter, r *http.Request, q url.Values, ke
 	}
 	switch {
 	case has(q, "cas"):
-		op.Verb = verbCAS
+		op.Verb = consulmodel.VerbCAS
 		if op.Index, err = parseUintParam(q.Get("cas")); err != nil {
 			return err
 		}
 	case has(q, "acquire"):
-		op.Verb, op.Session = verbLock, q.Get("acquire")
+		op.Verb, op.Session = consulmodel.VerbLock, q.Get("acquire")
 	case has(q, "release"):
-		op.Verb, op.Session = verbUnlock, q.Get("release")
+		op.Verb, op.Session = consulmodel.VerbUnlock, q.Get("release")
 	}
 	if op.Value, err = h.readValue(w, r); err != nil {
 		return err
 	}
-	ok, err := h.applyOne(r, op)
+	return h.write(w, r, q, op)
+}
+
+// write applies op and answers whether it did: true or false, 200.
+func (h *Handler) write(w http.ResponseWriter, r *http.Request, q url.Values, op consulmodel.Op) error {
+	ok, err := h.m.Write(r.Context(), op)
 	if err != nil {
 		return err
 	}
@@ -243,123 +246,31 @@ func (h *Handler) kvDelete(w http.ResponseWriter, r *http.Request, q url.Values,
 	if err := conflicting(q, "recurse", "cas"); err != nil {
 		return err
 	}
-	op := kvOp{Verb: verbDelete, Key: key}
+	op := consulmodel.Op{Verb: consulmodel.VerbDelete, Key: key}
 	switch {
 	case has(q, "recurse"):
-		op.Verb = verbDeleteTree
+		op.Verb = consulmodel.VerbDeleteTree
 	case key == "":
 		return badRequest("Missing key name")
 	case has(q, "cas"):
-		op.Verb = verbDeleteCAS
+		op.Verb = consulmodel.VerbDeleteCAS
 		var err error
 		if op.Index, err = parseUintParam(q.Get("cas")); err != nil {
 			return err
 		}
 	}
-	ok, err := h.applyOne(r, op)
-	if err != nil {
-		return err
-	}
-	writeBool(w, q, ok)
-	return nil
+	return h.write(w, r, q, op)
 }
 
-// applyOne runs one write op in its own durable transaction. A condition
-// that does not hold is (false, nil); bad input is an error.
-//
-// A cas or delete-cas on a contended key whose index is already stale is
-// refused before it reaches the engine's writer (refusedNow): a hot key's
-// losers cost no group-commit round, no write transaction and no wait for
-// a batch-mate's fsync.
-func (h *Handler) applyOne(r *http.Request, op kvOp) (bool, error) {
-	conditional := op.Verb == verbCAS || op.Verb == verbDeleteCAS
-	if conditional && h.refusedNow(op) {
-		return false, nil
-	}
-	applied := false
-	_, err := h.e.Update(r.Context(), func(tx *engine.Tx) error {
-		applied = false
-		_, err := h.applyOp(direct{tx}, op)
-		switch {
-		case err == nil:
-			applied = true
-		case isFailure(err):
-		default:
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return false, err
-	}
-	if conditional {
-		h.contended.mark(op.Key, !applied)
-	}
-	return applied, nil
-}
-
-// isFailure reports whether err is an op whose condition did not hold.
-func isFailure(err error) bool {
-	var f *opFailure
-	return errors.As(err, &f)
-}
-
-// refusedNow reports whether op, a cas or delete-cas on a key whose last
-// cas was refused, already fails on the latest durable state
-// (engine.ModifyIndex), so that it is answered false from a read
-// snapshot. The answer is linearizable: the snapshot holds every write
-// acknowledged before this request arrived (the engine publishes a commit
-// before it acknowledges it) and no write that is not durable, so it is
-// the store's state at one moment inside the request's lifetime, and a
-// cas refused on it is refused at that moment; a write committed after
-// the snapshot is concurrent with this request and is ordered after it. A
-// refusal changes nothing, so nothing else is owed: no index, no watcher
-// woken. When the condition holds on the snapshot (or the engine cannot
-// be read), the writer decides on the state it commits on, as for every
-// write, since another write may land in between.
-//
-// Only contended keys are looked at first: on a key whose cas applies (a
-// key of one's own) the snapshot would be one more read transaction per
-// write, for nothing.
-func (h *Handler) refusedNow(op kvOp) bool {
-	if !h.contended.marked(op.Key) {
-		return false
-	}
-	modify, exists, err := h.e.ModifyIndex(op.Key)
-	if err != nil || !staleIndex(op.Verb, op.Index, modify, exists) {
-		return false
-	}
-	h.contended.mark(op.Key, true)
-	return true
-}
-
-// contention remembers, per slot of a key hash, whether a cas or
-// delete-cas there was refused lately: a refusal sets the slot's score to
-// contendedScore, an applied one takes one off, and a slot above zero is
-// contended. A hot key, with a refusal between any two wins, stays
-// contended; a key refused once goes back to the plain path after a few
-// wins. It only steers refusedNow: a wrong answer (two keys in one slot,
-// racing updates of a score) costs one read transaction, or one trip
-// through the writer, never a wrong reply.
-type contention struct {
-	seed  maphash.Seed
-	slots [256]atomic.Int32
-}
-
-const contendedScore = 16
-
-func (c *contention) slot(key string) *atomic.Int32 {
-	return &c.slots[maphash.String(c.seed, key)%uint64(len(c.slots))]
-}
-
-func (c *contention) marked(key string) bool { return c.slot(key).Load() > 0 }
-
-func (c *contention) mark(key string, refused bool) {
-	s := c.slot(key)
-	switch v := s.Load(); {
-	case refused && v != contendedScore:
-		s.Store(contendedScore)
-	case !refused && v > 0:
-		s.CompareAndSwap(v, v-1)
+// toDir converts a model entry into the wire entry.
+func toDir(kv consulmodel.KV) *dirEntry {
+	return &dirEntry{
+		LockIndex:   kv.LockIndex,
+		Key:         kv.Key,
+		Flags:       kv.Flags,
+		Value:       normValue(kv.Value),
+		Session:     kv.Session,
+		CreateIndex: kv.CreateIndex,
+		ModifyIndex: kv.ModifyIndex,
 	}
 }

@@ -2,7 +2,6 @@ package consulapi
 
 import (
 	"context"
-	"hash/maphash"
 	"io"
 	"net/http"
 	"strconv"
@@ -117,31 +116,5 @@ func TestStaleCASIsRefusedWithoutTheWriter(t *testing.T) {
 	pair, _, err = s.client.KV().Get("hot", nil)
 	if err != nil || pair == nil || string(pair.Value) != "c" || pair.ModifyIndex <= current {
 		t.Fatalf("after the applied cas: %+v %v", pair, err)
-	}
-}
-
-// TestContentionDecays: a refusal marks a key contended; wins take it back
-// to the plain path after contendedScore of them, and a refusal between
-// wins keeps it contended.
-func TestContentionDecays(t *testing.T) {
-	c := contention{seed: maphash.MakeSeed()}
-	if c.marked("k") {
-		t.Fatal("a fresh key is contended")
-	}
-	c.mark("k", true)
-	for i := range contendedScore - 1 {
-		c.mark("k", false)
-		if !c.marked("k") {
-			t.Fatalf("not contended after %d wins", i+1)
-		}
-		if i == 5 {
-			c.mark("k", true) // a hot key: a refusal between wins
-		}
-	}
-	for range contendedScore {
-		c.mark("k", false)
-	}
-	if c.marked("k") {
-		t.Fatalf("still contended after %d wins in a row", contendedScore)
 	}
 }

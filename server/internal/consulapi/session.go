@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
 
@@ -27,7 +28,7 @@ type sessionRequest struct {
 	TTL           string
 	Checks        *[]string
 	NodeChecks    *[]string
-	ServiceChecks *[]serviceCheck
+	ServiceChecks *[]consulmodel.ServiceCheck
 }
 
 // parseLockDelay applies Consul's quirk: a string is a Go duration, a
@@ -36,7 +37,7 @@ type sessionRequest struct {
 // invalid.
 func parseLockDelay(raw json.RawMessage) (time.Duration, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return defaultLockDelay, nil
+		return consulmodel.DefaultLockDelay, nil
 	}
 	var d time.Duration
 	var s string
@@ -61,7 +62,7 @@ func parseLockDelay(raw json.RawMessage) (time.Duration, error) {
 
 // newSession validates a create request into a session (ID set, indexes
 // not yet).
-func (h *Handler) newSession(body []byte) (*sessionEntry, error) {
+func (h *Handler) newSession(body []byte) (*consulmodel.Session, error) {
 	var req sessionRequest
 	if len(body) > 0 {
 		if err := json.Unmarshal(body, &req); err != nil {
@@ -72,14 +73,14 @@ func (h *Handler) newSession(body []byte) (*sessionEntry, error) {
 	if err != nil {
 		return nil, badRequest("Request decode failed: " + err.Error())
 	}
-	se := &sessionEntry{ID: newUUID(), Name: req.Name, Node: req.Node, LockDelay: int64(delay), Behavior: req.Behavior, TTL: req.TTL}
+	se := &consulmodel.Session{ID: newUUID(), Name: req.Name, Node: req.Node, LockDelay: int64(delay), Behavior: req.Behavior, TTL: req.TTL}
 	if se.Node == "" {
 		se.Node = h.opts.NodeName
 	}
 	switch se.Behavior {
 	case "":
-		se.Behavior = behaviorRelease
-	case behaviorRelease, behaviorDelete:
+		se.Behavior = consulmodel.BehaviorRelease
+	case consulmodel.BehaviorRelease, consulmodel.BehaviorDelete:
 	default:
 		return nil, serverError("Invalid Behavior setting '%s'", se.Behavior)
 	}
@@ -88,15 +89,15 @@ func (h *Handler) newSession(body []byte) (*sessionEntry, error) {
 		if err != nil {
 			return nil, serverError("Session TTL '%s' invalid: %v", se.TTL, err)
 		}
-		if ttl != 0 && (ttl < h.opts.MinSessionTTL || ttl > maxSessionTTL) {
-			return nil, serverError("Invalid Session TTL '%d', must be between [%v=%v]", ttl, h.opts.MinSessionTTL, maxSessionTTL)
+		if ttl != 0 && (ttl < h.opts.MinSessionTTL || ttl > consulmodel.MaxSessionTTL) {
+			return nil, serverError("Invalid Session TTL '%d', must be between [%v=%v]", ttl, h.opts.MinSessionTTL, consulmodel.MaxSessionTTL)
 		}
 	}
 	// Consul's session endpoint: neither Checks nor NodeChecks means
 	// serfHealth, whatever ServiceChecks holds.
 	switch {
 	case req.Checks == nil && req.NodeChecks == nil:
-		se.NodeChecks = []string{serfHealth}
+		se.NodeChecks = []string{consulmodel.SerfHealth}
 	case req.NodeChecks != nil:
 		se.NodeChecks = *req.NodeChecks
 	}
@@ -118,7 +119,7 @@ func newUUID() string {
 	rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+	return consulmodel.FormatUUID(b)
 }
 
 func (h *Handler) sessionCreate(w http.ResponseWriter, r *http.Request, q url.Values) error {
@@ -137,21 +138,9 @@ func (h *Handler) sessionCreate(w http.ResponseWriter, r *http.Request, q url.Va
 	if err != nil {
 		return err
 	}
-	if _, err := h.e.Update(r.Context(), func(tx *engine.Tx) error {
-		if err := h.sessionChecksOK(tx, se); err != nil {
-			return err
-		}
-		// Counted in the write transaction, so concurrent creates cannot
-		// overshoot; the walk stops at the limit.
-		if n, _ := SessionCount(tx, h.opts.MaxSessions); n >= h.opts.MaxSessions {
-			return errorf(http.StatusTooManyRequests, "Too many sessions (limit %d)", h.opts.MaxSessions)
-		}
-		saveSession(tx, se)
-		return nil
-	}); err != nil {
+	if err := h.m.CreateSession(r.Context(), se); err != nil {
 		return err
 	}
-	h.sess.arm(se)
 	writeJSON(w, q, 0, map[string]string{"ID": se.ID})
 	return nil
 }
@@ -163,7 +152,7 @@ func (h *Handler) sessionDestroy(w http.ResponseWriter, r *http.Request, q url.V
 	if id == "" {
 		return badRequest("Missing session")
 	}
-	if err := h.invalidate(r.Context(), id); err != nil {
+	if err := h.m.DestroySession(r.Context(), id); err != nil {
 		return err
 	}
 	writeJSON(w, q, 0, true)
@@ -180,36 +169,29 @@ func (h *Handler) sessionRenew(w http.ResponseWriter, r *http.Request, q url.Val
 	if id == "" {
 		return badRequest("Missing session")
 	}
-	var se *sessionEntry
-	if err := h.e.View(func(tx *engine.Tx) error {
-		se, _ = loadSession(tx, id)
-		return nil
-	}); err != nil {
+	se, err := h.m.RenewSession(id)
+	if err != nil {
 		return err
 	}
-	if se == nil {
-		return errorf(http.StatusNotFound, "Session id '%s' not found", id)
-	}
-	h.sess.arm(se)
-	writeJSON(w, q, 0, []*sessionEntry{se})
+	writeJSON(w, q, 0, []*consulmodel.Session{se})
 	return nil
 }
 
 // sessionRead serves info, list and node: blocking reads of the session
 // table.
 // collect returns the sessions to answer, read inside tx.
-func (h *Handler) sessionRead(w http.ResponseWriter, r *http.Request, q url.Values, watch string, collect func(tx *engine.Tx) []*sessionEntry) error {
+func (h *Handler) sessionRead(w http.ResponseWriter, r *http.Request, q url.Values, watch string, collect func(tx *engine.Tx) ([]*consulmodel.Session, error)) error {
 	qo, err := h.parseQuery(q)
 	if err != nil {
 		return err
 	}
-	var out []*sessionEntry
+	var out []*consulmodel.Session
 	idx, err := h.block(r.Context(), qo, h.touchWait(watch), func(tx *engine.Tx) (uint64, error) {
-		out = collect(tx)
-		if out == nil {
-			out = []*sessionEntry{}
+		var err error
+		if out, err = collect(tx); out == nil {
+			out = []*consulmodel.Session{}
 		}
-		return sessionsIndex(tx), nil
+		return consulmodel.SessionsIndex(tx), err
 	})
 	if err != nil {
 		return err
@@ -241,31 +223,29 @@ func (h *Handler) serveSession(w http.ResponseWriter, r *http.Request, q url.Val
 		if arg == "" {
 			return badRequest("Missing session")
 		}
-		return h.sessionRead(w, r, q, sessionWatchPrefix+arg, func(tx *engine.Tx) []*sessionEntry {
-			if se, ok := loadSession(tx, arg); ok {
-				return []*sessionEntry{se}
+		return h.sessionRead(w, r, q, consulmodel.SessionWatchPrefix+arg, func(tx *engine.Tx) ([]*consulmodel.Session, error) {
+			se, ok, err := consulmodel.LoadSession(tx, arg)
+			if !ok {
+				return nil, err
 			}
-			return nil
+			return []*consulmodel.Session{se}, nil
 		})
 	case "node":
 		if arg == "" {
 			return badRequest("Missing node name")
 		}
-		return h.sessionRead(w, r, q, sessionWatchPrefix, func(tx *engine.Tx) []*sessionEntry {
-			var out []*sessionEntry
-			for _, se := range listSessions(tx) {
+		return h.sessionRead(w, r, q, consulmodel.SessionWatchPrefix, func(tx *engine.Tx) ([]*consulmodel.Session, error) {
+			all, err := consulmodel.ListSessions(tx)
+			var out []*consulmodel.Session
+			for _, se := range all {
 				if se.Node == arg {
 					out = append(out, se)
 				}
 			}
-			return out
+			return out, err
 		})
 	case "list":
-		return h.sessionRead(w, r, q, sessionWatchPrefix, listSessions)
+		return h.sessionRead(w, r, q, consulmodel.SessionWatchPrefix, consulmodel.ListSessions)
 	}
 	return errorf(http.StatusNotFound, "404 page not found")
-}
-
-func formatUUID(b [16]byte) string {
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }

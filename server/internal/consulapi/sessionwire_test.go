@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 )
 
 // Renew answers a one-element array carrying TTL (RenewPeriodic re-reads
@@ -89,7 +91,7 @@ func TestSessionLockDelayDecoding(t *testing.T) {
 			continue
 		}
 		_, info := s.do(t, "GET", "/v1/session/info/"+cr.ID, "")
-		var es []sessionEntry
+		var es []consulmodel.Session
 		if err := json.Unmarshal([]byte(info), &es); err != nil || len(es) != 1 || es[0].LockDelay != c.want {
 			t.Errorf("create %s: info %s, want LockDelay %d", c.body, info, c.want)
 		}

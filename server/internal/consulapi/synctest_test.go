@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
 
@@ -186,15 +187,13 @@ func TestSyncStats(t *testing.T) {
 func TestSyncTTLExpiryRetriedAfterFailure(t *testing.T) {
 	inBubble(t, func(t *testing.T, h *Handler) {
 		fails := 2
-		h.sess.mu.Lock()
-		h.sess.failExpiry = func(string) error {
+		h.m.FailExpiries(func(string) error {
 			if fails > 0 {
 				fails--
 				return errors.New("injected commit failure")
 			}
 			return nil
-		}
-		h.sess.mu.Unlock()
+		})
 		id := createSession(t, h, `{"TTL":"10s","LockDelay":"0s"}`)
 		call(t, h, "PUT", "/v1/kv/k?acquire="+id, "x")
 		time.Sleep(20*time.Second + time.Millisecond) // 2×TTL: first attempt, fails
@@ -202,12 +201,12 @@ func TestSyncTTLExpiryRetriedAfterFailure(t *testing.T) {
 		if holder(t, h, "k") != id || h.Stats().SessionTimers != 1 {
 			t.Fatalf("after a failed expiry: holder %q, stats %+v; want still held with a retry armed", holder(t, h, "k"), h.Stats())
 		}
-		time.Sleep(expiryRetry) // second attempt, fails
+		time.Sleep(consulmodel.ExpiryRetry) // second attempt, fails
 		synctest.Wait()
 		if holder(t, h, "k") != id {
 			t.Fatal("released by a failed attempt")
 		}
-		time.Sleep(expiryRetry) // third attempt succeeds
+		time.Sleep(consulmodel.ExpiryRetry) // third attempt succeeds
 		synctest.Wait()
 		if got := holder(t, h, "k"); got != "" || h.Stats().SessionTimers != 0 {
 			t.Fatalf("after the retry: holder %q, stats %+v", got, h.Stats())

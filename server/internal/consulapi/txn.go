@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/consulmodel"
 )
 
 const docsTxnMaxReqLen = "https://www.consul.io/docs/agent/config/config-files#txn_max_req_len"
@@ -16,33 +16,41 @@ const docsTxnMaxReqLen = "https://www.consul.io/docs/agent/config/config-files#t
 // txnOp is one element of a /v1/txn body. Only KV ops are served; Node,
 // Service and Check ops are answered with a 409 error entry.
 type txnOp struct {
-	KV      *kvTxnOp
+	KV      *consulmodel.Op // its fields are Consul's TxnKVOp's
 	Node    json.RawMessage
 	Service json.RawMessage
 	Check   json.RawMessage
-}
-
-type kvTxnOp struct {
-	Verb    string
-	Key     string
-	Value   []byte
-	Flags   uint64
-	Index   uint64
-	Session string
 }
 
 type txnResult struct {
 	KV *dirEntry
 }
 
-type txnError struct {
-	OpIndex int
-	What    string
-}
+// txnError is one op that did not apply: consulmodel's, whose fields are
+// Consul's (OpIndex, What).
+type txnError = consulmodel.TxnError
 
 type txnResponse struct {
 	Results []txnResult
 	Errors  []txnError
+}
+
+// response is the wire answer of a txn's results and refusals.
+func response(results []consulmodel.KV, errs []txnError) txnResponse {
+	resp := txnResponse{Errors: errs}
+	for _, kv := range results {
+		resp.Results = append(resp.Results, txnResult{KV: toDir(kv)})
+	}
+	return resp
+}
+
+// modelOps are the KV ops of a txn whose ops are all KV ops.
+func modelOps(ops []txnOp) []consulmodel.Op {
+	out := make([]consulmodel.Op, len(ops))
+	for i, op := range ops {
+		out[i] = *op.KV
+	}
+	return out
 }
 
 // txnReadResponse is the answer to a read-only txn: the query meta rides in
@@ -54,9 +62,6 @@ type txnReadResponse struct {
 	KnownLeader      bool
 	ConsistencyLevel string
 }
-
-// errTxnAborted rolls a txn's Update back when one of its ops failed.
-var errTxnAborted = errors.New("consulapi: txn aborted")
 
 func (h *Handler) serveTxn(w http.ResponseWriter, r *http.Request, q url.Values) error {
 	if r.Method != http.MethodPut {
@@ -79,7 +84,7 @@ func (h *Handler) serveTxn(w http.ResponseWriter, r *http.Request, q url.Values)
 		switch {
 		case op.KV == nil:
 			errs = append(errs, txnError{OpIndex: i, What: "latchkey serves KV operations only"})
-		case isWriteVerb(op.KV.Verb):
+		case consulmodel.IsWriteVerb(op.KV.Verb):
 			writes = true
 		}
 	}
@@ -97,70 +102,25 @@ func (h *Handler) serveTxn(w http.ResponseWriter, r *http.Request, q url.Values)
 	if err := h.parseDC(q); err != nil {
 		return err
 	}
-	// Pre-check, as Consul does before applying: a lock under lock-delay
-	// fails the whole txn.
-	for i, op := range ops {
-		if op.KV.Verb == verbLock && h.sess.lockDelayed(op.KV.Key) {
-			errs = append(errs, txnError{OpIndex: i, What: fmt.Sprintf("failed to lock key %q due to lock delay", op.KV.Key)})
-		}
-	}
-	if len(errs) > 0 {
-		writeJSON(w, q, http.StatusConflict, txnResponse{Errors: errs})
-		return nil
-	}
-	var resp txnResponse
-	_, err = h.e.Update(r.Context(), func(tx *engine.Tx) error {
-		o := newOverlay(tx)
-		resp = h.runTxn(o, ops)
-		if len(resp.Errors) > 0 {
-			return errTxnAborted // nothing was written
-		}
-		o.commit()
-		return nil
-	})
+	results, errs, err := h.m.Txn(r.Context(), modelOps(ops))
 	switch {
-	case errors.Is(err, errTxnAborted):
-		writeJSON(w, q, http.StatusConflict, txnResponse{Errors: resp.Errors})
 	case err != nil:
 		return err
+	case len(errs) > 0:
+		writeJSON(w, q, http.StatusConflict, txnResponse{Errors: errs})
 	default:
-		writeJSON(w, q, 0, resp)
+		writeJSON(w, q, 0, response(results, nil))
 	}
 	return nil
 }
 
-// runTxn applies ops in order (later ops see earlier ones) and collects
-// every failing op. The caller rolls back when there is any.
-func (h *Handler) runTxn(tx kvTx, ops []txnOp) txnResponse {
-	var resp txnResponse
-	for i, op := range ops {
-		k := op.KV
-		entries, err := h.applyOp(tx, kvOp{Verb: k.Verb, Key: k.Key, Value: k.Value, Flags: k.Flags, Index: k.Index, Session: k.Session})
-		if err != nil {
-			resp.Errors = append(resp.Errors, txnError{OpIndex: i, What: err.Error()})
-			continue
-		}
-		for _, e := range entries {
-			resp.Results = append(resp.Results, txnResult{KV: e})
-		}
-	}
-	if len(resp.Errors) > 0 {
-		resp.Results = nil
-	}
-	return resp
-}
-
 // txnRead runs a read-only txn in one snapshot; it never blocks.
 func (h *Handler) txnRead(w http.ResponseWriter, r *http.Request, q url.Values, qo queryOptions, ops []txnOp) error {
-	var resp txnReadResponse
-	err := h.e.View(func(tx *engine.Tx) error {
-		resp.txnResponse = h.runTxn(direct{tx}, ops)
-		resp.Index = tx.Index()
-		return nil
-	})
+	results, errs, index, err := h.m.ReadTxn(modelOps(ops))
 	if err != nil {
 		return err
 	}
+	resp := txnReadResponse{txnResponse: response(results, errs), Index: index}
 	resp.KnownLeader, resp.ConsistencyLevel = true, qo.consistency
 	setLeaderMeta(w, qo.consistency)
 	status := http.StatusOK
@@ -205,7 +165,7 @@ func (h *Handler) decodeTxn(w http.ResponseWriter, r *http.Request) ([]txnOp, er
 		}
 		// The tree verbs take a prefix, which may be empty (everything);
 		// every other verb names one key, and no key is empty.
-		if op.KV.Key == "" && isKeyVerb(op.KV.Verb) {
+		if op.KV.Key == "" && consulmodel.IsKeyVerb(op.KV.Verb) {
 			return nil, badRequest(fmt.Sprintf("Missing key name (operation %d, %s)", i, op.KV.Verb))
 		}
 	}

@@ -134,7 +134,7 @@ func TestTxnVerbsOnTheWire(t *testing.T) {
 	}
 }
 
-func plainNoValue(e dirEntry) dirEntry { return *e.withoutValue() }
+func plainNoValue(e dirEntry) dirEntry { e.Value = nil; return e }
 
 // Txn limits: a value over MaxValueSize is 413 with Consul's text (only
 // reachable when the body limit is the larger); a single-key verb with an

@@ -14,25 +14,6 @@ type dirEntry struct {
 	ModifyIndex uint64
 }
 
-// clone returns a copy of e that shares nothing mutable with it.
-func (e *dirEntry) clone() *dirEntry {
-	c := *e
-	if len(e.Value) > 0 {
-		c.Value = append([]byte(nil), e.Value...)
-	} else {
-		c.Value = nil
-	}
-	return &c
-}
-
-// withoutValue makes e what write results of /v1/txn show, Value null,
-// and returns it. It changes e: call it on an entry of one's own (a fresh
-// toDir), as every caller does.
-func (e *dirEntry) withoutValue() *dirEntry {
-	e.Value = nil
-	return e
-}
-
 // normValue turns an empty value into nil so that it marshals as null.
 func normValue(v []byte) []byte {
 	if len(v) == 0 {
@@ -40,34 +21,3 @@ func normValue(v []byte) []byte {
 	}
 	return v
 }
-
-// sessionEntry is one session in Consul's wire format. LockDelay is in
-// nanoseconds. Checks (the legacy field) is omitted unless it was set.
-type sessionEntry struct {
-	ID            string
-	Name          string
-	Node          string
-	LockDelay     int64
-	Behavior      string
-	TTL           string
-	Checks        []string `json:",omitempty"`
-	NodeChecks    []string
-	ServiceChecks []serviceCheck
-	CreateIndex   uint64
-	ModifyIndex   uint64
-}
-
-type serviceCheck struct {
-	ID        string
-	Namespace string
-}
-
-// Session behaviours.
-const (
-	behaviorRelease = "release"
-	behaviorDelete  = "delete"
-)
-
-// serfHealth is the one node check every session gets by default, and the
-// only check this server knows.
-const serfHealth = "serfHealth"

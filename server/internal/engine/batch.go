@@ -47,7 +47,7 @@ var errNothing = errors.New("engine: nothing to commit")
 // failing fn runs again alone. So fn must have no effects outside tx, and
 // should reset any results it captures at its start.
 //
-// An Update that changes nothing (no PutKV, DeleteKV or Touch) consumes no
+// An Update that changes nothing (no PutRecord, DeleteRecord or Touch) consumes no
 // index and returns the current one. Every Update that changes something
 // gets one fresh index: tx.Index(), the same for all its records.
 //
@@ -204,7 +204,7 @@ func (e *Engine) apply(btx *bbolt.Tx, batch []*request, rec *walBatch) (done []a
 	idx := getU64(meta.Get(keyIndex))
 	wrote := false
 	// One Tx serves the batch (an fn may not keep its tx), with the last
-	// index that changed a KV record beside it: one allocation.
+	// index that changed a record beside it: one allocation.
 	bt := new(struct {
 		tx      Tx
 		kvIndex uint64

@@ -33,7 +33,7 @@ func TestGroupCommitBatchesQueuedUpdates(t *testing.T) {
 	write := func(k string) {
 		defer wg.Done()
 		if _, err := e.Update(context.Background(), func(tx *Tx) error {
-			tx.PutKV(KV{Key: k, Value: []byte("v")})
+			tx.PutRecord(Record{Key: k, Data: []byte("v")})
 			return nil
 		}); err != nil {
 			t.Error(err)
@@ -80,7 +80,7 @@ func TestBatchMemberFailingAfterWriteIsIsolated(t *testing.T) {
 	defer e.Close()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		e.Update(context.Background(), func(tx *Tx) error { tx.PutKV(KV{Key: "first"}); return nil })
+		e.Update(context.Background(), func(tx *Tx) error { tx.PutRecord(Record{Key: "first"}); return nil })
 	})
 	for !first.Load() {
 		time.Sleep(time.Millisecond)
@@ -90,7 +90,7 @@ func TestBatchMemberFailingAfterWriteIsIsolated(t *testing.T) {
 	for i := range 3 {
 		wg.Go(func() {
 			_, results[i] = e.Update(context.Background(), func(tx *Tx) error {
-				tx.PutKV(KV{Key: fmt.Sprintf("k%d", i), Value: []byte("v")})
+				tx.PutRecord(Record{Key: fmt.Sprintf("k%d", i), Data: []byte("v")})
 				if i == 1 {
 					calls.Add(1)
 					return fmt.Errorf("fail after write")
@@ -109,7 +109,7 @@ func TestBatchMemberFailingAfterWriteIsIsolated(t *testing.T) {
 	}
 	e.View(func(tx *Tx) error {
 		for i, want := range []bool{true, false, true} {
-			if _, ok := tx.GetKV(fmt.Sprintf("k%d", i)); ok != want {
+			if _, ok := getRec(tx, fmt.Sprintf("k%d", i)); ok != want {
 				t.Errorf("k%d present=%v, want %v", i, ok, want)
 			}
 		}
@@ -152,7 +152,7 @@ func benchUpdate(b *testing.B, opts *Options, clients int) {
 				}
 				k := fmt.Sprintf("k%d", n)
 				if _, err := e.Update(context.Background(), func(tx *Tx) error {
-					tx.PutKV(KV{Key: k, Value: []byte("value")})
+					tx.PutRecord(Record{Key: k, Data: []byte("value")})
 					return nil
 				}); err != nil {
 					b.Error(err)

@@ -97,7 +97,7 @@ func childWriter(dir string) {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(3)
 	}
-	s := e.Store()
+	s := e.Store(rawCodec{})
 	ctx := context.Background()
 	var mu sync.Mutex
 	say := func(format string, args ...any) {
@@ -247,9 +247,9 @@ func checkAcks(t *testing.T, e *Engine, acks []ack) {
 		for _, a := range acks {
 			switch a.kind {
 			case "put":
-				kv, ok := tx.GetKV(a.key)
-				if !ok || string(kv.Value) != a.value || kv.ModifyIndex != a.version {
-					t.Errorf("acknowledged put %s=%s@%d lost: got %q@%d present=%v", a.key, a.value, a.version, kv.Value, kv.ModifyIndex, ok)
+				kv, ok := getRec(tx, a.key)
+				if !ok || string(kv.Data) != a.value || kv.ModifyIndex != a.version {
+					t.Errorf("acknowledged put %s=%s@%d lost: got %q@%d present=%v", a.key, a.value, a.version, kv.Data, kv.ModifyIndex, ok)
 				}
 			case "cas":
 				if a.version > lastCAS.version {
@@ -259,15 +259,15 @@ func checkAcks(t *testing.T, e *Engine, acks []ack) {
 				refused[a.value] = true
 			}
 		}
-		c, ok := tx.GetKV("c")
+		c, ok := getRec(tx, "c")
 		if lastCAS.version > 0 && !ok {
 			t.Fatalf("counter missing after acknowledged CAS %+v", lastCAS)
 		}
-		if refused[string(c.Value)] {
-			t.Errorf("counter holds a refused value %q", c.Value)
+		if refused[string(c.Data)] {
+			t.Errorf("counter holds a refused value %q", c.Data)
 		}
-		if c.ModifyIndex < lastCAS.version || (c.ModifyIndex == lastCAS.version && string(c.Value) != lastCAS.value) {
-			t.Errorf("counter %q@%d, but %q@%d was acknowledged", c.Value, c.ModifyIndex, lastCAS.value, lastCAS.version)
+		if c.ModifyIndex < lastCAS.version || (c.ModifyIndex == lastCAS.version && string(c.Data) != lastCAS.value) {
+			t.Errorf("counter %q@%d, but %q@%d was acknowledged", c.Data, c.ModifyIndex, lastCAS.value, lastCAS.version)
 		}
 		return nil
 	})

@@ -106,11 +106,11 @@ func checkPairs(t *testing.T, e *Engine) int {
 	t.Helper()
 	n := 0
 	e.View(func(tx *Tx) error {
-		for _, kv := range tx.ListKV("p/", "", 0) {
+		for _, kv := range listRecs(tx, "p/", "", 0) {
 			base, half, _ := strings.Cut(kv.Key[strings.LastIndex(kv.Key, "/"):], "")
 			_ = base
 			other := strings.TrimSuffix(kv.Key, half) + map[string]string{"/a": "/b", "/b": "/a"}[half]
-			if _, ok := tx.GetKV(other); !ok {
+			if _, ok := getRec(tx, other); !ok {
 				t.Errorf("%s present without %s: half an Update survived", kv.Key, other)
 			}
 			n++
@@ -243,7 +243,7 @@ func TestLeavingTheLogNearTheMapLimit(t *testing.T) {
 	put(t, e, "switch", "v")
 	for i := range 200 { // a remap with a reader open would hang here
 		e.Update(t.Context(), func(tx *Tx) error {
-			tx.PutKV(KV{Key: fmt.Sprintf("big/%d", i), Value: make([]byte, 64<<10)})
+			tx.PutRecord(Record{Key: fmt.Sprintf("big/%d", i), Data: make([]byte, 64<<10)})
 			return nil
 		})
 	}
@@ -260,7 +260,7 @@ func TestLeavingTheLogNearTheMapLimit(t *testing.T) {
 	}
 	e.View(func(tx *Tx) error {
 		for _, k := range []string{"before", "switch", "big/199"} {
-			if _, ok := tx.GetKV(k); !ok {
+			if _, ok := getRec(tx, k); !ok {
 				t.Errorf("%s lost across leaving the log", k)
 			}
 		}

@@ -1,5 +1,11 @@
 // Package engine is latchkey's embedded durable store: the one place where
-// the server's Consul KV records, sessions and S3 metadata live.
+// the server's state lives. It knows no service: it keeps one indexed
+// table of records (Record: a key, the indexes the engine stamps, and a
+// flags word and bytes that belong to the layer above) and raw buckets of
+// the layers above. server/internal/consulmodel keeps Consul's KV entries
+// in the records and its sessions and catalog in raw buckets;
+// server/internal/s3model keeps S3's metadata in raw buckets. Neither
+// layer's format is known here.
 //
 // It wraps one bbolt file (dir/latchkey.db) with a write-ahead log
 // (dir/wal) and promises:
@@ -29,14 +35,16 @@
 //     There is no artificial delay: a lone writer commits at once.
 //   - One global index: every Update that changes something gets one fresh
 //     index, strictly greater than every index before it, persisted in the
-//     same transaction, never reused across restarts. It is the Consul
-//     ModifyIndex and a valid fencing source. The first index is 1.
+//     same transaction, never reused across restarts. It is a record's
+//     ModifyIndex (Consul's) and a valid fencing source. The first index
+//     is 1.
 //   - Exclusive ownership: dir/LOCK is flock'ed for the engine's lifetime,
 //     so a second engine (in this or another process) on the same directory
 //     fails with ErrLocked.
 //   - Watches without polling: Wait blocks until a commit touches a key under
-//     a prefix; only waiters of touched prefixes are woken. KV keys and the
-//     names layers Touch (S3, sessions) are separate: Wait and WaitTouched.
+//     a prefix; only waiters of touched prefixes are woken. Record keys and
+//     the names layers Touch (S3, sessions) are separate: Wait and
+//     WaitTouched.
 //   - Blobs: large bodies stream to files under dir/blobs, fsynced and named
 //     before a transaction adopts them by id.
 //   - Names: Open creates dir with internal/fsutil.MkdirAll (each created
@@ -54,10 +62,10 @@
 //	defer e.Close()
 //	idx, err := e.Update(ctx, func(tx *engine.Tx) error { ... }) // on disk before it returns
 //	err = e.View(func(tx *engine.Tx) error { ... })             // a durable snapshot; tx.Index() is its index
-//	mod, ok, err := e.ModifyIndex(key) // a key's ModifyIndex on the latest durable snapshot (a stale cas is refused on it)
-//	e.Wait(ctx, prefix, after)        // until a commit after index `after` wrote a KV key under prefix
+//	mod, ok, err := e.ModifyIndex(key) // a record's ModifyIndex on the latest durable snapshot (a stale cas is refused on it)
+//	e.Wait(ctx, prefix, after)        // until a commit after index `after` wrote a record under prefix
 //	e.WaitTouched(ctx, prefix, after) // the same for names given to Tx.Touch
-//	kvs := e.Store()                  // store.Store, Transactor and Watcher over the KV records
+//	kvs := e.Store(codec)             // store.Store, Transactor and Watcher over the records, values in codec's format
 //
 // What a caller must know:
 //
@@ -71,14 +79,15 @@
 //   - fn returning an error applies nothing it wrote and consumes no
 //     index. Check preconditions before writing where possible: a failing
 //     fn that wrote nothing does not force its batch to re-run.
-//   - An Update that calls PutKV, DeleteKV of an existing key, or Touch
-//     gets one fresh index, tx.Index(), shared by all its records; one
-//     that changes nothing returns the current index and consumes none.
-//     So an identical rewrite that must not move the index (Consul's
-//     ModifyIndex) compares first and does not call PutKV.
-//   - PutKV stamps ModifyIndex with tx.Index() and CreateIndex with the
-//     existing record's (or tx.Index() for a new key); Flags, LockIndex
-//     and Session are stored as given. DeleteKV leaves a tombstone, so
+//   - An Update that calls PutRecord, DeleteRecord of an existing key, or
+//     Touch gets one fresh index, tx.Index(), shared by all its records;
+//     one that changes nothing returns the current index and consumes
+//     none. So an identical rewrite that must not move the index (Consul's
+//     ModifyIndex) compares first and does not call PutRecord.
+//   - PutRecord stamps ModifyIndex with tx.Index() and CreateIndex with the
+//     existing record's (or tx.Index() for a new key); Flags and Data are
+//     stored as given. On disk a record is flags, create, modify (8 bytes
+//     each, big endian), then Data. DeleteRecord leaves a tombstone, so
 //     KeysIndex(prefix) moves forward on deletes. Tombstones are reaped
 //     after Options.TombstoneTTL (15 minutes by default, as Consul); a
 //     reaped tombstone's index becomes a floor for every KeysIndex, so
@@ -88,16 +97,18 @@
 //     counts as a write; in a View it is nil when absent. Tx.ReadBucket
 //     reads inside an Update without counting as a write. Raw writes wake
 //     no waiter and consume no index unless the Update calls Tx.Touch
-//     (consulapi touches "\x00session/"+id and waits with WaitTouched on
-//     "\x00session/"). Touched names and KV keys never match each other,
-//     so a KV waiter on the root prefix "" is not woken by S3 or session
-//     writes.
+//     (consulmodel touches "\x00consul/session/"+id and consulapi waits
+//     with WaitTouched on "\x00consul/session/"). Touched names and record
+//     keys never match each other, so a waiter on the root prefix "" is not
+//     woken by S3 or session writes.
 //   - Blobs: NewBlob, write, then Commit (or Abort) before the Update that
 //     stores the id in a record. If that Update fails, RemoveBlob(id);
 //     after a committed Update drops a blob's last reference, RemoveBlob(id).
 //     OpenBlob reads one. Blobs orphaned by a crash are swept at Open only
 //     when Options.LiveBlobs names the referenced ones (server/internal/s3api's
 //     LiveBlobs does, and the server passes it).
+//   - Reads return errors, never panic, on a record they cannot decode
+//     (ErrCorrupt).
 //   - Errors: ErrLocked (another server holds dir), ErrClosed, ErrFailed (a
 //     commit failed; every later Update and View fails with it until the
 //     directory is reopened, and Err reports it: answer 5xx, and the

@@ -27,7 +27,7 @@ func fillPastLog(t *testing.T, dir string, opts *Options) {
 			t.Fatal("the engine never leaves the log")
 		}
 		if _, err := e.Update(t.Context(), func(tx *Tx) error {
-			tx.PutKV(KV{Key: fmt.Sprintf("k%05d", i), Value: value})
+			tx.PutRecord(Record{Key: fmt.Sprintf("k%05d", i), Data: value})
 			return nil
 		}); err != nil {
 			t.Fatal(err)
@@ -35,7 +35,7 @@ func fillPastLog(t *testing.T, dir string, opts *Options) {
 	}
 	// The mode changes after a commit: one more is handled once it has.
 	if _, err := e.Update(t.Context(), func(tx *Tx) error {
-		tx.PutKV(KV{Key: "after-leaving", Value: value})
+		tx.PutRecord(Record{Key: "after-leaving", Data: value})
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestReopenPastLogThresholdStillSyncs(t *testing.T) {
 		t.Fatal("reopened past the threshold without the log, bbolt runs with NoSync: acknowledged writes are not fsynced")
 	}
 	if _, err := e.Update(t.Context(), func(tx *Tx) error {
-		tx.PutKV(KV{Key: "after", Value: []byte("v")})
+		tx.PutRecord(Record{Key: "after", Data: []byte("v")})
 		return nil
 	}); err != nil {
 		t.Fatal(err)

@@ -71,12 +71,12 @@ type Engine struct {
 
 // Internal bucket names. Raw buckets of other layers get rawPrefix.
 var (
-	bucketMeta   = []byte("meta")
-	bucketKV     = []byte("kv")
-	bucketTomb   = []byte("tomb")
-	keyIndex     = []byte("index")     // latest committed index
-	keyKVIndex   = []byte("kvindex")   // latest index that changed the kv table
-	keyTombFloor = []byte("tombfloor") // greatest index of a reaped tombstone
+	bucketMeta    = []byte("meta")
+	bucketRecords = []byte("kv") // the records; named "kv" on disk since the first release
+	bucketTomb    = []byte("tomb")
+	keyIndex      = []byte("index")     // latest committed index
+	keyKVIndex    = []byte("kvindex")   // latest index that changed the kv table
+	keyTombFloor  = []byte("tombfloor") // greatest index of a reaped tombstone
 )
 
 const rawPrefix = "x/"
@@ -164,7 +164,7 @@ func (e *Engine) open() error {
 	var seq uint64
 	replayed := 0
 	err = db.Update(func(btx *bbolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketKV, bucketTomb} {
+		for _, b := range [][]byte{bucketMeta, bucketRecords, bucketTomb} {
 			if _, err := btx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -305,7 +305,7 @@ func (e *Engine) View(fn func(tx *Tx) error) error {
 }
 
 // ModifyIndex is key's ModifyIndex in the latest durable snapshot, and
-// whether key exists there: View with GetKV, without copying the record
+// whether key exists there: View with GetRecord, without copying the record
 // or allocating a Tx. It is how a caller decides, without entering the
 // writer, that a write's condition already fails (a compare-and-set on a
 // stale index). The snapshot is at least as new as every Update
@@ -318,12 +318,12 @@ func (e *Engine) ModifyIndex(key string) (index uint64, exists bool, err error) 
 		return 0, false, err
 	}
 	defer btx.Rollback()
-	v := btx.Bucket(bucketKV).Get([]byte(key))
+	v := btx.Bucket(bucketRecords).Get([]byte(key))
 	if v == nil {
 		return 0, false, nil
 	}
-	if len(v) < 33 {
-		return 0, false, fmt.Errorf("engine: corrupt record %q: %w", key, errCorrupt)
+	if len(v) < recordHeader {
+		return 0, false, fmt.Errorf("%w %q: %d bytes", ErrCorrupt, key, len(v))
 	}
 	return getU64(v[16:24]), true, nil
 }

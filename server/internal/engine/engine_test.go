@@ -22,7 +22,7 @@ func openT(t testing.TB, dir string) *Engine {
 func put(t testing.TB, e *Engine, key, val string) uint64 {
 	t.Helper()
 	idx, err := e.Update(t.Context(), func(tx *Tx) error {
-		tx.PutKV(KV{Key: key, Value: []byte(val)})
+		tx.PutRecord(Record{Key: key, Data: []byte(val)})
 		return nil
 	})
 	if err != nil {
@@ -43,16 +43,16 @@ func TestIndexStartsAtOneAndGrows(t *testing.T) {
 	}
 }
 
-func TestPutKVStampsIndexes(t *testing.T) {
+func TestPutRecordStampsIndexes(t *testing.T) {
 	e := openT(t, t.TempDir())
 	first := put(t, e, "k", "v1")
 	second := put(t, e, "k", "v2")
 	err := e.View(func(tx *Tx) error {
-		kv, ok := tx.GetKV("k")
+		kv, ok := getRec(tx, "k")
 		if !ok {
 			return errors.New("k missing")
 		}
-		if kv.CreateIndex != first || kv.ModifyIndex != second || string(kv.Value) != "v2" {
+		if kv.CreateIndex != first || kv.ModifyIndex != second || string(kv.Data) != "v2" {
 			return fmt.Errorf("got %+v, want create %d modify %d value v2", kv, first, second)
 		}
 		if tx.Index() != second {
@@ -70,7 +70,7 @@ func TestFailedUpdateWritesNothingAndConsumesNoIndex(t *testing.T) {
 	before := e.Index()
 	boom := errors.New("boom")
 	_, err := e.Update(t.Context(), func(tx *Tx) error {
-		tx.PutKV(KV{Key: "k", Value: []byte("v")})
+		tx.PutRecord(Record{Key: "k", Data: []byte("v")})
 		return boom
 	})
 	if !errors.Is(err, boom) {
@@ -80,7 +80,7 @@ func TestFailedUpdateWritesNothingAndConsumesNoIndex(t *testing.T) {
 		t.Fatalf("index moved from %d to %d", before, e.Index())
 	}
 	e.View(func(tx *Tx) error {
-		if _, ok := tx.GetKV("k"); ok {
+		if _, ok := getRec(tx, "k"); ok {
 			t.Error("failed update's write is visible")
 		}
 		return nil
@@ -95,8 +95,8 @@ func TestReadOnlyUpdateConsumesNoIndex(t *testing.T) {
 	put(t, e, "k", "v")
 	before := e.Index()
 	idx, err := e.Update(t.Context(), func(tx *Tx) error {
-		tx.GetKV("k")
-		tx.DeleteKV("missing")
+		getRec(tx, "k")
+		tx.DeleteRecord("missing")
 		return nil
 	})
 	if err != nil || idx != before || e.Index() != before {
@@ -110,14 +110,14 @@ func TestListAndKeysIndex(t *testing.T) {
 	i2 := put(t, e, "a/2", "x")
 	i3 := put(t, e, "b/1", "x")
 	e.View(func(tx *Tx) error {
-		kvs := tx.ListKV("a/", "", 0)
+		kvs := listRecs(tx, "a/", "", 0)
 		if len(kvs) != 2 || kvs[0].Key != "a/1" || kvs[1].Key != "a/2" {
 			t.Errorf("ListKV(a/) = %v", kvs)
 		}
-		if kvs := tx.ListKV("a/", "a/1", 0); len(kvs) != 1 || kvs[0].Key != "a/2" {
+		if kvs := listRecs(tx, "a/", "a/1", 0); len(kvs) != 1 || kvs[0].Key != "a/2" {
 			t.Errorf("ListKV(a/, after a/1) = %v", kvs)
 		}
-		if kvs := tx.ListKV("", "", 2); len(kvs) != 2 {
+		if kvs := listRecs(tx, "", "", 2); len(kvs) != 2 {
 			t.Errorf("ListKV limit 2 = %v", kvs)
 		}
 		if got := tx.KeysIndex("a/"); got != i2 {
@@ -132,7 +132,7 @@ func TestListAndKeysIndex(t *testing.T) {
 		return nil
 	})
 	del, err := e.Update(t.Context(), func(tx *Tx) error {
-		if !tx.DeleteKV("a/1") {
+		if !tx.DeleteRecord("a/1") {
 			return errors.New("a/1 not deleted")
 		}
 		return nil
@@ -169,7 +169,7 @@ func TestRestartKeepsDataAndIndex(t *testing.T) {
 		t.Fatalf("index went backwards after restart: %d <= %d", got, last)
 	}
 	e.View(func(tx *Tx) error {
-		if kv, ok := tx.GetKV("k"); !ok || string(kv.Value) != "v" {
+		if kv, ok := getRec(tx, "k"); !ok || string(kv.Data) != "v" {
 			t.Errorf("k after restart = %+v %v", kv, ok)
 		}
 		return nil
@@ -208,7 +208,7 @@ func TestConcurrentUpdatesGetDistinctIndexes(t *testing.T) {
 		wg.Go(func() {
 			var err error
 			idx[i], err = e.Update(t.Context(), func(tx *Tx) error {
-				tx.PutKV(KV{Key: fmt.Sprintf("k%03d", i), Value: []byte("v")})
+				tx.PutRecord(Record{Key: fmt.Sprintf("k%03d", i), Data: []byte("v")})
 				return nil
 			})
 			if err != nil {
@@ -244,16 +244,7 @@ func TestWaitWakesOnPrefixNotSibling(t *testing.T) {
 			}
 		}()
 	}
-	// wait for both to register
-	for {
-		e.watch.mu.Lock()
-		n := len(e.watch.byPfx)
-		e.watch.mu.Unlock()
-		if n == 2 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	awaitWaiters(t, e, 2) // both registered
 	put(t, e, "a/x", "v")
 	if got := <-woke; got != "a/" {
 		t.Fatalf("woke %q, want a/", got)
@@ -304,7 +295,7 @@ func TestWaitOlderThanMemoryReturnsAtOnce(t *testing.T) {
 	for i := range ringSize + 10 {
 		wg.Go(func() {
 			e.Update(t.Context(), func(tx *Tx) error {
-				tx.PutKV(KV{Key: fmt.Sprintf("other/%d", i)})
+				tx.PutRecord(Record{Key: fmt.Sprintf("other/%d", i)})
 				return nil
 			})
 		})

@@ -23,10 +23,10 @@ func ExampleEngine_Update() {
 
 	errExists := errors.New("exists")
 	create := func(tx *engine.Tx) error {
-		if _, ok := tx.GetKV("jobs/a"); ok {
+		if _, ok, _ := tx.GetRecord("jobs/a"); ok {
 			return errExists // nothing written, no index consumed
 		}
-		tx.PutKV(engine.KV{Key: "jobs/a", Value: []byte("queued")})
+		tx.PutRecord(engine.Record{Key: "jobs/a", Data: []byte("queued")})
 		return nil
 	}
 	idx, err := e.Update(ctx, create)
@@ -55,15 +55,15 @@ func ExampleEngine_Wait() {
 	var seen uint64
 	e.View(func(tx *engine.Tx) error { seen = tx.Index(); return nil })
 	go e.Update(ctx, func(tx *engine.Tx) error {
-		tx.PutKV(engine.KV{Key: "config/x", Value: []byte("1")})
+		tx.PutRecord(engine.Record{Key: "config/x", Data: []byte("1")})
 		return nil
 	})
 	if err := e.Wait(ctx, "config/", seen); err != nil {
 		panic(err)
 	}
 	e.View(func(tx *engine.Tx) error {
-		kv, _ := tx.GetKV("config/x")
-		fmt.Printf("%s at %d\n", kv.Value, kv.ModifyIndex)
+		kv, _, _ := tx.GetRecord("config/x")
+		fmt.Printf("%s at %d\n", kv.Data, kv.ModifyIndex)
 		return nil
 	})
 	// Output: 1 at 2

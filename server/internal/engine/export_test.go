@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Held is an engine whose first commit is held (see openHeld), for the
@@ -32,7 +33,7 @@ func (h *heldEngine) Release(n int) { h.release(n) }
 // PutLarge queues an Update writing a value of size bytes to key.
 func (h *heldEngine) PutLarge(key string, size int) error {
 	_, err := h.Update(context.Background(), func(tx *Tx) error {
-		tx.PutKV(KV{Key: key, Value: make([]byte, size)})
+		tx.PutRecord(Record{Key: key, Data: make([]byte, size)})
 		return nil
 	})
 	return err
@@ -41,3 +42,61 @@ func (h *heldEngine) PutLarge(key string, size int) error {
 // SetSyncFault makes every later commit of e fail after its writes reached
 // the file, as an fsync that reports EIO (see syncFault).
 func SetSyncFault(e *Engine, err error) { e.syncFault = func() error { return err } }
+
+// rawCodec is the tests' record format: Data is the value.
+type rawCodec struct{}
+
+func (rawCodec) Value(r Record) ([]byte, error) { return r.Data, nil }
+
+func (rawCodec) Set(key string, _ Record, _ bool, value []byte) (Record, error) {
+	return Record{Key: key, Data: value}, nil
+}
+
+// getRec is GetRecord for tests, whose records are never corrupt.
+func getRec(tx *Tx, key string) (Record, bool) {
+	r, ok, err := tx.GetRecord(key)
+	if err != nil {
+		panic(err)
+	}
+	return r, ok
+}
+
+// listRecs is ListRecords for tests.
+func listRecs(tx *Tx, prefix, after string, limit int) []Record {
+	rs, err := tx.ListRecords(prefix, after, limit)
+	if err != nil {
+		panic(err)
+	}
+	return rs
+}
+
+// awaitWaiters returns once n prefixes have waiters registered on e, or
+// fails t after 10s.
+func awaitWaiters(t *testing.T, e *Engine, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		e.watch.mu.Lock()
+		got := len(e.watch.byPfx)
+		e.watch.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d waiters registered", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// viewSees starts a View that reports whether it sees key; it blocks
+// while a commit it would show is not yet durable.
+func viewSees(e *Engine, key string) <-chan bool {
+	saw := make(chan bool, 1)
+	go e.View(func(tx *Tx) error {
+		_, ok := getRec(tx, key)
+		saw <- ok
+		return nil
+	})
+	return saw
+}

@@ -49,7 +49,7 @@ func (h *heldEngine) startFirst(t *testing.T, wg *sync.WaitGroup) {
 	h.armed.Store(true)
 	wg.Go(func() {
 		if _, err := h.Update(context.Background(), func(tx *Tx) error {
-			tx.PutKV(KV{Key: "first"})
+			tx.PutRecord(Record{Key: "first"})
 			return nil
 		}); err != nil {
 			t.Error(err)
@@ -78,7 +78,7 @@ func TestPanickingUpdateFailsAloneAndWriterSurvives(t *testing.T) {
 	for i := range 5 {
 		wg.Go(func() {
 			_, results[i] = e.Update(context.Background(), func(tx *Tx) error {
-				tx.PutKV(KV{Key: fmt.Sprintf("k%d", i), Value: []byte("v")})
+				tx.PutRecord(Record{Key: fmt.Sprintf("k%d", i), Data: []byte("v")})
 				if i == 2 {
 					var m map[string]int
 					m["boom"]++ // nil map write: a real runtime panic
@@ -102,7 +102,7 @@ func TestPanickingUpdateFailsAloneAndWriterSurvives(t *testing.T) {
 	}
 	e.View(func(tx *Tx) error {
 		for i := range 5 {
-			if _, ok := tx.GetKV(fmt.Sprintf("k%d", i)); ok != (i != 2) {
+			if _, ok := getRec(tx, fmt.Sprintf("k%d", i)); ok != (i != 2) {
 				t.Errorf("k%d present=%v", i, ok)
 			}
 		}
@@ -114,7 +114,7 @@ func TestPanickingUpdateFailsAloneAndWriterSurvives(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	idx, err := e.Update(ctx, func(tx *Tx) error { tx.PutKV(KV{Key: "after"}); return nil })
+	idx, err := e.Update(ctx, func(tx *Tx) error { tx.PutRecord(Record{Key: "after"}); return nil })
 	if err != nil {
 		t.Fatalf("update after panics: %v", err)
 	}
@@ -134,7 +134,7 @@ func TestLoneFailingUpdateRunsOnce(t *testing.T) {
 	var calls atomic.Int32
 	_, err = e.Update(t.Context(), func(tx *Tx) error {
 		calls.Add(1)
-		tx.PutKV(KV{Key: "k"})
+		tx.PutRecord(Record{Key: "k"})
 		return errors.New("no")
 	})
 	if err == nil || calls.Load() != 1 {
@@ -157,17 +157,9 @@ func TestFailedCommitStopsEngine(t *testing.T) {
 	acked := put(t, e, "small", "v")
 	waited := make(chan error, 1)
 	go func() { waited <- e.Wait(t.Context(), "quiet/", acked) }()
-	for {
-		e.watch.mu.Lock()
-		n := len(e.watch.byPfx)
-		e.watch.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	awaitWaiters(t, e, 1)
 	idx, err := e.Update(t.Context(), func(tx *Tx) error {
-		tx.PutKV(KV{Key: "big", Value: make([]byte, 2<<20)})
+		tx.PutRecord(Record{Key: "big", Data: make([]byte, 2<<20)})
 		return nil
 	})
 	if !errors.Is(err, ErrFailed) {
@@ -191,7 +183,7 @@ func TestFailedCommitStopsEngine(t *testing.T) {
 		t.Fatalf("Index() = %d after a failed commit, want the last acknowledged %d", e.Index(), acked)
 	}
 	if _, err := e.Update(t.Context(), func(tx *Tx) error {
-		tx.PutKV(KV{Key: "tiny"})
+		tx.PutRecord(Record{Key: "tiny"})
 		return nil
 	}); !errors.Is(err, ErrFailed) {
 		t.Fatalf("update after a failed commit: %v, want ErrFailed", err)
@@ -205,11 +197,11 @@ func TestFailedCommitStopsEngine(t *testing.T) {
 
 	e = openT(t, dir)
 	e.View(func(tx *Tx) error {
-		if _, ok := tx.GetKV("small"); !ok {
+		if _, ok := getRec(tx, "small"); !ok {
 			t.Error("acknowledged write lost")
 		}
 		for _, k := range []string{"big", "tiny"} {
-			if _, ok := tx.GetKV(k); ok {
+			if _, ok := getRec(tx, k); ok {
 				t.Errorf("failed write %q present after reopen", k)
 			}
 		}
@@ -233,14 +225,9 @@ func TestViewWaitsForTheFsyncOfAVisibleCommit(t *testing.T) {
 	var releaseOnce sync.Once
 	defer releaseOnce.Do(func() { close(release) }) // before Close, also on failure
 	e.afterWrite = func() { close(written); <-release }
-	go e.Update(context.Background(), func(tx *Tx) error { tx.PutKV(KV{Key: "k", Value: []byte("v")}); return nil })
+	go e.Update(context.Background(), func(tx *Tx) error { tx.PutRecord(Record{Key: "k", Data: []byte("v")}); return nil })
 	<-written // bbolt has committed; the engine has not published it as durable
-	saw := make(chan bool, 1)
-	go e.View(func(tx *Tx) error {
-		_, ok := tx.GetKV("k")
-		saw <- ok
-		return nil
-	})
+	saw := viewSees(e, "k")
 	select {
 	case ok := <-saw:
 		t.Fatalf("a View ran (saw the write: %v) while its commit was not yet durable", ok)

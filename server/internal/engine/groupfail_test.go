@@ -33,26 +33,26 @@ func failingBatch(t *testing.T, h *heldEngine, value []byte) groupFailResult {
 	h.startFirst(t, &wg)
 	var res groupFailResult
 	ctx := context.Background()
-	s := h.Store()
+	s := h.Store(rawCodec{})
 	steps := []func(){
 		func() {
 			_, res.creator = h.Update(ctx, func(tx *Tx) error {
-				tx.PutKV(KV{Key: "bucket", Value: value})
+				tx.PutRecord(Record{Key: "bucket", Data: value})
 				return nil
 			})
 		},
 		func() {
 			_, res.refuser = h.Update(ctx, func(tx *Tx) error {
-				if _, ok := tx.GetKV("bucket"); ok {
+				if _, ok := getRec(tx, "bucket"); ok {
 					return errRefused
 				}
-				tx.PutKV(KV{Key: "bucket", Value: []byte("mine")})
+				tx.PutRecord(Record{Key: "bucket", Data: []byte("mine")})
 				return nil
 			})
 		},
 		func() {
 			_, res.reader = h.Update(ctx, func(tx *Tx) error {
-				_, res.readerSaw = tx.GetKV("bucket")
+				_, res.readerSaw = getRec(tx, "bucket")
 				return nil
 			})
 		},
@@ -104,7 +104,7 @@ func TestFailedCommitFailsEveryMemberThatRan(t *testing.T) {
 	h.Close()
 	e := openT(t, dir)
 	e.View(func(tx *Tx) error {
-		if _, ok := tx.GetKV("bucket"); ok {
+		if _, ok := getRec(tx, "bucket"); ok {
 			t.Error("the failed batch's write is present after reopen")
 		}
 		return nil
@@ -125,10 +125,10 @@ func TestFailedCommitFailsEveryMemberThatRanOnFullDisk(t *testing.T) {
 	h.Close()
 	e := openT(t, dir)
 	e.View(func(tx *Tx) error {
-		if _, ok := tx.GetKV("bucket"); ok {
+		if _, ok := getRec(tx, "bucket"); ok {
 			t.Error("the failed batch's write is present after reopen")
 		}
-		if _, ok := tx.GetKV("first"); !ok {
+		if _, ok := getRec(tx, "first"); !ok {
 			t.Error("the acknowledged first write is lost")
 		}
 		return nil
@@ -159,10 +159,10 @@ func TestFailedLogAppendFailsEveryMemberThatRan(t *testing.T) {
 	h.Close()
 	e := openT(t, dir)
 	e.View(func(tx *Tx) error {
-		if _, ok := tx.GetKV("bucket"); ok {
+		if _, ok := getRec(tx, "bucket"); ok {
 			t.Error("the batch whose log append failed is present after reopen")
 		}
-		if _, ok := tx.GetKV("first"); !ok {
+		if _, ok := getRec(tx, "first"); !ok {
 			t.Error("the acknowledged first write is lost")
 		}
 		return nil

@@ -37,18 +37,13 @@ func TestViewDoesNotWaitForTheLogFsync(t *testing.T) {
 	updated := make(chan error, 1)
 	go func() {
 		_, err := e.Update(context.Background(), func(tx *Tx) error {
-			tx.PutKV(KV{Key: "k", Value: []byte("v")})
+			tx.PutRecord(Record{Key: "k", Data: []byte("v")})
 			return nil
 		})
 		updated <- err
 	}()
 	<-inAppend
-	saw := make(chan bool, 1)
-	go e.View(func(tx *Tx) error {
-		_, ok := tx.GetKV("k")
-		saw <- ok
-		return nil
-	})
+	saw := viewSees(e, "k")
 	select {
 	case ok := <-saw:
 		if ok {
@@ -62,7 +57,7 @@ func TestViewDoesNotWaitForTheLogFsync(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.View(func(tx *Tx) error {
-		if _, ok := tx.GetKV("k"); !ok {
+		if _, ok := getRec(tx, "k"); !ok {
 			t.Error("the View after the commit does not see the write")
 		}
 		return nil
@@ -83,7 +78,7 @@ func TestFailedCommitWithdrawsItsLogRecord(t *testing.T) {
 	}
 	put(t, e, "first", "acked")
 	_, err = e.Update(context.Background(), func(tx *Tx) error {
-		tx.PutKV(KV{Key: "big", Value: make([]byte, 2<<20)})
+		tx.PutRecord(Record{Key: "big", Data: make([]byte, 2<<20)})
 		return nil
 	})
 	if !errors.Is(err, ErrFailed) {
@@ -92,10 +87,10 @@ func TestFailedCommitWithdrawsItsLogRecord(t *testing.T) {
 	e.Close()
 	e = openT(t, dir)
 	e.View(func(tx *Tx) error {
-		if _, ok := tx.GetKV("big"); ok {
+		if _, ok := getRec(tx, "big"); ok {
 			t.Error("the failed batch was replayed from the log after reopen")
 		}
-		if _, ok := tx.GetKV("first"); !ok {
+		if _, ok := getRec(tx, "first"); !ok {
 			t.Error("the acknowledged first write is lost")
 		}
 		return nil

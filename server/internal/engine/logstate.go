@@ -260,13 +260,7 @@ func (e *Engine) commitLogged(batch []*request) (done []applied, failed *request
 // below half of walMmapSize.
 func (e *Engine) leaveLog() error {
 	l := e.log
-	l.mu.Lock()
-	for l.busy {
-		l.idle.Wait()
-	}
-	l.mu.Unlock()
-	close(l.jobs)
-	<-l.stopped
+	l.stop()
 	if err := e.db.Sync(); err != nil {
 		return fmt.Errorf("engine: leave log: %w", err)
 	}
@@ -371,13 +365,7 @@ func (e *Engine) checkpointer(l *logState) {
 // (bbolt's Close waits for every read transaction).
 func (e *Engine) closeLog() error {
 	l := e.log
-	l.mu.Lock()
-	for l.busy {
-		l.idle.Wait()
-	}
-	l.mu.Unlock()
-	close(l.jobs)
-	<-l.stopped
+	l.stop()
 	var err error
 	if e.Err() == nil {
 		if err = e.db.Sync(); err == nil {
@@ -394,6 +382,18 @@ func (e *Engine) closeLog() error {
 	}
 	l.dbFile.Close()
 	return err
+}
+
+// stop waits for the checkpoint in progress, if any, and ends the
+// checkpointer.
+func (l *logState) stop() {
+	l.mu.Lock()
+	for l.busy {
+		l.idle.Wait()
+	}
+	l.mu.Unlock()
+	close(l.jobs)
+	<-l.stopped
 }
 
 // abandon releases what openLog took when Open fails.

@@ -16,7 +16,7 @@ var modelSeed = flag.Uint64("engine.seed", 0, "seed of TestModel (0: random)")
 
 // modelKV is the reference: records and tombstones, by key.
 type modelKV struct {
-	kv    map[string]KV
+	kv    map[string]Record
 	tomb  map[string]uint64
 	born  map[string]int64 // tombstone times
 	floor uint64           // greatest reaped tombstone index
@@ -68,7 +68,7 @@ func TestModel(t *testing.T) {
 	}
 	e := open()
 	defer func() { e.Close() }()
-	m := &modelKV{kv: map[string]KV{}, tomb: map[string]uint64{}, born: map[string]int64{}, index: 1}
+	m := &modelKV{kv: map[string]Record{}, tomb: map[string]uint64{}, born: map[string]int64{}, index: 1}
 	boom := errors.New("boom")
 	for step := range 2000 {
 		k := keys[rng.IntN(len(keys))]
@@ -76,7 +76,7 @@ func TestModel(t *testing.T) {
 		case op < 4: // put
 			v := fmt.Sprintf("v%d", step)
 			idx, err := e.Update(t.Context(), func(tx *Tx) error {
-				tx.PutKV(KV{Key: k, Value: []byte(v), Flags: uint64(step)})
+				tx.PutRecord(Record{Key: k, Data: []byte(v), Flags: uint64(step)})
 				return nil
 			})
 			if err != nil {
@@ -87,7 +87,7 @@ func TestModel(t *testing.T) {
 			if old, ok := m.kv[k]; ok {
 				create = old.CreateIndex
 			}
-			m.kv[k] = KV{Key: k, Value: []byte(v), Flags: uint64(step), CreateIndex: create, ModifyIndex: m.index}
+			m.kv[k] = Record{Key: k, Data: []byte(v), Flags: uint64(step), CreateIndex: create, ModifyIndex: m.index}
 			delete(m.tomb, k)
 			delete(m.born, k)
 			m.kvIdx = m.index
@@ -95,7 +95,7 @@ func TestModel(t *testing.T) {
 				t.Fatalf("step %d: put index %d, model %d", step, idx, m.index)
 			}
 		case op < 6: // delete
-			idx, err := e.Update(t.Context(), func(tx *Tx) error { tx.DeleteKV(k); return nil })
+			idx, err := e.Update(t.Context(), func(tx *Tx) error { tx.DeleteRecord(k); return nil })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,8 +111,8 @@ func TestModel(t *testing.T) {
 			}
 		case op < 7: // a write that fails: nothing changes
 			_, err := e.Update(t.Context(), func(tx *Tx) error {
-				tx.PutKV(KV{Key: k, Value: []byte("never")})
-				tx.DeleteKV(keys[0])
+				tx.PutRecord(Record{Key: k, Data: []byte("never")})
+				tx.DeleteRecord(keys[0])
 				return boom
 			})
 			if !errors.Is(err, boom) {
@@ -141,7 +141,7 @@ func TestModel(t *testing.T) {
 			if tx.Index() != m.index || e.Index() != m.index {
 				t.Fatalf("step %d: index %d/%d, model %d", step, tx.Index(), e.Index(), m.index)
 			}
-			got, ok := tx.GetKV(k)
+			got, ok := getRec(tx, k)
 			want, wok := m.kv[k]
 			if ok != wok || ok && fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("step %d: GetKV(%q) = %+v %v, model %+v %v", step, k, got, ok, want, wok)
@@ -157,7 +157,7 @@ func TestModel(t *testing.T) {
 			}
 			slices.Sort(wantKeys)
 			var gotKeys []string
-			for _, kv := range tx.ListKV(p, "", 0) {
+			for _, kv := range listRecs(tx, p, "", 0) {
 				gotKeys = append(gotKeys, kv.Key)
 			}
 			if !slices.Equal(gotKeys, wantKeys) {

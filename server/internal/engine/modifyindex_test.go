@@ -24,7 +24,7 @@ func TestModifyIndexIsAtLeastTheAcknowledged(t *testing.T) {
 			defer wg.Done()
 			for i := range 50 {
 				val := []byte{byte('a' + w), byte('a' + i%26)}
-				idx, err := e.Update(t.Context(), func(tx *Tx) error { tx.PutKV(KV{Key: "k", Value: val}); return nil })
+				idx, err := e.Update(t.Context(), func(tx *Tx) error { tx.PutRecord(Record{Key: "k", Data: val}); return nil })
 				if err != nil {
 					t.Error(err)
 					return
@@ -42,7 +42,7 @@ func TestModifyIndexIsAtLeastTheAcknowledged(t *testing.T) {
 	if got, ok, err := e.ModifyIndex("k"); got != idx || !ok || err != nil {
 		t.Fatalf("ModifyIndex = %d %v %v, want %d", got, ok, err, idx)
 	}
-	if _, err := e.Update(t.Context(), func(tx *Tx) error { tx.DeleteKV("k"); return nil }); err != nil {
+	if _, err := e.Update(t.Context(), func(tx *Tx) error { tx.DeleteRecord("k"); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := e.ModifyIndex("k"); ok || err != nil {

@@ -43,7 +43,7 @@ func childPowerWriter(dir string) {
 	for i := range n {
 		k := fmt.Sprintf("k%d", i)
 		if _, err := e.Update(context.Background(), func(tx *Tx) error {
-			tx.PutKV(KV{Key: k, Value: []byte("v")})
+			tx.PutRecord(Record{Key: k, Data: []byte("v")})
 			return nil
 		}); err != nil {
 			fmt.Println("error:", err)
@@ -108,7 +108,7 @@ func powerCheck(t *testing.T, p *powerfs.FS, rel string, opts *Options, acked []
 	defer e.Close()
 	if err := e.View(func(tx *Tx) error {
 		for _, k := range acked {
-			if _, ok := tx.GetKV(k); !ok {
+			if _, ok := getRec(tx, k); !ok {
 				t.Errorf("%s: %s was acknowledged before the power cut and is gone", what, k)
 			}
 		}

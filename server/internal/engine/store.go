@@ -16,11 +16,26 @@ const backend = "engine"
 // is 0.
 const DefaultPageSize = 1000
 
-// KVStore is the store contract over the engine's KV records, the same
-// records the Consul KV API serves: a key written through one is read
-// through the other. Version is the decimal ModifyIndex.
+// Codec is how a layer's records carry a store value: the layer keeps its
+// own format in Record.Flags and Record.Data, and the store reads and
+// writes values through it (server/internal/consulmodel's codec is
+// Consul's KV entry).
+type Codec interface {
+	// Value returns the value r carries.
+	Value(r Record) ([]byte, error)
+	// Set returns the record an unconditional write of value makes of the
+	// key's current record (exists false: there is none). The engine
+	// stamps its indexes. An error (cur cannot be read) fails the write.
+	Set(key string, cur Record, exists bool, value []byte) (Record, error)
+}
+
+// KVStore is the store contract over the engine's records, in the format
+// of one Codec: the records a layer above serves (the Consul KV API), so
+// a key written through one is read through the other. Version is the
+// decimal ModifyIndex.
 type KVStore struct {
 	e         *Engine
+	codec     Codec
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close: wakes WaitChange
 	closeOnce sync.Once
@@ -32,9 +47,11 @@ var _ interface {
 	store.Watcher
 } = (*KVStore)(nil)
 
-// Store returns the store contract over e's KV records. Closing the
-// KVStore does not close e.
-func (e *Engine) Store() *KVStore { return &KVStore{e: e, done: make(chan struct{})} }
+// Store returns the store contract over e's records in codec's format.
+// Closing the KVStore does not close e.
+func (e *Engine) Store(codec Codec) *KVStore {
+	return &KVStore{e: e, codec: codec, done: make(chan struct{})}
+}
 
 // Capabilities: everything but streaming.
 func (s *KVStore) Capabilities() store.Capabilities {
@@ -42,7 +59,7 @@ func (s *KVStore) Capabilities() store.Capabilities {
 		Transactions: true, Watch: true, UniqueVersions: true}
 }
 
-func version(kv KV) store.Version { return store.Version(strconv.FormatUint(kv.ModifyIndex, 10)) }
+func version(r Record) store.Version { return store.Version(strconv.FormatUint(r.ModifyIndex, 10)) }
 
 // opErr maps engine errors onto the store's error set.
 func (s *KVStore) opErr(op, key string, err error) error {
@@ -67,20 +84,28 @@ func (s *KVStore) Get(ctx context.Context, key string) (store.Entry, error) {
 	if err := store.Guard(ctx, s.closed.Load(), backend, "get", key); err != nil {
 		return store.Entry{}, err
 	}
-	var kv KV
+	var r Record
 	var ok bool
-	err := s.e.View(func(tx *Tx) error { kv, ok = tx.GetKV(key); return nil })
+	var value []byte
+	err := s.e.View(func(tx *Tx) error {
+		var err error
+		if r, ok, err = tx.GetRecord(key); err != nil || !ok {
+			return err
+		}
+		value, err = s.codec.Value(r)
+		return err
+	})
 	if err != nil {
 		return store.Entry{}, s.opErr("get", key, err)
 	}
 	if !ok {
 		return store.Entry{}, store.NewOpError(backend, "get", key, store.ErrNotFound, nil)
 	}
-	return store.Entry{Key: key, Value: kv.Value, Version: version(kv)}, nil
+	return store.Entry{Key: key, Value: value, Version: version(r)}, nil
 }
 
-// Put implements store.Store. An unconditional Put behaves like Consul's
-// plain set: it keeps the key's Session and resets LockIndex and Flags to 0.
+// Put implements store.Store: the record written is the codec's Set of
+// the current one.
 func (s *KVStore) Put(ctx context.Context, key string, value []byte, cond store.Condition) (store.Version, error) {
 	if err := store.Guard(ctx, s.closed.Load(), backend, "put", key); err != nil {
 		return "", err
@@ -88,7 +113,7 @@ func (s *KVStore) Put(ctx context.Context, key string, value []byte, cond store.
 	var v store.Version
 	_, err := s.e.Update(ctx, func(tx *Tx) error {
 		var err error
-		v, err = putOp(tx, key, value, cond)
+		v, err = s.putOp(tx, key, value, cond)
 		return err
 	})
 	if err != nil {
@@ -97,13 +122,19 @@ func (s *KVStore) Put(ctx context.Context, key string, value []byte, cond store.
 	return v, nil
 }
 
-func putOp(tx *Tx, key string, value []byte, cond store.Condition) (store.Version, error) {
-	cur, ok := tx.GetKV(key)
+func (s *KVStore) putOp(tx *Tx, key string, value []byte, cond store.Condition) (store.Version, error) {
+	cur, ok, err := tx.GetRecord(key)
+	if err != nil {
+		return "", err
+	}
 	if !cond.Holds(ok, version(cur)) {
 		return "", store.NewOpError(backend, "put", key, store.ErrConflict, nil)
 	}
-	kv := tx.PutKV(KV{Key: key, Value: value, Session: cur.Session})
-	return version(kv), nil
+	next, err := s.codec.Set(key, cur, ok, value)
+	if err != nil {
+		return "", err
+	}
+	return version(tx.PutRecord(next)), nil
 }
 
 // Delete implements store.Store.
@@ -122,11 +153,14 @@ func (s *KVStore) Delete(ctx context.Context, key string, cond store.Condition) 
 }
 
 func deleteOp(tx *Tx, key string, cond store.Condition) error {
-	cur, ok := tx.GetKV(key)
+	cur, ok, err := tx.GetRecord(key)
+	if err != nil {
+		return err
+	}
 	if !cond.Holds(ok, version(cur)) {
 		return store.NewOpError(backend, "delete", key, store.ErrConflict, nil)
 	}
-	tx.DeleteKV(key)
+	tx.DeleteRecord(key)
 	return nil
 }
 
@@ -144,7 +178,10 @@ func (s *KVStore) List(ctx context.Context, prefix string, opts *store.ListOptio
 	}
 	var page store.Page
 	err := s.e.View(func(tx *Tx) error {
-		kvs := tx.ListKV(prefix, o.After, o.Limit+1)
+		kvs, err := tx.ListRecords(prefix, o.After, o.Limit+1)
+		if err != nil {
+			return err
+		}
 		if len(kvs) > o.Limit {
 			kvs = kvs[:o.Limit]
 			page.Next = kvs[len(kvs)-1].Key
@@ -178,7 +215,10 @@ func (s *KVStore) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, 
 		// Keys are distinct (ValidateTxn), so checking every condition
 		// first is checking them against the state before the transaction.
 		for i, op := range ops {
-			cur, ok := tx.GetKV(op.Key)
+			cur, ok, err := tx.GetRecord(op.Key)
+			if err != nil {
+				return err
+			}
 			if !op.Cond.Holds(ok, version(cur)) {
 				return store.NewOpError(backend, "txn", op.Key, store.ErrConflict,
 					&store.TxnError{Index: i, Key: op.Key, Err: store.ErrConflict})
@@ -188,9 +228,12 @@ func (s *KVStore) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, 
 		for i, op := range ops {
 			switch op.Kind {
 			case store.OpPut:
-				out[i], _ = putOp(tx, op.Key, op.Value, store.Unconditional)
+				var err error
+				if out[i], err = s.putOp(tx, op.Key, op.Value, store.Unconditional); err != nil {
+					return err
+				}
 			case store.OpDelete:
-				tx.DeleteKV(op.Key)
+				tx.DeleteRecord(op.Key)
 			}
 		}
 		return nil
@@ -222,11 +265,12 @@ func (s *KVStore) WaitChange(ctx context.Context, key string, last store.Version
 		var cur store.Version
 		var idx uint64
 		err := s.e.View(func(tx *Tx) error {
-			if kv, ok := tx.GetKV(key); ok {
-				cur = version(kv)
+			r, ok, err := tx.GetRecord(key)
+			if ok {
+				cur = version(r)
 			}
 			idx = tx.Index()
-			return nil
+			return err
 		})
 		if err != nil {
 			return s.opErr("watch", key, err)

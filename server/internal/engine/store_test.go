@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"strconv"
 	"testing"
 
 	"github.com/latchkey/latchkey/store"
@@ -16,7 +15,7 @@ func harness() storetest.Harness {
 			if err != nil {
 				tb.Fatal(err)
 			}
-			s := e.Store()
+			s := e.Store(rawCodec{})
 			tb.Cleanup(func() {
 				s.Close()
 				e.Close()
@@ -29,29 +28,3 @@ func harness() storetest.Harness {
 func TestConformance(t *testing.T) { storetest.Run(t, harness()) }
 
 func BenchmarkStore(b *testing.B) { storetest.Bench(b, harness()) }
-
-// A plain Put through the store is Consul's set: Session kept, LockIndex
-// and Flags reset; the version is the decimal ModifyIndex.
-func TestStorePutIsConsulSet(t *testing.T) {
-	e := openT(t, t.TempDir())
-	if _, err := e.Update(t.Context(), func(tx *Tx) error {
-		tx.PutKV(KV{Key: "k", Value: []byte("a"), Flags: 7, LockIndex: 3, Session: "s1"})
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	v, err := e.Store().Put(t.Context(), "k", []byte("b"), store.Unconditional)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.View(func(tx *Tx) error {
-		kv, _ := tx.GetKV("k")
-		if kv.Session != "s1" || kv.LockIndex != 0 || kv.Flags != 0 || string(kv.Value) != "b" {
-			t.Errorf("after store Put: %+v", kv)
-		}
-		if string(v) != strconv.FormatUint(kv.ModifyIndex, 10) {
-			t.Errorf("version %q, ModifyIndex %d", v, kv.ModifyIndex)
-		}
-		return nil
-	})
-}

@@ -19,7 +19,7 @@ func TestTombstonesAreReapedWithoutIndexGoingBack(t *testing.T) {
 	put(t, e, "a/1", "x")
 	put(t, e, "b/1", "x")
 	del := func(k string) uint64 {
-		idx, err := e.Update(t.Context(), func(tx *Tx) error { tx.DeleteKV(k); return nil })
+		idx, err := e.Update(t.Context(), func(tx *Tx) error { tx.DeleteRecord(k); return nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,18 +6,21 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/latchkey/latchkey/internal/keyrange"
 	"go.etcd.io/bbolt"
 )
 
-// KV is one Consul-style key-value record.
-type KV struct {
+// Record is one record of the engine's indexed table: the records whose
+// writes consume the Update's index, wake Wait and move KeysIndex. The
+// engine stamps CreateIndex and ModifyIndex; Flags and Data belong to the
+// layer that keeps its records here (server/internal/consulmodel keeps
+// Consul's KV entries) and are stored as given, opaque to the engine.
+type Record struct {
 	Key         string
-	Value       []byte
-	Flags       uint64
+	Flags       uint64 // the layer's own word
 	CreateIndex uint64
 	ModifyIndex uint64
-	LockIndex   uint64
-	Session     string // holder session id; "" when unlocked
+	Data        []byte // the layer's own bytes
 }
 
 // Tx is one read (View) or write (Update) transaction. It is valid only
@@ -33,7 +36,7 @@ type Tx struct {
 	now     int64     // commit time (unix ns), stamped on tombstones
 	log     *walBatch // inside Update with the log: every write, for the log record
 	// kvIndex is shared by the Updates of one batch: the last index that
-	// changed a KV record in it. apply stores it in meta once per batch
+	// changed a record in it. apply stores it in meta once per batch
 	// instead of once per Update; KeysIndex("") reads it as well.
 	kvIndex *uint64
 }
@@ -71,7 +74,8 @@ func (tx *Tx) Writable() bool { return tx.write }
 // callers whose prefix covers name wake after commit; it also makes the
 // Update consume its index. Layers using raw buckets call Touch with a
 // name of their own (for example "\x00session/<id>"). Touched names are
-// not KV keys: they never wake Wait (PutKV and DeleteKV wake those).
+// not record keys: they never wake Wait (PutRecord and DeleteRecord wake
+// those).
 func (tx *Tx) Touch(name string) {
 	tx.mustWrite()
 	tx.changed = true
@@ -85,90 +89,114 @@ func (tx *Tx) mustWrite() {
 	tx.dirty = true
 }
 
-// GetKV returns the record of key.
-func (tx *Tx) GetKV(key string) (KV, bool) {
-	v := tx.btx.Bucket(bucketKV).Get([]byte(key))
+// GetRecord returns the record of key. A stored record too short to hold
+// its indexes is reported as an error (ErrCorrupt), never a panic.
+func (tx *Tx) GetRecord(key string) (Record, bool, error) {
+	v := tx.btx.Bucket(bucketRecords).Get([]byte(key))
 	if v == nil {
-		return KV{}, false
+		return Record{}, false, nil
 	}
-	kv, err := decodeKV(key, v)
-	if err != nil {
-		panic(fmt.Sprintf("engine: corrupt record %q: %v", key, err))
-	}
-	return kv, true
+	r, err := decodeRecord(key, v, true)
+	return r, err == nil, err
 }
 
-// PutKV stores kv as given except its indexes: ModifyIndex becomes
+// PutRecord stores r as given except its indexes: ModifyIndex becomes
 // tx.Index(), CreateIndex stays the existing record's (tx.Index() when the
-// key is new). It returns the record as stored. Flags, LockIndex and
-// Session are the caller's business.
-func (tx *Tx) PutKV(kv KV) KV {
+// key is new). It returns the record as stored; its Data is still the
+// caller's. Flags and Data are the caller's business.
+func (tx *Tx) PutRecord(r Record) Record {
 	tx.mustWrite()
-	k := []byte(kv.Key)
-	b := tx.btx.Bucket(bucketKV)
-	kv.CreateIndex = tx.index
-	if old := b.Get(k); old != nil {
-		kv.CreateIndex = getU64(old[8:16])
+	k := []byte(r.Key)
+	b := tx.btx.Bucket(bucketRecords)
+	r.CreateIndex = tx.index
+	if old := b.Get(k); len(old) >= recordHeader {
+		r.CreateIndex = getU64(old[8:16])
 	}
-	kv.ModifyIndex = tx.index
-	kv.Value = bytes.Clone(kv.Value)
-	tx.put(bucketKV, k, encodeKV(kv))
+	r.ModifyIndex = tx.index
+	tx.put(bucketRecords, k, encodeRecord(r))
 	if tx.btx.Bucket(bucketTomb).Get(k) != nil {
 		tx.del(bucketTomb, k)
 	}
-	tx.kvChanged(kv.Key)
-	return kv
+	tx.recordChanged(r.Key)
+	return r
 }
 
-// DeleteKV deletes key and records a tombstone at tx.Index() so that
+// DeleteRecord deletes key and records a tombstone at tx.Index() so that
 // KeysIndex of its prefixes moves forward. Deleting a missing key changes
 // nothing and returns false.
-func (tx *Tx) DeleteKV(key string) bool {
+func (tx *Tx) DeleteRecord(key string) bool {
 	k := []byte(key)
-	b := tx.btx.Bucket(bucketKV)
+	b := tx.btx.Bucket(bucketRecords)
 	if b.Get(k) == nil {
 		return false
 	}
 	tx.mustWrite()
-	tx.del(bucketKV, k)
+	tx.del(bucketRecords, k)
 	tx.put(bucketTomb, k, tombstone(tx.index, tx.now))
-	tx.kvChanged(key)
+	tx.recordChanged(key)
 	return true
 }
 
-func (tx *Tx) kvChanged(key string) {
+func (tx *Tx) recordChanged(key string) {
 	tx.changed = true
 	tx.touched = append(tx.touched, kvSpace+key)
 	*tx.kvIndex = tx.index
 }
 
-// ListKV returns the records whose key starts with prefix and is strictly
-// greater than after, in ascending key order, at most limit of them
-// (limit <= 0: all).
-func (tx *Tx) ListKV(prefix, after string, limit int) []KV {
-	var out []KV
-	c := tx.btx.Bucket(bucketKV).Cursor()
+// ListRecords returns the records whose key starts with prefix and is
+// strictly greater than after, in ascending key order, at most limit of
+// them (limit <= 0: all).
+func (tx *Tx) ListRecords(prefix, after string, limit int) ([]Record, error) {
+	var out []Record
 	start := prefix
 	if after >= prefix {
 		start = after + "\x00"
 	}
-	for k, v := c.Seek([]byte(start)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
+	err := tx.scan(prefix, start, true, func(r Record) bool {
 		if limit > 0 && len(out) >= limit {
-			break
+			return false
 		}
-		kv, err := decodeKV(string(k), v)
-		if err != nil {
-			panic(fmt.Sprintf("engine: corrupt record %q: %v", k, err))
-		}
-		out = append(out, kv)
-	}
-	return out
+		out = append(out, r)
+		return true
+	})
+	return out, err
 }
 
-// KeysIndex is Consul's X-Consul-Index for a list of prefix or a read of a
-// missing key: the greatest ModifyIndex or tombstone index under prefix;
-// for the empty prefix, the last index that changed any KV record. Never
-// less than 1.
+// ScanRecords calls fn with the records whose key starts with prefix, in
+// ascending key order from the first key >= start, until fn returns false.
+// fn decides how many records are read; it may skip whole subtrees of the
+// key space by returning false and scanning again past them. The Data fn
+// gets is valid only during the call (it is bbolt's memory): a caller that
+// keeps it copies it.
+func (tx *Tx) ScanRecords(prefix, start string, fn func(r Record) bool) error {
+	return tx.scan(prefix, max(start, prefix), false, fn)
+}
+
+// CountRecords counts the records whose key starts with prefix, stopping
+// at limit; it reports whether it stopped there (the count is then a lower
+// bound). Nothing is decoded.
+func (tx *Tx) CountRecords(prefix string, limit int) (n int, more bool) {
+	return keyrange.Count(tx.btx.Bucket(bucketRecords).Cursor(), []byte(prefix), limit)
+}
+
+func (tx *Tx) scan(prefix, start string, copyData bool, fn func(r Record) bool) error {
+	c := tx.btx.Bucket(bucketRecords).Cursor()
+	for k, v := c.Seek([]byte(start)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
+		r, err := decodeRecord(string(k), v, copyData)
+		if err != nil {
+			return err
+		}
+		if !fn(r) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// KeysIndex is the index of a prefix of the records: the greatest
+// ModifyIndex or tombstone index under prefix; for the empty prefix, the
+// last index that changed any record. Never less than 1, never backwards
+// (Consul's X-Consul-Index of a list, or of a read of a missing key).
 func (tx *Tx) KeysIndex(prefix string) uint64 {
 	var top uint64
 	if prefix == "" {
@@ -178,9 +206,11 @@ func (tx *Tx) KeysIndex(prefix string) uint64 {
 		}
 	} else {
 		p := []byte(prefix)
-		c := tx.btx.Bucket(bucketKV).Cursor()
+		c := tx.btx.Bucket(bucketRecords).Cursor()
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			top = max(top, getU64(v[16:24]))
+			if len(v) >= recordHeader {
+				top = max(top, getU64(v[16:24]))
+			}
 		}
 		c = tx.btx.Bucket(bucketTomb).Cursor()
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
@@ -196,7 +226,7 @@ func (tx *Tx) KeysIndex(prefix string) uint64 {
 // Bucket returns the raw bucket name of another layer (sessions, S3
 // metadata), creating it inside Update. Obtaining it inside Update counts
 // as a write: the Update consumes an index only if it also calls Touch,
-// PutKV or DeleteKV, but if its fn then fails, the whole batch is retried
+// PutRecord or DeleteRecord, but if its fn then fails, the whole batch is retried
 // without it. Inside View it returns nil when the bucket does not exist.
 // Use ReadBucket for reads inside Update.
 func (tx *Tx) Bucket(name string) *Bucket {
@@ -325,42 +355,38 @@ func (c *Cursor) Delete() error {
 	return nil
 }
 
-// Record layout: flags, create, modify, lock (8 bytes each, big endian),
-// uvarint session length, session, value.
-func encodeKV(kv KV) []byte {
-	b := make([]byte, 32, 32+binary.MaxVarintLen64+len(kv.Session)+len(kv.Value))
-	binary.BigEndian.PutUint64(b[0:], kv.Flags)
-	binary.BigEndian.PutUint64(b[8:], kv.CreateIndex)
-	binary.BigEndian.PutUint64(b[16:], kv.ModifyIndex)
-	binary.BigEndian.PutUint64(b[24:], kv.LockIndex)
-	b = binary.AppendUvarint(b, uint64(len(kv.Session)))
-	b = append(b, kv.Session...)
-	return append(b, kv.Value...)
+// recordHeader is the length of a record's header: flags, create,
+// modify, 8 bytes each, big endian. Data follows.
+const recordHeader = 24
+
+func encodeRecord(r Record) []byte {
+	b := make([]byte, recordHeader, recordHeader+len(r.Data))
+	binary.BigEndian.PutUint64(b[0:], r.Flags)
+	binary.BigEndian.PutUint64(b[8:], r.CreateIndex)
+	binary.BigEndian.PutUint64(b[16:], r.ModifyIndex)
+	return append(b, r.Data...)
 }
 
-var errCorrupt = errors.New("bad record")
+// ErrCorrupt is returned when a stored record cannot be read.
+var ErrCorrupt = errors.New("engine: corrupt record")
 
-func decodeKV(key string, b []byte) (KV, error) {
-	if len(b) < 33 {
-		return KV{}, errCorrupt
+// decodeRecord reads a stored record; copyData false leaves Data in
+// bbolt's memory (valid only inside the transaction).
+func decodeRecord(key string, b []byte, copyData bool) (Record, error) {
+	if len(b) < recordHeader {
+		return Record{}, fmt.Errorf("%w %q: %d bytes", ErrCorrupt, key, len(b))
 	}
-	kv := KV{
+	r := Record{
 		Key:         key,
 		Flags:       getU64(b[0:8]),
 		CreateIndex: getU64(b[8:16]),
 		ModifyIndex: getU64(b[16:24]),
-		LockIndex:   getU64(b[24:32]),
+		Data:        b[recordHeader:],
 	}
-	n, w := binary.Uvarint(b[32:])
-	if w <= 0 || uint64(len(b)-32-w) < n {
-		return KV{}, errCorrupt
+	if copyData {
+		r.Data = bytes.Clone(r.Data)
 	}
-	rest := b[32+w:]
-	kv.Session = string(rest[:n])
-	if v := rest[n:]; len(v) > 0 {
-		kv.Value = bytes.Clone(v)
-	}
-	return kv, nil
+	return r, nil
 }
 
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

@@ -11,10 +11,10 @@ import (
 // whose index is older than the ring returns at once (callers re-check).
 const ringSize = 4096
 
-// Watch keys live in two spaces that never match each other: KV keys
-// (PutKV, DeleteKV), watched with Wait, and the names layers Touch for
-// their own records (S3 buckets and objects, sessions, uploads), watched
-// with WaitTouched. So a waiter on the whole KV root (prefix "") is not
+// Watch keys live in two spaces that never match each other: record keys
+// (PutRecord, DeleteRecord), watched with Wait, and the names layers Touch
+// for their own records (S3 buckets and objects, sessions, uploads),
+// watched with WaitTouched. So a waiter on the whole record root (prefix "") is not
 // woken by an S3 PUT or a session renewal, whatever the name's spelling.
 // The registry stores every key and prefix with its space's letter first.
 const (
@@ -162,7 +162,7 @@ func (w *watchers) close() {
 }
 
 // Wait blocks until a commit with an index greater than after has written
-// or deleted a KV key starting with prefix, or ctx ends (ctx's error), or
+// or deleted a record whose key starts with prefix, or ctx ends (ctx's error), or
 // the engine closes (ErrClosed) or fails (its Err). Names given to
 // Tx.Touch never match: wait for those with WaitTouched.
 //
@@ -177,7 +177,7 @@ func (e *Engine) Wait(ctx context.Context, prefix string, after uint64) error {
 
 // WaitTouched is Wait for the names given to Tx.Touch: it returns once a
 // commit with an index greater than after has touched a name starting
-// with prefix. KV writes never match.
+// with prefix. Record writes never match.
 func (e *Engine) WaitTouched(ctx context.Context, prefix string, after uint64) error {
 	return e.wait(ctx, touchSpace+prefix, after)
 }

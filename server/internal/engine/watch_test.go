@@ -32,16 +32,7 @@ func TestWaitWakesOnlyTouchedPrefix(t *testing.T) {
 			woke <- "busy/"
 		}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for n := 0; n != 1001; {
-		e.watch.mu.Lock()
-		n = len(e.watch.byPfx)
-		e.watch.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d waiters registered", n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	awaitWaiters(t, e, 1001)
 	put(t, e, "busy/x", "v")
 	if got := <-woke; got != "busy/" {
 		t.Fatalf("woke %q", got)
@@ -72,7 +63,7 @@ func BenchmarkUpdateWithIdleWaiters(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				e.Update(ctx, func(tx *Tx) error {
-					tx.PutKV(KV{Key: fmt.Sprintf("busy/%d", i)})
+					tx.PutRecord(Record{Key: fmt.Sprintf("busy/%d", i)})
 					return nil
 				})
 			}
@@ -132,7 +123,7 @@ func TestWaitLosesNoWakeups(t *testing.T) {
 	go func() {
 		for i := range rounds {
 			e.Update(t.Context(), func(tx *Tx) error {
-				tx.PutKV(KV{Key: "w/k", Value: fmt.Appendf(nil, "%d", i)})
+				tx.PutRecord(Record{Key: "w/k", Data: fmt.Appendf(nil, "%d", i)})
 				return nil
 			})
 		}
@@ -141,7 +132,7 @@ func TestWaitLosesNoWakeups(t *testing.T) {
 		var seen, mod uint64
 		e.View(func(tx *Tx) error {
 			seen = tx.Index()
-			kv, _ := tx.GetKV("w/k")
+			kv, _ := getRec(tx, "w/k")
 			mod = kv.ModifyIndex
 			return nil
 		})

@@ -1,7 +1,6 @@
-package consulapi
+package consulmodel
 
 import (
-	"bytes"
 	"encoding/json"
 	"time"
 
@@ -25,13 +24,14 @@ type SessionInfo struct {
 	Held     []string `json:"held"`
 	HeldMore bool     `json:"held_more,omitempty"`
 	// ExpiresIn is how long until a TTL session is invalidated unless
-	// renewed; set by the console from Handler.SessionExpiry (0: no timer).
+	// renewed; set by the console from Model.SessionExpiry (0: no timer).
 	ExpiresIn time.Duration `json:"expires_in_ns,omitempty"`
 }
 
 // ConsoleSessions returns at most limit sessions with an id greater than
 // after, in id order, each with at most heldLimit of the keys it holds,
-// and whether more sessions follow.
+// and whether more sessions follow. A session that cannot be decoded is
+// skipped: the console shows what it can.
 func ConsoleSessions(tx *engine.Tx, after string, limit, heldLimit int) (_ []SessionInfo, more bool) {
 	b := tx.ReadBucket(bucketSessions)
 	if b == nil {
@@ -46,7 +46,7 @@ func ConsoleSessions(tx *engine.Tx, after string, limit, heldLimit int) (_ []Ses
 		if len(out) >= limit {
 			return out, true
 		}
-		var s sessionEntry
+		var s Session
 		if json.Unmarshal(v, &s) != nil {
 			continue
 		}
@@ -55,46 +55,24 @@ func ConsoleSessions(tx *engine.Tx, after string, limit, heldLimit int) (_ []Ses
 	return out, false
 }
 
-// ConsoleSession returns one session, or false when there is none.
+// ConsoleSession returns one session, or false when there is none (or it
+// cannot be decoded).
 func ConsoleSession(tx *engine.Tx, id string, heldLimit int) (SessionInfo, bool) {
-	s, ok := loadSessionLenient(tx, id)
-	if !ok {
+	s, ok, err := LoadSession(tx, id)
+	if !ok || err != nil {
 		return SessionInfo{}, false
 	}
 	return sessionInfo(tx, s, heldLimit), true
 }
 
-func loadSessionLenient(tx *engine.Tx, id string) (*sessionEntry, bool) {
-	b := tx.ReadBucket(bucketSessions)
-	if b == nil || id == "" {
-		return nil, false
-	}
-	v := b.Get([]byte(id))
-	var s sessionEntry
-	if v == nil || json.Unmarshal(v, &s) != nil {
-		return nil, false
-	}
-	return &s, true
-}
-
-func sessionInfo(tx *engine.Tx, s *sessionEntry, heldLimit int) SessionInfo {
+func sessionInfo(tx *engine.Tx, s *Session, heldLimit int) SessionInfo {
 	ttl, _ := time.ParseDuration(s.TTL)
 	info := SessionInfo{
 		ID: s.ID, Name: s.Name, Node: s.Node, Behavior: s.Behavior,
 		TTL: ttl, LockDelay: time.Duration(s.LockDelay),
 		CreateIndex: s.CreateIndex, ModifyIndex: s.ModifyIndex,
 	}
-	if hb := tx.ReadBucket(bucketHeld); hb != nil {
-		p := []byte(s.ID + "\x00")
-		c := hb.Cursor()
-		for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
-			if len(info.Held) >= heldLimit {
-				info.HeldMore = true
-				break
-			}
-			info.Held = append(info.Held, string(k[len(p):]))
-		}
-	}
+	info.Held, info.HeldMore = heldKeys(tx, s.ID, max(heldLimit, 0))
 	return info
 }
 

@@ -1,4 +1,4 @@
-package consulapi
+package consulmodel
 
 import (
 	"context"
@@ -10,9 +10,12 @@ import (
 
 // Session timing constants (Consul's).
 const (
-	defaultLockDelay = 15 * time.Second
+	// DefaultLockDelay is a session's lock-delay when its create request
+	// names none.
+	DefaultLockDelay = 15 * time.Second
 	maxLockDelay     = 60 * time.Second
-	maxSessionTTL    = 24 * time.Hour
+	// MaxSessionTTL is the longest session TTL (Consul's).
+	MaxSessionTTL = 24 * time.Hour
 )
 
 // sessions keeps what Consul keeps in memory on the leader: one TTL timer
@@ -20,7 +23,7 @@ const (
 // on a Consul leader change: timers restart at full length (TTL×2) for
 // every stored session when the server starts, and lock-delays are gone.
 type sessions struct {
-	h *Handler
+	m *Model
 
 	mu     sync.Mutex
 	closed bool
@@ -40,16 +43,17 @@ type ttlTimer struct {
 	deadline time.Time // when t fires
 }
 
-func newSessions(h *Handler) *sessions {
-	return &sessions{h: h, timers: map[string]*ttlTimer{}, delays: map[string]time.Time{}}
+func newSessions(m *Model) *sessions {
+	return &sessions{m: m, timers: map[string]*ttlTimer{}, delays: map[string]time.Time{}}
 }
 
 // start arms a timer for every stored TTL session.
 func (s *sessions) start() error {
-	var all []*sessionEntry
-	if err := s.h.e.View(func(tx *engine.Tx) error {
-		all = listSessions(tx)
-		return nil
+	var all []*Session
+	if err := s.m.e.View(func(tx *engine.Tx) error {
+		var err error
+		all, err = ListSessions(tx)
+		return err
 	}); err != nil {
 		return err
 	}
@@ -62,7 +66,7 @@ func (s *sessions) start() error {
 // arm (re)starts the TTL timer of se: invalidation at TTL×2 from now, as
 // Consul does on create, renew and leader change. Sessions without a TTL
 // have no timer.
-func (s *sessions) arm(se *sessionEntry) {
+func (s *sessions) arm(se *Session) {
 	ttl, _ := time.ParseDuration(se.TTL)
 	if ttl <= 0 {
 		return
@@ -116,20 +120,20 @@ func (s *sessions) expire(id string, gen uint64) {
 		err = fail(id) // test hook: a commit that failed
 	}
 	if err == nil {
-		err = s.h.invalidate(ctx, id)
+		err = s.m.invalidate(ctx, id)
 	}
 	if err != nil {
 		// The session and its locks live on; so must the timer, or the
 		// session would never expire.
-		s.h.log.Warn("consulapi: session TTL invalidation failed; retrying", "session", id, "retry_in", expiryRetry, "err", err)
+		s.m.log.Warn("consulmodel: session TTL invalidation failed; retrying", "session", id, "retry_in", ExpiryRetry, "err", err)
 		s.rearm(id)
 		return
 	}
-	s.h.log.Debug("consulapi: session expired", "session", id)
+	s.m.log.Debug("consulmodel: session expired", "session", id)
 }
 
-// expiryRetry is the pause before retrying a TTL invalidation that failed.
-const expiryRetry = time.Second
+// ExpiryRetry is the pause before retrying a TTL invalidation that failed.
+const ExpiryRetry = time.Second
 
 // rearm schedules another expiry of id after a failed one, unless a renew
 // armed a fresh timer meanwhile or the handler is closing.
@@ -141,8 +145,8 @@ func (s *sessions) rearm(id string) {
 	}
 	tt := &ttlTimer{gen: 1}
 	s.timers[id] = tt
-	tt.t = time.AfterFunc(expiryRetry, func() { s.expire(id, 1) })
-	tt.deadline = time.Now().Add(expiryRetry)
+	tt.t = time.AfterFunc(ExpiryRetry, func() { s.expire(id, 1) })
+	tt.deadline = time.Now().Add(ExpiryRetry)
 }
 
 // setLockDelay starts the lock-delay of key: until now+d.
@@ -151,7 +155,7 @@ func (s *sessions) setLockDelay(key string, d time.Duration) {
 		return
 	}
 	d = min(d, maxLockDelay)
-	now := s.h.now()
+	now := s.m.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.delays) >= 1024 {
@@ -172,7 +176,7 @@ func (s *sessions) lockDelayed(key string) bool {
 	if !ok {
 		return false
 	}
-	if !until.After(s.h.now()) {
+	if !until.After(s.m.now()) {
 		delete(s.delays, key)
 		return false
 	}
@@ -196,40 +200,95 @@ func (s *sessions) close() {
 // every key the session holds, each write bumping the key's ModifyIndex;
 // then each such key gets the session's lock-delay (capped at 60s).
 // Invalidating a missing session does nothing.
-func (h *Handler) invalidate(ctx context.Context, id string) error {
-	_, err := h.e.Update(ctx, func(tx *engine.Tx) error {
-		if se, ok := loadSession(tx, id); ok {
-			h.invalidateTx(tx, se)
+func (m *Model) invalidate(ctx context.Context, id string) error {
+	_, err := m.e.Update(ctx, func(tx *engine.Tx) error {
+		se, ok, err := LoadSession(tx, id)
+		if err != nil || !ok {
+			return err
 		}
-		return nil
+		return m.invalidateTx(tx, se)
 	})
 	if err != nil {
 		return err // the session lives on, and so does its timer
 	}
-	h.sess.disarm(id)
+	m.sess.disarm(id)
 	return nil
 }
 
 // invalidateTx is invalidate inside tx, for a session that exists; the
 // caller disarms its timer once tx has committed.
-func (h *Handler) invalidateTx(tx *engine.Tx, se *sessionEntry) {
+func (m *Model) invalidateTx(tx *engine.Tx, se *Session) error {
 	id := se.ID
-	deleteSession(tx, id)
-	for _, key := range heldKeys(tx, id) {
-		unindexHeld(tx, id, key)
-		kv, ok := tx.GetKV(key)
+	if err := deleteSession(tx, id); err != nil {
+		return err
+	}
+	keys, _ := heldKeys(tx, id, -1)
+	for _, key := range keys {
+		if err := setHeld(tx, id, key, false); err != nil {
+			return err
+		}
+		kv, ok, err := Get(tx, key)
+		if err != nil {
+			return err
+		}
 		if !ok || kv.Session != id {
 			continue
 		}
-		if se.Behavior == behaviorDelete {
-			tx.DeleteKV(key)
+		if se.Behavior == BehaviorDelete {
+			tx.DeleteRecord(key)
 		} else {
 			kv.Session = ""
-			tx.PutKV(kv)
+			Put(tx, kv)
 		}
 		// Set inside the transaction so that no acquire can slip in
 		// between the commit and the delay; setting it again when the
 		// engine re-runs fn is harmless.
-		h.sess.setLockDelay(key, time.Duration(se.LockDelay))
+		m.sess.setLockDelay(key, time.Duration(se.LockDelay))
 	}
+	return nil
+}
+
+// CreateSession stores se (its ID set, its fields validated by the
+// caller) if Consul's session rules allow it (its node registered, every
+// check it names present and not critical: Rejected otherwise) and fewer
+// than Options.MaxSessions exist (TooMany otherwise), then arms its TTL
+// timer.
+func (m *Model) CreateSession(ctx context.Context, se *Session) error {
+	if _, err := m.e.Update(ctx, func(tx *engine.Tx) error {
+		if err := m.sessionChecksOK(tx, se); err != nil {
+			return err
+		}
+		// Counted in the write transaction, so concurrent creates cannot
+		// overshoot; the walk stops at the limit.
+		if n, _ := SessionCount(tx, m.opts.MaxSessions); n >= m.opts.MaxSessions {
+			return errorf(TooMany, "Too many sessions (limit %d)", m.opts.MaxSessions)
+		}
+		return saveSession(tx, se)
+	}); err != nil {
+		return err
+	}
+	m.sess.arm(se)
+	return nil
+}
+
+// DestroySession invalidates session id now (see invalidate); a missing
+// session is no error.
+func (m *Model) DestroySession(ctx context.Context, id string) error { return m.invalidate(ctx, id) }
+
+// RenewSession restarts the TTL timer of session id and returns it
+// (NotFound when there is none).
+func (m *Model) RenewSession(id string) (*Session, error) {
+	var se *Session
+	if err := m.e.View(func(tx *engine.Tx) error {
+		var err error
+		se, _, err = LoadSession(tx, id)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if se == nil {
+		return nil, errorf(NotFound, "Session id '%s' not found", id)
+	}
+	m.sess.arm(se)
+	return se, nil
 }
