@@ -1,29 +1,33 @@
-package publish_test
+// Package publishserver runs publish's suite (publish/publishtest) on
+// latchkey's own server, in-process, through both of its APIs: a test
+// that needs the server lives here, above the library, so that the
+// library's packages and their tests do not import it.
+package publishserver
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/latchkey/latchkey/internal/testutil"
+	"github.com/latchkey/latchkey/publish/publishtest"
 	"github.com/latchkey/latchkey/server/servertest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/consulstore"
 	"github.com/latchkey/latchkey/store/s3store"
 )
 
-// serverBackends are latchkey's own server, started in-process for each
-// store, reached over HTTP through the Consul KV API (consulstore) and
-// the S3 API (s3store, which streams).
-func serverBackends() map[string]func(tb testing.TB) store.Store {
+// backends are latchkey's own server, started in-process for each store,
+// reached over HTTP through the Consul KV API (consulstore) and the S3
+// API (s3store, which streams).
+func backends() map[string]func(tb testing.TB) store.Store {
 	return map[string]func(tb testing.TB) store.Store{
 		"server-consul": func(tb testing.TB) store.Store {
 			srv := servertest.Start(tb, nil)
-			s, err := consulstore.Open(context.Background(), &consulstore.Options{Address: srv.Addr, Prefix: randomName("publish-")})
+			s, err := consulstore.Open(context.Background(), &consulstore.Options{Address: srv.Addr, Prefix: testutil.RandomName("publish-")})
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -34,7 +38,7 @@ func serverBackends() map[string]func(tb testing.TB) store.Store {
 			srv := servertest.Start(tb, nil)
 			opts := &s3store.Options{Endpoint: srv.URL, Region: "us-east-1",
 				Credentials: credentials.NewStaticCredentialsProvider(srv.AccessKey, srv.SecretKey, "")}
-			bucket := randomName("publish-")
+			bucket := testutil.RandomName("publish-")
 			boot, err := s3store.Open(context.Background(), "placeholder", "", opts)
 			if err != nil {
 				tb.Fatal(err)
@@ -53,8 +57,18 @@ func serverBackends() map[string]func(tb testing.TB) store.Store {
 	}
 }
 
-func randomName(prefix string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
+// TestSuite runs publishtest on each of the server's APIs.
+func TestSuite(t *testing.T) {
+	for name, open := range backends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			publishtest.Run(t, publishtest.Harness{New: open})
+		})
+	}
+}
+
+// BenchmarkPublish100x1MiB is publishtest.Bench through the server's S3
+// API (Consul KV values stop at 512 KiB).
+func BenchmarkPublish100x1MiB(b *testing.B) {
+	publishtest.Bench(b, publishtest.Harness{New: backends()["server-s3"]})
 }
