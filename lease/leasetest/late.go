@@ -212,12 +212,7 @@ func testLateCreateAfterDelete(t *testing.T, e *env) {
 				t.Fatalf("a, with its create in flight: %v, want ErrLostRace", err)
 			}
 			k := &tokens{e: &e, s: s, res: "resources/" + e.key}
-			b := mustAcquire(t, e.locker(t, s, e.opts("b")))
-			k.held(t, "b", b)
-			if err := b.Release(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			deleteRecord(t, &e, s)
+			k.heldThenDeleted(t)
 			late.land(t, 0)
 			k.drain(t, map[string]*lease.Locker{"a": a}, "a")
 		}()
@@ -243,17 +238,23 @@ func testLateCreatesCrossing(t *testing.T, e *env) {
 				}
 			}
 			k := &tokens{e: &e, s: s, res: "resources/" + e.key}
-			b := mustAcquire(t, e.locker(t, s, e.opts("b")))
-			k.held(t, "b", b)
-			if err := b.Release(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			deleteRecord(t, &e, s)
+			k.heldThenDeleted(t)
 			late.land(t, 1)
 			late.land(t, 0)
 			k.drain(t, map[string]*lease.Locker{"a": a, "c": c}, "c", "a")
 		}()
 	}
+}
+
+// heldThenDeleted has b acquire the lease, write the resource and
+// release, then deletes the record by hand, as an operator would.
+func (k *tokens) heldThenDeleted(t *testing.T) {
+	b := mustAcquire(t, k.e.locker(t, k.s, k.e.opts("b")))
+	k.held(t, "b", b)
+	if err := b.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	deleteRecord(t, k.e, k.s)
 }
 
 // testFirstAcquirersRace: contenders that all find the record absent on
@@ -267,21 +268,15 @@ func testFirstAcquirersRace(t *testing.T, e *env) {
 			t.Logf("store %s", name)
 			key := "locks/first-" + fmt.Sprint(len(name))
 			bg := &barrierGets{Store: s, key: key, n: n, all: make(chan struct{})}
-			var wg sync.WaitGroup
-			leases := make([]*lease.Lease, n)
-			errs := make([]error, n)
-			for i := range n {
+			lks := make([]*lease.Locker, n)
+			for i := range lks {
 				lk, err := lease.NewLocker(withTxnOf(bg, s), key, e.opts(fmt.Sprint("racer-", i)))
 				if err != nil {
 					t.Fatal(err)
 				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					leases[i], errs[i] = lk.TryAcquire(t.Context())
-				}()
+				lks[i] = lk
 			}
-			wg.Wait()
+			leases, errs := tryAcquireAll(t, lks...)
 			won := 0
 			for i, l := range leases {
 				switch {
@@ -327,4 +322,16 @@ type txnWrap struct {
 
 func (w txnWrap) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, error) {
 	return w.tx.Txn(ctx, ops)
+}
+
+// tryAcquireAll calls TryAcquire on every Locker at once (a Locker may be
+// given twice) and returns what each call got.
+func tryAcquireAll(t *testing.T, lks ...*lease.Locker) ([]*lease.Lease, []error) {
+	var wg sync.WaitGroup
+	leases, errs := make([]*lease.Lease, len(lks)), make([]error, len(lks))
+	for i, lk := range lks {
+		wg.Go(func() { leases[i], errs[i] = lk.TryAcquire(t.Context()) })
+	}
+	wg.Wait()
+	return leases, errs
 }

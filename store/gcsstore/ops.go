@@ -284,14 +284,8 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
 	}
-	var o store.ListOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := opts.Bounded(maxListPage, maxListPage)
 	limit := o.Limit
-	if limit <= 0 || limit > maxListPage {
-		limit = maxListPage
-	}
 	q := url.Values{
 		"prefix":      {s.prefix + prefix},
 		"maxResults":  {strconv.Itoa(limit + 1)},
