@@ -95,15 +95,25 @@ func (s *Store) putBytes(ctx context.Context, key string, value []byte, cond sto
 	}
 	nonce := newNonce()
 	bb := s.write.NewBlockBlobClient(s.blob(key))
-	send := func() (store.Version, resolve.Failure, error) {
+	return s.sendPut(ctx, key, nonce, kind, cond, func() (*azcore.ETag, error) {
 		out, err := bb.Upload(ctx, nopCloser{bytes.NewReader(value)}, &blockblob.UploadOptions{
 			AccessConditions: ac,
 			Metadata:         map[string]*string{metaNonce: &nonce},
 		})
+		return out.ETag, err
+	})
+}
+
+// sendPut sends a write of key carrying nonce, whose outcome the resolver
+// settles when it is unknown: do makes the request (Put Blob or Put Block
+// List) and returns the new ETag.
+func (s *Store) sendPut(ctx context.Context, key, nonce string, kind resolve.OpKind, cond store.Condition, do func() (*azcore.ETag, error)) (store.Version, error) {
+	send := func() (store.Version, resolve.Failure, error) {
+		etag, err := do()
 		if err != nil {
 			return "", classify(kind, err), err
 		}
-		return quoteETag(out.ETag), resolve.Failure{}, nil
+		return quoteETag(etag), resolve.Failure{}, nil
 	}
 	_, ifMatch := cond.Match()
 	return s.res.SendPut(ctx, key, nonce, ifMatch, send)
