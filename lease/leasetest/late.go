@@ -200,49 +200,49 @@ func deleteRecord(t *testing.T, e *env, s store.Store) {
 // b's, so the resource accepts its writes and refuses none of the
 // rightful holders'.
 func testLateCreateAfterDelete(t *testing.T, e *env) {
-	for name, s := range variants(e.s) {
-		func() {
-			t.Logf("store %s", name)
-			e := *e
-			e.s = s
-			e.key = "locks/late-" + fmt.Sprint(len(name))
-			late := &lateStore{Store: s, key: e.key, armed: 1}
-			a := e.locker(t, late, e.opts("a"))
-			if _, err := a.TryAcquire(t.Context()); !errors.Is(err, lease.ErrLostRace) {
-				t.Fatalf("a, with its create in flight: %v, want ErrLostRace", err)
-			}
-			k := &tokens{e: &e, s: s, res: "resources/" + e.key}
-			k.heldThenDeleted(t)
-			late.land(t, 0)
-			k.drain(t, map[string]*lease.Locker{"a": a}, "a")
-		}()
-	}
+	e.inVariants(t, "locks/late-", func(e *env) {
+		late := &lateStore{Store: e.s, key: e.key, armed: 1}
+		a := e.locker(t, late, e.opts("a"))
+		if _, err := a.TryAcquire(t.Context()); !errors.Is(err, lease.ErrLostRace) {
+			t.Fatalf("a, with its create in flight: %v, want ErrLostRace", err)
+		}
+		k := &tokens{e: e, s: e.s, res: "resources/" + e.key}
+		k.heldThenDeleted(t)
+		late.land(t, 0)
+		k.drain(t, map[string]*lease.Locker{"a": a}, "a")
+	})
 }
 
 // testLateCreatesCrossing: a's and c's creates are both in flight while
 // b comes and goes and the record is deleted; they land in the opposite
 // order to the one they were sent in.
 func testLateCreatesCrossing(t *testing.T, e *env) {
-	for name, s := range variants(e.s) {
-		func() {
-			t.Logf("store %s", name)
-			e := *e
-			e.s = s
-			e.key = "locks/crossing-" + fmt.Sprint(len(name))
-			late := &lateStore{Store: s, key: e.key, armed: 2}
-			a := e.locker(t, late, e.opts("a"))
-			c := e.locker(t, late, e.opts("c"))
-			for _, lk := range []*lease.Locker{a, c} {
-				if _, err := lk.TryAcquire(t.Context()); !errors.Is(err, lease.ErrLostRace) {
-					t.Fatalf("with its create in flight: %v, want ErrLostRace", err)
-				}
+	e.inVariants(t, "locks/crossing-", func(e *env) {
+		late := &lateStore{Store: e.s, key: e.key, armed: 2}
+		a := e.locker(t, late, e.opts("a"))
+		c := e.locker(t, late, e.opts("c"))
+		for _, lk := range []*lease.Locker{a, c} {
+			if _, err := lk.TryAcquire(t.Context()); !errors.Is(err, lease.ErrLostRace) {
+				t.Fatalf("with its create in flight: %v, want ErrLostRace", err)
 			}
-			k := &tokens{e: &e, s: s, res: "resources/" + e.key}
-			k.heldThenDeleted(t)
-			late.land(t, 1)
-			late.land(t, 0)
-			k.drain(t, map[string]*lease.Locker{"a": a, "c": c}, "c", "a")
-		}()
+		}
+		k := &tokens{e: e, s: e.s, res: "resources/" + e.key}
+		k.heldThenDeleted(t)
+		late.land(t, 1)
+		late.land(t, 0)
+		k.drain(t, map[string]*lease.Locker{"a": a, "c": c}, "c", "a")
+	})
+}
+
+// inVariants runs fn once on each variant of the store (variants), with
+// an env of its own whose key is base followed by the variant's number.
+func (e *env) inVariants(t *testing.T, base string, fn func(e *env)) {
+	for name, s := range variants(e.s) {
+		t.Logf("store %s", name)
+		v := *e
+		v.s = s
+		v.key = base + fmt.Sprint(len(name))
+		fn(&v)
 	}
 }
 
@@ -263,45 +263,42 @@ func (k *tokens) heldThenDeleted(t *testing.T) {
 // record was deleted by hand.
 func testFirstAcquirersRace(t *testing.T, e *env) {
 	const n = 8
-	for name, s := range variants(e.s) {
-		func() {
-			t.Logf("store %s", name)
-			key := "locks/first-" + fmt.Sprint(len(name))
-			bg := &barrierGets{Store: s, key: key, n: n, all: make(chan struct{})}
-			lks := make([]*lease.Locker, n)
-			for i := range lks {
-				lk, err := lease.NewLocker(withTxnOf(bg, s), key, e.opts(fmt.Sprint("racer-", i)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				lks[i] = lk
-			}
-			leases, errs := tryAcquireAll(t, lks...)
-			won := 0
-			for i, l := range leases {
-				switch {
-				case errs[i] == nil:
-					won++
-					if l.Token() != 1 || l.Recreated() {
-						t.Errorf("the winner: token %d, Recreated %v; want token 1 and not recreated", l.Token(), l.Recreated())
-					}
-				case !errors.Is(errs[i], lease.ErrLostRace):
-					t.Errorf("racer %d: %v, want the lease or ErrLostRace", i, errs[i])
-				}
-			}
-			if won != 1 {
-				t.Fatalf("%d racers won, want 1", won)
-			}
-			ent, err := s.Get(t.Context(), lease.EpochKey(key))
+	e.inVariants(t, "locks/first-", func(e *env) {
+		s, key := e.s, e.key
+		bg := &barrierGets{Store: s, key: key, n: n, all: make(chan struct{})}
+		lks := make([]*lease.Locker, n)
+		for i := range lks {
+			lk, err := lease.NewLocker(withTxnOf(bg, s), key, e.opts(fmt.Sprint("racer-", i)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			var counter struct{ Creations uint64 }
-			if err := json.Unmarshal(ent.Value, &counter); err != nil || counter.Creations != 1 {
-				t.Errorf("epoch counter %s (%v), want 1 creation", ent.Value, err)
+			lks[i] = lk
+		}
+		leases, errs := tryAcquireAll(t, lks...)
+		won := 0
+		for i, l := range leases {
+			switch {
+			case errs[i] == nil:
+				won++
+				if l.Token() != 1 || l.Recreated() {
+					t.Errorf("the winner: token %d, Recreated %v; want token 1 and not recreated", l.Token(), l.Recreated())
+				}
+			case !errors.Is(errs[i], lease.ErrLostRace):
+				t.Errorf("racer %d: %v, want the lease or ErrLostRace", i, errs[i])
 			}
-		}()
-	}
+		}
+		if won != 1 {
+			t.Fatalf("%d racers won, want 1", won)
+		}
+		ent, err := s.Get(t.Context(), lease.EpochKey(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var counter struct{ Creations uint64 }
+		if err := json.Unmarshal(ent.Value, &counter); err != nil || counter.Creations != 1 {
+			t.Errorf("epoch counter %s (%v), want 1 creation", ent.Value, err)
+		}
+	})
 }
 
 // withTxnOf gives the wrapper w the transactions of its inner store s,
