@@ -3,8 +3,6 @@ package azblobstore
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"strings"
@@ -20,12 +18,6 @@ import (
 // metaNonce is the metadata name (x-ms-meta-latchkeynonce) of the random
 // nonce every write carries, so an ambiguous outcome can be resolved.
 const metaNonce = "latchkeynonce"
-
-func newNonce() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // nonceIn finds the nonce in blob metadata; the SDK may change the case of
 // metadata names.
@@ -93,7 +85,7 @@ func (s *Store) putBytes(ctx context.Context, key string, value []byte, cond sto
 	if err != nil {
 		return "", err
 	}
-	nonce := newNonce()
+	nonce := resolve.NewNonce()
 	bb := s.write.NewBlockBlobClient(s.blob(key))
 	return s.sendPut(ctx, key, nonce, kind, cond, func() (*azcore.ETag, error) {
 		out, err := bb.Upload(ctx, nopCloser{bytes.NewReader(value)}, &blockblob.UploadOptions{

@@ -46,7 +46,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 	if err != nil {
 		return "", err
 	}
-	nonce := newNonce()
+	nonce := resolve.NewNonce()
 	stage := s.read.NewBlockBlobClient(s.blob(key))
 	var ids []string
 	for n > 0 {

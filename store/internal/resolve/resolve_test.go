@@ -414,3 +414,10 @@ func TestSendOnceThenResolve(t *testing.T) {
 		})
 	}
 }
+
+func TestNewNonceIsFreshHex(t *testing.T) {
+	a, b := NewNonce(), NewNonce()
+	if a == b || len(a) != 32 || strings.Trim(a, "0123456789abcdef") != "" {
+		t.Fatalf("NewNonce = %q, %q; want two different 32-digit hex strings", a, b)
+	}
+}
