@@ -186,11 +186,7 @@ func (s *Store) Close() error {
 // check runs store.Guard (store.GuardPrefix for a prefix) before every
 // operation.
 func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
-	guard := store.Guard
-	if isPrefix {
-		guard = store.GuardPrefix
-	}
-	return guard(ctx, s.closed.Load(), backend, op, key)
+	return store.GuardKeyOrPrefix(ctx, s.closed.Load(), backend, op, key, isPrefix)
 }
 
 // reqCtx bounds one request, all its attempts, by Options.RequestTimeout.
