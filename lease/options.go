@@ -154,16 +154,16 @@ func (o Options) check() error {
 	}
 	switch {
 	case o.TTL < MinTTL:
-		return bad("Options.TTL %v is shorter than the minimum %v", o.TTL, MinTTL)
+		return bad("TTL %v is shorter than the minimum %v", o.TTL, MinTTL)
 	case o.Margin >= o.TTL/2:
-		return bad("Options.Margin %v must be less than half the TTL %v", o.Margin, o.TTL)
+		return bad("Margin %v must be less than half the TTL %v", o.Margin, o.TTL)
 	case o.RenewInterval > (o.TTL-o.Margin)/2:
-		return bad("Options.RenewInterval %v must be at most (TTL−Margin)/2 = %v, so a failed renew can be retried before the lease is lost",
+		return bad("RenewInterval %v must be at most (TTL−Margin)/2 = %v, so a failed renew can be retried before the lease is lost",
 			o.RenewInterval, (o.TTL-o.Margin)/2)
 	case o.PollInterval > o.TTL:
-		return bad("Options.PollInterval %v must be at most the TTL %v", o.PollInterval, o.TTL)
+		return bad("PollInterval %v must be at most the TTL %v", o.PollInterval, o.TTL)
 	case math.IsNaN(o.PollBudget) || math.IsInf(o.PollBudget, 0):
-		return bad("Options.PollBudget %v must be a finite number of requests per second (zero means %v)", o.PollBudget, DefaultPollBudget)
+		return bad("PollBudget %v must be a finite number of requests per second (zero means %v)", o.PollBudget, DefaultPollBudget)
 	}
 	return nil
 }
