@@ -3,6 +3,7 @@ package lease_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,28 @@ func TestFilestoreRealTime(t *testing.T) {
 		New:      func(tb testing.TB) store.Store { return openFilestore(tb) },
 		RealTime: true,
 	})
+}
+
+// TestNewLockerRefusesNegativeOptions: a negative option is an error from
+// NewLocker naming the field (Options.NAME), as from every other function
+// of latchkey that takes options; zero means the default.
+func TestNewLockerRefusesNegativeOptions(t *testing.T) {
+	for name, o := range map[string]lease.Options{
+		"TTL":             {TTL: -time.Second},
+		"Margin":          {Margin: -time.Millisecond},
+		"RenewInterval":   {RenewInterval: -time.Millisecond},
+		"PollInterval":    {PollInterval: -time.Millisecond},
+		"PollBudget":      {PollBudget: -0.5},
+		"QueueRetryDelay": {QueueRetryDelay: -time.Millisecond},
+	} {
+		lk, err := lease.NewLocker(memstore.New(), "k", &o)
+		if err == nil || !errors.Is(err, lease.ErrOptions) || !strings.Contains(err.Error(), "Options."+name) {
+			t.Errorf("NewLocker with negative %s = %v, %v; want an ErrOptions error naming Options.%s", name, lk, err, name)
+		}
+	}
+	if _, err := lease.NewLocker(memstore.New(), "k", &lease.Options{}); err != nil {
+		t.Fatalf("NewLocker with zero options: %v", err)
+	}
 }
 
 func TestOptions(t *testing.T) {

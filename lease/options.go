@@ -1,11 +1,14 @@
 package lease
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/optcheck"
 )
 
 // Limits and defaults of Options.
@@ -109,35 +112,31 @@ func DefaultHolder() string {
 var ErrOptions = errors.New("invalid lease options")
 
 // withDefaults returns a copy of o (nil allowed) with zero fields filled
-// in and checked.
+// in and checked: a negative field is an error naming it, never quietly
+// the default.
 func (o *Options) withDefaults() (Options, error) {
 	var r Options
 	if o != nil {
 		r = *o
 	}
+	if err := optcheck.NonNegative(
+		optcheck.Named("TTL", r.TTL), optcheck.Named("Margin", r.Margin),
+		optcheck.Named("RenewInterval", r.RenewInterval), optcheck.Named("PollInterval", r.PollInterval),
+		optcheck.Named("PollBudget", r.PollBudget), optcheck.Named("QueueRetryDelay", r.QueueRetryDelay),
+	); err != nil {
+		return r, fmt.Errorf("lease: %w: %w", ErrOptions, err)
+	}
 	if r.Holder == "" {
 		r.Holder = DefaultHolder()
 	}
-	if r.TTL == 0 {
-		r.TTL = DefaultTTL
-	}
-	if r.Margin == 0 {
-		r.Margin = r.TTL / 5
-	}
-	if r.RenewInterval == 0 {
-		r.RenewInterval = (r.TTL - r.Margin) / 3
-	}
-	if r.PollInterval == 0 {
-		r.PollInterval = min(max(r.TTL/10, MinPollInterval), MaxPollInterval)
-	}
+	r.TTL = cmp.Or(r.TTL, DefaultTTL)
+	r.Margin = cmp.Or(r.Margin, r.TTL/5)
+	r.RenewInterval = cmp.Or(r.RenewInterval, (r.TTL-r.Margin)/3)
+	r.PollInterval = cmp.Or(r.PollInterval, min(max(r.TTL/10, MinPollInterval), MaxPollInterval))
+	r.PollBudget = cmp.Or(r.PollBudget, DefaultPollBudget)
+	r.QueueRetryDelay = cmp.Or(r.QueueRetryDelay, DefaultQueueRetryDelay)
 	if r.Now == nil {
 		r.Now = time.Now
-	}
-	if r.PollBudget == 0 {
-		r.PollBudget = DefaultPollBudget
-	}
-	if r.QueueRetryDelay == 0 {
-		r.QueueRetryDelay = DefaultQueueRetryDelay
 	}
 	return r, r.check()
 }
@@ -156,17 +155,15 @@ func (o Options) check() error {
 	switch {
 	case o.TTL < MinTTL:
 		return bad("TTL %v is shorter than the minimum %v", o.TTL, MinTTL)
-	case o.Margin <= 0 || o.Margin >= o.TTL/2:
-		return bad("Margin %v must be positive and less than half the TTL %v", o.Margin, o.TTL)
-	case o.RenewInterval <= 0 || o.RenewInterval > (o.TTL-o.Margin)/2:
-		return bad("RenewInterval %v must be positive and at most (TTL−Margin)/2 = %v, so a failed renew can be retried before the lease is lost",
+	case o.Margin >= o.TTL/2:
+		return bad("Margin %v must be less than half the TTL %v", o.Margin, o.TTL)
+	case o.RenewInterval > (o.TTL-o.Margin)/2:
+		return bad("RenewInterval %v must be at most (TTL−Margin)/2 = %v, so a failed renew can be retried before the lease is lost",
 			o.RenewInterval, (o.TTL-o.Margin)/2)
-	case o.PollInterval <= 0 || o.PollInterval > o.TTL:
-		return bad("PollInterval %v must be positive and at most the TTL %v", o.PollInterval, o.TTL)
-	case !(o.PollBudget > 0) || math.IsInf(o.PollBudget, 0):
-		return bad("PollBudget %v must be a positive number of requests per second (zero means %v)", o.PollBudget, DefaultPollBudget)
-	case o.QueueRetryDelay < 0:
-		return bad("QueueRetryDelay %v must not be negative (zero means %v)", o.QueueRetryDelay, DefaultQueueRetryDelay)
+	case o.PollInterval > o.TTL:
+		return bad("PollInterval %v must be at most the TTL %v", o.PollInterval, o.TTL)
+	case math.IsNaN(o.PollBudget) || math.IsInf(o.PollBudget, 0):
+		return bad("PollBudget %v must be a finite number of requests per second (zero means %v)", o.PollBudget, DefaultPollBudget)
 	}
 	return nil
 }

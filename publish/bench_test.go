@@ -1,52 +1,15 @@
 package publish_test
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"testing"
-	"time"
 
-	"github.com/latchkey/latchkey/publish"
+	"github.com/latchkey/latchkey/publish/publishtest"
 )
 
-// BenchmarkPublish100x1MiB publishes 100 objects of 1 MiB per iteration and
-// reports objects/s, MB/s and the commit step's own latency (manifest
-// write, the check that every object is still there, and the pointer CAS).
+// BenchmarkPublish100x1MiB is publishtest.Bench on each local backend (the
+// server's are benchmarked in tests/publishserver).
 func BenchmarkPublish100x1MiB(b *testing.B) {
 	for name, open := range backends() {
-		if name == "server-consul" {
-			continue // Consul KV values stop at 512 KiB
-		}
-		b.Run(name, func(b *testing.B) {
-			s := open(b)
-			ctx := context.Background()
-			body := bytes.Repeat([]byte("x"), 1<<20)
-			var commit time.Duration
-			b.SetBytes(100 << 20)
-			for i := 0; b.Loop(); i++ {
-				w, err := publish.Begin(ctx, s, "bench", nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for j := 0; j < 100; j++ {
-					if err := w.Put(ctx, fmt.Sprintf("obj-%03d", j), bytes.NewReader(body)); err != nil {
-						b.Fatal(err)
-					}
-				}
-				start := time.Now()
-				if _, err := w.Commit(ctx); err != nil {
-					b.Fatal(err)
-				}
-				commit += time.Since(start)
-				b.StopTimer()
-				if _, err := publish.GC(ctx, s, "bench", &publish.GCOptions{Grace: time.Nanosecond}); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-			}
-			b.ReportMetric(float64(100*b.N)/b.Elapsed().Seconds(), "objects/s")
-			b.ReportMetric(float64(commit.Microseconds())/float64(b.N), "commit-µs")
-		})
+		b.Run(name, func(b *testing.B) { publishtest.Bench(b, publishtest.Harness{New: open}) })
 	}
 }

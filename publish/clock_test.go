@@ -9,6 +9,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/clocktest"
 	"github.com/latchkey/latchkey/publish"
+	"github.com/latchkey/latchkey/publish/publishtest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/memstore"
 )
@@ -54,14 +55,14 @@ func TestCommitLimitsIgnoreWallClockSteps(t *testing.T) {
 			ctx := context.Background()
 			clk := &clocktest.Clock{}
 			mem := memstore.New()
-			publishFiles(t, ctx, mem, "st", map[string]string{"f": "old"})
+			publishtest.Publish(t, ctx, mem, "st", map[string]string{"f": "old"})
 			pass := func() { clk.Step(c.step); clk.Advance(c.elapsed) }
 			s := &manifestHook{Store: mem}
 			w, err := publish.Begin(ctx, s, "st", &publish.Options{Now: clk.Now, MaxAge: maxAge})
 			if err != nil {
 				t.Fatal(err)
 			}
-			put(t, ctx, w, "f", "new")
+			publishtest.Put(t, ctx, w, "f", "new")
 			if c.hook == "begin" {
 				pass()
 			} else {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/publish"
+	"github.com/latchkey/latchkey/publish/publishtest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/faultstore"
 	"github.com/latchkey/latchkey/store/memstore"
@@ -24,7 +25,7 @@ func TestCommitAmbiguousPointerWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put(t, ctx, w, "f", "body")
+	publishtest.Put(t, ctx, w, "f", "body")
 	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "amb/pointer", Fault: faultstore.ApplyThenFail, Count: 1})
 	c, err := w.Commit(ctx)
 	if err != nil {
@@ -44,8 +45,8 @@ func TestCommitAmbiguousPointerWrite(t *testing.T) {
 func TestCommitTransientThenRetry(t *testing.T) {
 	ctx := context.Background()
 	fs := faultstore.New(memstore.New(), 1)
-	w := begin(t, ctx, fs, "tr", nil)
-	put(t, ctx, w, "f", "x")
+	w := publishtest.Begin(t, ctx, fs, "tr", nil)
+	publishtest.Put(t, ctx, w, "f", "x")
 	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "tr/pointer", Fault: faultstore.FailBefore, Count: 2})
 	if _, err := w.Commit(ctx); err != nil {
 		t.Fatalf("Commit: %v", err)
@@ -54,7 +55,7 @@ func TestCommitTransientThenRetry(t *testing.T) {
 		t.Fatalf("%d faults injected, want 2", fs.Injected())
 	}
 	// An unknown outcome that did not apply is retried too.
-	w2 := begin(t, ctx, fs, "tr", nil)
+	w2 := publishtest.Begin(t, ctx, fs, "tr", nil)
 	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "tr/pointer", Fault: faultstore.FailBefore, Err: store.ErrUnknownOutcome, Count: 1})
 	if _, err := w2.Commit(ctx); err != nil {
 		t.Fatalf("Commit after unapplied unknown outcome: %v", err)
@@ -72,8 +73,8 @@ func TestCommitPersistentFailureCleansUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		fs := faultstore.New(memstore.New(), 1)
-		w := begin(t, ctx, fs, "pf", nil)
-		put(t, ctx, w, "f", "x")
+		w := publishtest.Begin(t, ctx, fs, "pf", nil)
+		publishtest.Put(t, ctx, w, "f", "x")
 		fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "pf/pointer", Fault: faultstore.FailBefore})
 		start := time.Now()
 		_, err := w.Commit(ctx)
@@ -99,7 +100,7 @@ func TestCommitPersistentFailureCleansUp(t *testing.T) {
 func TestCommitContextEndedAfterPointerApplied(t *testing.T) {
 	ctx := context.Background()
 	fs := faultstore.New(memstore.New(), 1)
-	w := begin(t, ctx, fs, "ce", nil)
+	w := publishtest.Begin(t, ctx, fs, "ce", nil)
 	if err := w.Put(ctx, "f", strings.NewReader("body")); err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +124,8 @@ func TestCommitContextEndedAfterPointerApplied(t *testing.T) {
 func TestCommitContextEndedBeforePointerApplied(t *testing.T) {
 	ctx := context.Background()
 	fs := faultstore.New(memstore.New(), 1)
-	w := begin(t, ctx, fs, "cb", nil)
-	put(t, ctx, w, "f", "body")
+	w := publishtest.Begin(t, ctx, fs, "cb", nil)
+	publishtest.Put(t, ctx, w, "f", "body")
 	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "cb/pointer", Fault: faultstore.FailBefore, Err: context.Canceled, Count: 1})
 	_, err := w.Commit(ctx)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "left for GC") {
@@ -133,7 +134,7 @@ func TestCommitContextEndedBeforePointerApplied(t *testing.T) {
 	if _, err := publish.Open(ctx, fs, "cb"); !errors.Is(err, publish.ErrNothingPublished) {
 		t.Fatalf("Open = %v, want nothing published", err)
 	}
-	if n := len(keysUnder(t, ctx, fs, "cb/gen/"+w.ID()+"/")); n != 2 {
+	if n := len(publishtest.Keys(t, ctx, fs, "cb/gen/"+w.ID()+"/")); n != 2 {
 		t.Fatalf("%d objects left, want the object and the manifest for GC", n)
 	}
 }
@@ -176,7 +177,7 @@ func TestCommitLateLandingThenSuperseded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put(t, ctx, w, "f", "late")
+	publishtest.Put(t, ctx, w, "f", "late")
 	_, err = w.Commit(ctx)
 	if !errors.Is(err, store.ErrUnknownOutcome) || errors.Is(err, publish.ErrSuperseded) {
 		t.Fatalf("Commit = %v, want an unknown outcome (not superseded: nothing says it lost)", err)
@@ -189,8 +190,8 @@ func TestCommitLateLandingThenSuperseded(t *testing.T) {
 	if err != nil || reader.Generation() != w.ID() {
 		t.Fatalf("the late write did not land: %v, %v", reader, err)
 	}
-	other := begin(t, ctx, inner, "ll", nil)
-	put(t, ctx, other, "f", "other")
+	other := publishtest.Begin(t, ctx, inner, "ll", nil)
+	publishtest.Put(t, ctx, other, "f", "other")
 	if _, err := other.Commit(ctx); err != nil {
 		t.Fatalf("other commit: %v", err)
 	}
@@ -205,44 +206,16 @@ func TestCommitLateLandingThenSuperseded(t *testing.T) {
 func TestCommitPastMaxAge(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
-	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	w := begin(t, ctx, s, "ma", &publish.Options{Now: clk.now, MaxAge: 10 * time.Minute})
-	put(t, ctx, w, "f", "x")
-	clk.t = clk.t.Add(10*time.Minute + time.Second)
+	clk := &publishtest.Clock{T: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	w := publishtest.Begin(t, ctx, s, "ma", &publish.Options{Now: clk.Now, MaxAge: 10 * time.Minute})
+	publishtest.Put(t, ctx, w, "f", "x")
+	clk.T = clk.T.Add(10*time.Minute + time.Second)
 	if _, err := w.Commit(ctx); !errors.Is(err, publish.ErrAbandoned) {
 		t.Fatalf("Commit past MaxAge = %v, want ErrAbandoned", err)
 	}
-	if keys := keysUnder(t, ctx, s, "ma/"); len(keys) != 0 {
+	if keys := publishtest.Keys(t, ctx, s, "ma/"); len(keys) != 0 {
 		t.Fatalf("left %v", keys)
 	}
-}
-
-// TestCommitAfterGCRemovedObjects: a GC run with a grace shorter than a
-// writer's life removes its uncommitted generation as abandoned; the
-// writer's Commit notices and publishes nothing, instead of a pointer to
-// missing objects.
-func TestCommitAfterGCRemovedObjects(t *testing.T) {
-	forEach(t, func(t *testing.T, s store.Store) {
-		ctx := context.Background()
-		publishFiles(t, ctx, s, "gr", map[string]string{"f": "v1"})
-		w := begin(t, ctx, s, "gr", nil)
-		put(t, ctx, w, "f", "v2")
-		put(t, ctx, w, "g", "v2")
-		later := func() time.Time { return time.Now().Add(time.Minute) }
-		if res, err := publish.GC(ctx, s, "gr", &publish.GCOptions{Grace: time.Second, Now: later}); err != nil || len(res.Deleted) != 1 {
-			t.Fatalf("GC = %+v, %v", res, err)
-		}
-		if _, err := w.Commit(ctx); !errors.Is(err, publish.ErrAbandoned) {
-			t.Fatalf("Commit of a generation GC removed = %v, want ErrAbandoned", err)
-		}
-		snap, err := publish.Open(ctx, s, "gr")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, err := snap.ReadFile(ctx, "f"); err != nil || string(b) != "v1" {
-			t.Fatalf("f = %q, %v; want the first generation intact", b, err)
-		}
-	})
 }
 
 // TestTokenNeverGoesBackwards: an unfenced writer (token 0) keeps the
@@ -250,11 +223,11 @@ func TestCommitAfterGCRemovedObjects(t *testing.T) {
 func TestTokenNeverGoesBackwards(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
-	w := begin(t, ctx, s, "tk", &publish.Options{Token: 7})
+	w := publishtest.Begin(t, ctx, s, "tk", &publish.Options{Token: 7})
 	if _, err := w.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	w = begin(t, ctx, s, "tk", nil)
+	w = publishtest.Begin(t, ctx, s, "tk", nil)
 	if _, err := w.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/publish"
+	"github.com/latchkey/latchkey/publish/publishtest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/memstore"
 )
@@ -16,9 +17,9 @@ func TestNegativeOptionsRefused(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	defer s.Close()
-	old := publishFiles(t, ctx, s, "neg", map[string]string{"a": "old"})
-	publishFiles(t, ctx, s, "neg", map[string]string{"a": "new"})
-	before := keysUnder(t, ctx, s, "neg")
+	old := publishtest.Publish(t, ctx, s, "neg", map[string]string{"a": "old"})
+	publishtest.Publish(t, ctx, s, "neg", map[string]string{"a": "new"})
+	before := publishtest.Keys(t, ctx, s, "neg")
 	for _, o := range []publish.Options{{MaxAge: -time.Second}} {
 		if w, err := publish.Begin(ctx, s, "neg", &o); err == nil {
 			w.Abort(ctx)
@@ -29,7 +30,7 @@ func TestNegativeOptionsRefused(t *testing.T) {
 	if res, err := publish.GC(ctx, s, "neg", &publish.GCOptions{Grace: -time.Hour, Now: later}); err == nil {
 		t.Errorf("GC with a negative Grace succeeded: deleted %v; want an error", res.Deleted)
 	}
-	if after := keysUnder(t, ctx, s, "neg"); len(after) != len(before) {
+	if after := publishtest.Keys(t, ctx, s, "neg"); len(after) != len(before) {
 		t.Errorf("keys %q after refused options; want %q (generation %s kept)", after, before, old.Generation)
 	}
 }
@@ -41,11 +42,11 @@ func TestPointerWithoutGenerationRefused(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	defer s.Close()
-	publishFiles(t, ctx, s, "pw", map[string]string{"a": "kept"})
+	publishtest.Publish(t, ctx, s, "pw", map[string]string{"a": "kept"})
 	if _, err := s.Put(ctx, "pw/pointer", []byte(`{"token":1}`), store.Unconditional); err != nil {
 		t.Fatal(err)
 	}
-	before := keysUnder(t, ctx, s, "pw")
+	before := publishtest.Keys(t, ctx, s, "pw")
 	later := func() time.Time { return time.Now().Add(48 * time.Hour) }
 	if res, err := publish.GC(ctx, s, "pw", &publish.GCOptions{Now: later}); err == nil {
 		t.Errorf("GC over a pointer without a generation succeeded, deleting %v", res.Deleted)
@@ -57,7 +58,7 @@ func TestPointerWithoutGenerationRefused(t *testing.T) {
 		w.Abort(ctx)
 		t.Error("Begin over a pointer without a generation succeeded")
 	}
-	if after := keysUnder(t, ctx, s, "pw"); len(after) != len(before) {
+	if after := publishtest.Keys(t, ctx, s, "pw"); len(after) != len(before) {
 		t.Errorf("keys %q; want %q", after, before)
 	}
 }
@@ -67,7 +68,7 @@ func TestParseRecords(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	defer s.Close()
-	c := publishFiles(t, ctx, s, "pr", map[string]string{"a": "A"})
+	c := publishtest.Publish(t, ctx, s, "pr", map[string]string{"a": "A"})
 	e, err := s.Get(ctx, "pr/pointer")
 	if err != nil {
 		t.Fatal(err)

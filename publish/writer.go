@@ -2,6 +2,7 @@ package publish
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/cas"
+	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -54,15 +56,12 @@ func (o *Options) withDefaults() (Options, error) {
 	if o != nil {
 		r = *o
 	}
-	switch {
-	case r.MaxAge < 0:
-		return r, fmt.Errorf("publish: negative Options.MaxAge %v (zero means DefaultMaxAge)", r.MaxAge)
+	if err := optcheck.NonNegative(optcheck.Named("MaxAge", r.MaxAge)); err != nil {
+		return r, fmt.Errorf("publish: begin: %w", err)
 	}
+	r.MaxAge = cmp.Or(r.MaxAge, DefaultMaxAge)
 	if r.Now == nil {
 		r.Now = time.Now
-	}
-	if r.MaxAge == 0 {
-		r.MaxAge = DefaultMaxAge
 	}
 	return r, nil
 }

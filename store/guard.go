@@ -25,6 +25,15 @@ func GuardPrefix(ctx context.Context, closed bool, backend, op, prefix string) e
 	return guard(ctx, closed, backend, op, prefix, ValidatePrefix)
 }
 
+// GuardKeyOrPrefix is GuardPrefix when isPrefix (key is the prefix of a
+// List) and Guard otherwise: for a backend whose one check serves both.
+func GuardKeyOrPrefix(ctx context.Context, closed bool, backend, op, key string, isPrefix bool) error {
+	if isPrefix {
+		return GuardPrefix(ctx, closed, backend, op, key)
+	}
+	return Guard(ctx, closed, backend, op, key)
+}
+
 func guard(ctx context.Context, closed bool, backend, op, key string, validate func(string) error) error {
 	if closed {
 		return NewOpError(backend, op, key, ErrClosed, nil)

@@ -34,11 +34,7 @@ func TestGuard(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			guard := store.Guard
-			if tt.prefix {
-				guard = store.GuardPrefix
-			}
-			err := guard(tt.ctx, tt.closed, "testbackend", "get", tt.key)
+			err := store.GuardKeyOrPrefix(tt.ctx, tt.closed, "testbackend", "get", tt.key, tt.prefix)
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("err = %v, want nil", err)

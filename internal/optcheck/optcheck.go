@@ -13,14 +13,15 @@ import "fmt"
 // Field is one numeric option: its name in the Options struct and its
 // value. Make one with Named.
 type Field struct {
-	name  string
-	value int64
+	name     string
+	negative bool
 }
 
 // Named returns the Field called name with value v (an int, a
-// time.Duration, any integer type up to 64 bits).
-func Named[T ~int | ~int8 | ~int16 | ~int32 | ~int64](name string, v T) Field {
-	return Field{name: name, value: int64(v)}
+// time.Duration, any integer type up to 64 bits, a float: a rate). A NaN
+// is not negative; a float field's own check refuses it.
+func Named[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~float64](name string, v T) Field {
+	return Field{name: name, negative: v < 0}
 }
 
 // NonNegative returns an error naming the first negative field, or nil.
@@ -28,7 +29,7 @@ func Named[T ~int | ~int8 | ~int16 | ~int32 | ~int64](name string, v T) Field {
 // caller prefixes its package and operation ("s3store: open: …").
 func NonNegative(fields ...Field) error {
 	for _, f := range fields {
-		if f.value < 0 {
+		if f.negative {
 			return fmt.Errorf("negative Options.%s (zero means the default)", f.name)
 		}
 	}

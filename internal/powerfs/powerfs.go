@@ -295,11 +295,7 @@ func (p *FS) wrote(ino uint64, off, n int64) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	d := p.dirty[ino]
-	if d == nil {
-		d = &dirty{minSize: -1}
-		p.dirty[ino] = d
-	}
+	d := p.dirtyLocked(ino)
 	if k := len(d.ranges); k > 0 && d.ranges[k-1][1] >= off && d.ranges[k-1][0] <= off {
 		d.ranges[k-1][1] = max(d.ranges[k-1][1], off+n)
 		return
@@ -307,15 +303,22 @@ func (p *FS) wrote(ino uint64, off, n int64) {
 	d.ranges = append(d.ranges, [2]int64{off, off + n})
 }
 
-// truncated records that ino was cut to size.
-func (p *FS) truncated(ino uint64, size int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// dirtyLocked returns ino's record of unsynced changes, made empty when it
+// has none. p.mu is held.
+func (p *FS) dirtyLocked(ino uint64) *dirty {
 	d := p.dirty[ino]
 	if d == nil {
 		d = &dirty{minSize: -1}
 		p.dirty[ino] = d
 	}
+	return d
+}
+
+// truncated records that ino was cut to size.
+func (p *FS) truncated(ino uint64, size int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := p.dirtyLocked(ino)
 	if d.minSize < 0 || size < d.minSize {
 		d.minSize = size
 	}

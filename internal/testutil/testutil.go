@@ -85,3 +85,15 @@ func Serve(tb testing.TB, h http.Handler) *httptest.Server {
 	})
 	return srv
 }
+
+// DeadAddr returns a loopback HOST:PORT that nothing listens on: a port
+// just bound and freed, so a dial there is refused.
+func DeadAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("listen: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}

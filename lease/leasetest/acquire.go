@@ -64,19 +64,27 @@ func testAcquireWaits(t *testing.T, e *env) {
 	}
 }
 
-func testAcquireTimeout(t *testing.T, e *env) {
-	// The holder's TTL outlasts the waiter's deadline many times, so no
-	// scheduling delay of its renews can let the waiter take over.
+// holdLong holds the lease as "holder" with ten times the suite's TTL, so
+// that no scheduling delay of its renews can let a contender take over
+// while a subtest watches its waiters.
+func (e *env) holdLong(t *testing.T) *lease.Lease {
 	ho := e.opts("holder")
 	ho.TTL, ho.Margin = 10*e.ttl, 2*e.ttl
 	a, err := e.locker(t, nil, ho).Hold(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return a
+}
+
+func testAcquireTimeout(t *testing.T, e *env) {
+	// The holder's TTL outlasts the waiter's deadline many times, so no
+	// scheduling delay of its renews can let the waiter take over.
+	a := e.holdLong(t)
 	defer a.Release(t.Context())
 	ctx, cancel := context.WithTimeout(t.Context(), 2*e.ttl)
 	defer cancel()
-	_, err = e.locker(t, nil, e.opts("waiter")).Acquire(ctx)
+	_, err := e.locker(t, nil, e.opts("waiter")).Acquire(ctx)
 	var held *lease.HeldError
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &held) || held.Holder != "holder" {
 		t.Fatalf("Acquire past its deadline: %v, want DeadlineExceeded and a HeldError naming the holder", err)
@@ -113,12 +121,7 @@ func (c *counting) Capabilities() store.Capabilities {
 // is checked on fake time only, since on the real clock load can starve
 // the single waiter's run.
 func testSharedPoller(t *testing.T, e *env) {
-	ho := e.opts("holder")
-	ho.TTL, ho.Margin = 10*e.ttl, 2*e.ttl
-	a, err := e.locker(t, nil, ho).Hold(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := e.holdLong(t)
 	defer a.Release(t.Context())
 	window := 4 * e.ttl
 	if !e.synct {
@@ -182,12 +185,7 @@ func testAcquireWatches(t *testing.T, e *env) {
 		t.Log("the backend has no native watch; Acquire polls (see the shared-poller subtest)")
 		return
 	}
-	ho := e.opts("holder")
-	ho.TTL, ho.Margin = 10*e.ttl, 2*e.ttl
-	a, err := e.locker(t, nil, ho).Hold(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := e.holdLong(t)
 	defer a.Release(t.Context())
 	c := &watching{Store: e.s, w: w}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*e.ttl)

@@ -200,17 +200,7 @@ func testSharedLockerAdoptsOnce(t *testing.T, e *env) {
 	bg.mu.Lock()
 	bg.n, bg.all = 2, make(chan struct{})
 	bg.mu.Unlock()
-	var wg sync.WaitGroup
-	leases := make([]*lease.Lease, 2)
-	errs := make([]error, 2)
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			leases[i], errs[i] = lk.TryAcquire(t.Context())
-		}()
-	}
-	wg.Wait()
+	_, errs := tryAcquireAll(t, lk, lk)
 	won := 0
 	for i := range 2 {
 		if errs[i] == nil {

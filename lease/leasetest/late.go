@@ -200,60 +200,61 @@ func deleteRecord(t *testing.T, e *env, s store.Store) {
 // b's, so the resource accepts its writes and refuses none of the
 // rightful holders'.
 func testLateCreateAfterDelete(t *testing.T, e *env) {
-	for name, s := range variants(e.s) {
-		func() {
-			t.Logf("store %s", name)
-			e := *e
-			e.s = s
-			e.key = "locks/late-" + fmt.Sprint(len(name))
-			late := &lateStore{Store: s, key: e.key, armed: 1}
-			a := e.locker(t, late, e.opts("a"))
-			if _, err := a.TryAcquire(t.Context()); !errors.Is(err, lease.ErrLostRace) {
-				t.Fatalf("a, with its create in flight: %v, want ErrLostRace", err)
-			}
-			k := &tokens{e: &e, s: s, res: "resources/" + e.key}
-			b := mustAcquire(t, e.locker(t, s, e.opts("b")))
-			k.held(t, "b", b)
-			if err := b.Release(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			deleteRecord(t, &e, s)
-			late.land(t, 0)
-			k.drain(t, map[string]*lease.Locker{"a": a}, "a")
-		}()
-	}
+	e.inVariants(t, "locks/late-", func(e *env) {
+		late := &lateStore{Store: e.s, key: e.key, armed: 1}
+		a := e.locker(t, late, e.opts("a"))
+		if _, err := a.TryAcquire(t.Context()); !errors.Is(err, lease.ErrLostRace) {
+			t.Fatalf("a, with its create in flight: %v, want ErrLostRace", err)
+		}
+		k := &tokens{e: e, s: e.s, res: "resources/" + e.key}
+		k.heldThenDeleted(t)
+		late.land(t, 0)
+		k.drain(t, map[string]*lease.Locker{"a": a}, "a")
+	})
 }
 
 // testLateCreatesCrossing: a's and c's creates are both in flight while
 // b comes and goes and the record is deleted; they land in the opposite
 // order to the one they were sent in.
 func testLateCreatesCrossing(t *testing.T, e *env) {
+	e.inVariants(t, "locks/crossing-", func(e *env) {
+		late := &lateStore{Store: e.s, key: e.key, armed: 2}
+		a := e.locker(t, late, e.opts("a"))
+		c := e.locker(t, late, e.opts("c"))
+		for _, lk := range []*lease.Locker{a, c} {
+			if _, err := lk.TryAcquire(t.Context()); !errors.Is(err, lease.ErrLostRace) {
+				t.Fatalf("with its create in flight: %v, want ErrLostRace", err)
+			}
+		}
+		k := &tokens{e: e, s: e.s, res: "resources/" + e.key}
+		k.heldThenDeleted(t)
+		late.land(t, 1)
+		late.land(t, 0)
+		k.drain(t, map[string]*lease.Locker{"a": a, "c": c}, "c", "a")
+	})
+}
+
+// inVariants runs fn once on each variant of the store (variants), with
+// an env of its own whose key is base followed by the variant's number.
+func (e *env) inVariants(t *testing.T, base string, fn func(e *env)) {
 	for name, s := range variants(e.s) {
-		func() {
-			t.Logf("store %s", name)
-			e := *e
-			e.s = s
-			e.key = "locks/crossing-" + fmt.Sprint(len(name))
-			late := &lateStore{Store: s, key: e.key, armed: 2}
-			a := e.locker(t, late, e.opts("a"))
-			c := e.locker(t, late, e.opts("c"))
-			for _, lk := range []*lease.Locker{a, c} {
-				if _, err := lk.TryAcquire(t.Context()); !errors.Is(err, lease.ErrLostRace) {
-					t.Fatalf("with its create in flight: %v, want ErrLostRace", err)
-				}
-			}
-			k := &tokens{e: &e, s: s, res: "resources/" + e.key}
-			b := mustAcquire(t, e.locker(t, s, e.opts("b")))
-			k.held(t, "b", b)
-			if err := b.Release(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			deleteRecord(t, &e, s)
-			late.land(t, 1)
-			late.land(t, 0)
-			k.drain(t, map[string]*lease.Locker{"a": a, "c": c}, "c", "a")
-		}()
+		t.Logf("store %s", name)
+		v := *e
+		v.s = s
+		v.key = base + fmt.Sprint(len(name))
+		fn(&v)
 	}
+}
+
+// heldThenDeleted has b acquire the lease, write the resource and
+// release, then deletes the record by hand, as an operator would.
+func (k *tokens) heldThenDeleted(t *testing.T) {
+	b := mustAcquire(t, k.e.locker(t, k.s, k.e.opts("b")))
+	k.held(t, "b", b)
+	if err := b.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	deleteRecord(t, k.e, k.s)
 }
 
 // testFirstAcquirersRace: contenders that all find the record absent on
@@ -262,51 +263,42 @@ func testLateCreatesCrossing(t *testing.T, e *env) {
 // record was deleted by hand.
 func testFirstAcquirersRace(t *testing.T, e *env) {
 	const n = 8
-	for name, s := range variants(e.s) {
-		func() {
-			t.Logf("store %s", name)
-			key := "locks/first-" + fmt.Sprint(len(name))
-			bg := &barrierGets{Store: s, key: key, n: n, all: make(chan struct{})}
-			var wg sync.WaitGroup
-			leases := make([]*lease.Lease, n)
-			errs := make([]error, n)
-			for i := range n {
-				lk, err := lease.NewLocker(withTxnOf(bg, s), key, e.opts(fmt.Sprint("racer-", i)))
-				if err != nil {
-					t.Fatal(err)
-				}
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					leases[i], errs[i] = lk.TryAcquire(t.Context())
-				}()
-			}
-			wg.Wait()
-			won := 0
-			for i, l := range leases {
-				switch {
-				case errs[i] == nil:
-					won++
-					if l.Token() != 1 || l.Recreated() {
-						t.Errorf("the winner: token %d, Recreated %v; want token 1 and not recreated", l.Token(), l.Recreated())
-					}
-				case !errors.Is(errs[i], lease.ErrLostRace):
-					t.Errorf("racer %d: %v, want the lease or ErrLostRace", i, errs[i])
-				}
-			}
-			if won != 1 {
-				t.Fatalf("%d racers won, want 1", won)
-			}
-			ent, err := s.Get(t.Context(), lease.EpochKey(key))
+	e.inVariants(t, "locks/first-", func(e *env) {
+		s, key := e.s, e.key
+		bg := &barrierGets{Store: s, key: key, n: n, all: make(chan struct{})}
+		lks := make([]*lease.Locker, n)
+		for i := range lks {
+			lk, err := lease.NewLocker(withTxnOf(bg, s), key, e.opts(fmt.Sprint("racer-", i)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			var counter struct{ Creations uint64 }
-			if err := json.Unmarshal(ent.Value, &counter); err != nil || counter.Creations != 1 {
-				t.Errorf("epoch counter %s (%v), want 1 creation", ent.Value, err)
+			lks[i] = lk
+		}
+		leases, errs := tryAcquireAll(t, lks...)
+		won := 0
+		for i, l := range leases {
+			switch {
+			case errs[i] == nil:
+				won++
+				if l.Token() != 1 || l.Recreated() {
+					t.Errorf("the winner: token %d, Recreated %v; want token 1 and not recreated", l.Token(), l.Recreated())
+				}
+			case !errors.Is(errs[i], lease.ErrLostRace):
+				t.Errorf("racer %d: %v, want the lease or ErrLostRace", i, errs[i])
 			}
-		}()
-	}
+		}
+		if won != 1 {
+			t.Fatalf("%d racers won, want 1", won)
+		}
+		ent, err := s.Get(t.Context(), lease.EpochKey(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var counter struct{ Creations uint64 }
+		if err := json.Unmarshal(ent.Value, &counter); err != nil || counter.Creations != 1 {
+			t.Errorf("epoch counter %s (%v), want 1 creation", ent.Value, err)
+		}
+	})
 }
 
 // withTxnOf gives the wrapper w the transactions of its inner store s,
@@ -327,4 +319,16 @@ type txnWrap struct {
 
 func (w txnWrap) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, error) {
 	return w.tx.Txn(ctx, ops)
+}
+
+// tryAcquireAll calls TryAcquire on every Locker at once (a Locker may be
+// given twice) and returns what each call got.
+func tryAcquireAll(t *testing.T, lks ...*lease.Locker) ([]*lease.Lease, []error) {
+	var wg sync.WaitGroup
+	leases, errs := make([]*lease.Lease, len(lks)), make([]error, len(lks))
+	for i, lk := range lks {
+		wg.Go(func() { leases[i], errs[i] = lk.TryAcquire(t.Context()) })
+	}
+	wg.Wait()
+	return leases, errs
 }

@@ -227,11 +227,7 @@ func (s *Store) Close() error {
 
 // check runs store.Guard, then the limit of the store's prefix.
 func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
-	guard := store.Guard
-	if isPrefix {
-		guard = store.GuardPrefix
-	}
-	if err := guard(ctx, s.closed.Load(), backend, op, key); err != nil {
+	if err := store.GuardKeyOrPrefix(ctx, s.closed.Load(), backend, op, key, isPrefix); err != nil {
 		return err
 	}
 	if n := len(s.prefix) + len(blobName(key)); n > maxBlobName {

@@ -63,10 +63,9 @@ func classify(op resolve.OpKind, err error) resolve.Failure {
 		f.Kind = store.ErrInvalidKey
 	case f.Status == http.StatusBadRequest && f.Code == string(bloberror.InvalidBlockList):
 		f.Kind = store.ErrTransient
-	case f.Status == http.StatusRequestTimeout || f.Status == http.StatusTooManyRequests || f.Status >= 500:
-		f.Kind = resolve.Unanswered(write)
 	default:
-		// Other 4xx, 3xx, dial and transport errors.
+		// 408, 429, 5xx, other 4xx, 3xx, dial and transport errors:
+		// resolve.Fallback.
 		f.Kind = resolve.Fallback(f.Status, write, err)
 	}
 	return f

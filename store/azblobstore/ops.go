@@ -3,8 +3,6 @@ package azblobstore
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"strings"
@@ -20,12 +18,6 @@ import (
 // metaNonce is the metadata name (x-ms-meta-latchkeynonce) of the random
 // nonce every write carries, so an ambiguous outcome can be resolved.
 const metaNonce = "latchkeynonce"
-
-func newNonce() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // nonceIn finds the nonce in blob metadata; the SDK may change the case of
 // metadata names.
@@ -93,17 +85,27 @@ func (s *Store) putBytes(ctx context.Context, key string, value []byte, cond sto
 	if err != nil {
 		return "", err
 	}
-	nonce := newNonce()
+	nonce := resolve.NewNonce()
 	bb := s.write.NewBlockBlobClient(s.blob(key))
-	send := func() (store.Version, resolve.Failure, error) {
+	return s.sendPut(ctx, key, nonce, kind, cond, func() (*azcore.ETag, error) {
 		out, err := bb.Upload(ctx, nopCloser{bytes.NewReader(value)}, &blockblob.UploadOptions{
 			AccessConditions: ac,
 			Metadata:         map[string]*string{metaNonce: &nonce},
 		})
+		return out.ETag, err
+	})
+}
+
+// sendPut sends a write of key carrying nonce, whose outcome the resolver
+// settles when it is unknown: do makes the request (Put Blob or Put Block
+// List) and returns the new ETag.
+func (s *Store) sendPut(ctx context.Context, key, nonce string, kind resolve.OpKind, cond store.Condition, do func() (*azcore.ETag, error)) (store.Version, error) {
+	send := func() (store.Version, resolve.Failure, error) {
+		etag, err := do()
 		if err != nil {
 			return "", classify(kind, err), err
 		}
-		return quoteETag(out.ETag), resolve.Failure{}, nil
+		return quoteETag(etag), resolve.Failure{}, nil
 	}
 	_, ifMatch := cond.Match()
 	return s.res.SendPut(ctx, key, nonce, ifMatch, send)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
 	"github.com/latchkey/latchkey/store"
@@ -45,7 +46,7 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 	if err != nil {
 		return "", err
 	}
-	nonce := newNonce()
+	nonce := resolve.NewNonce()
 	stage := s.read.NewBlockBlobClient(s.blob(key))
 	var ids []string
 	for n > 0 {
@@ -64,18 +65,13 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		}
 	}
 	commit := s.write.NewBlockBlobClient(s.blob(key))
-	send := func() (store.Version, resolve.Failure, error) {
+	return s.sendPut(ctx, key, nonce, kind, cond, func() (*azcore.ETag, error) {
 		out, err := commit.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{
 			AccessConditions: ac,
 			Metadata:         map[string]*string{metaNonce: &nonce},
 		})
-		if err != nil {
-			return "", classify(kind, err), err
-		}
-		return quoteETag(out.ETag), resolve.Failure{}, nil
-	}
-	_, ifMatch := cond.Match()
-	return s.res.SendPut(ctx, key, nonce, ifMatch, send)
+		return out.ETag, err
+	})
 }
 
 // GetStream returns a reader of the key's value and its version. The SDK

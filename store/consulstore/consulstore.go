@@ -6,11 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -125,8 +126,7 @@ type Store struct {
 
 	closeCtx context.Context // ended by Close: ends blocking queries
 	closeFn  context.CancelFunc
-	mu       sync.Mutex
-	closed   bool
+	closed   atomic.Bool
 }
 
 var (
@@ -224,29 +224,17 @@ func (s *Store) Capabilities() store.Capabilities {
 // last Store of an address closes the idle connections to it. It is
 // idempotent.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closed {
-		s.closed = true
+	if !s.closed.Swap(true) {
 		s.closeFn()
 		s.releasePools()
 	}
 	return nil
 }
 
-func (s *Store) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
 // check runs store.Guard (store.GuardPrefix for a prefix) before every
 // operation.
 func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
-	if isPrefix {
-		return store.GuardPrefix(ctx, s.isClosed(), backend, op, key)
-	}
-	return store.Guard(ctx, s.isClosed(), backend, op, key)
+	return store.GuardKeyOrPrefix(ctx, s.closed.Load(), backend, op, key, isPrefix)
 }
 
 // writeNonce is the Flags of every write. Consul skips a write identical
@@ -339,7 +327,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 // still be in flight or may have been overwritten, so the caller keeps
 // ErrUnknownOutcome.
 func (s *Store) resolvePut(ctx context.Context, key string, value []byte, nonce uint64) (store.Version, bool) {
-	if ctx.Err() != nil || s.isClosed() {
+	if ctx.Err() != nil || s.closed.Load() {
 		return "", false
 	}
 	p, _, err := s.get(ctx, s.prefix+key, &api.QueryOptions{RequireConsistent: true})
@@ -393,14 +381,8 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
 	}
-	var lo store.ListOptions
-	if opts != nil {
-		lo = *opts
-	}
+	lo := opts.Bounded(listPageSize, math.MaxInt)
 	limit := lo.Limit
-	if limit <= 0 {
-		limit = listPageSize
-	}
 	pairs, err := read(s, ctx, 0, func(ctx context.Context, c *api.Client) (api.KVPairs, error) {
 		pairs, _, err := c.KV().List(s.prefix+prefix, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
 		return pairs, err

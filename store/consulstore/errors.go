@@ -72,7 +72,7 @@ func (s *Store) opError(ctx context.Context, op, key string, write bool, err err
 		}
 		return &store.OpError{Op: op, Key: key, Backend: backend, Kind: kind, Err: cerr}
 	}
-	if s.isClosed() {
+	if s.closed.Load() {
 		return store.NewOpError(backend, op, key, store.ErrClosed, nil)
 	}
 	status, body := statusOf(err)

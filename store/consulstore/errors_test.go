@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/consul/api"
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -91,10 +92,7 @@ func TestErrorsOnTheWire(t *testing.T) {
 		t.Fatalf("oversize put: %v", err)
 	}
 	// Nothing listening: transient for a read, never sent for a write.
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	dead := l.Addr().String()
-	l.Close()
-	d := openTest(t, dead, "")
+	d := openTest(t, testutil.DeadAddr(t), "")
 	if _, err := d.Get(ctx, "k"); !errors.Is(err, store.ErrTransient) {
 		t.Fatalf("Get from a dead address: %v", err)
 	}

@@ -2,10 +2,9 @@ package consulstore_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/lease/leasetest"
 	"github.com/latchkey/latchkey/server/servertest"
 	"github.com/latchkey/latchkey/store"
@@ -22,10 +21,8 @@ func TestLeasesRealTime(t *testing.T) {
 	srv := servertest.Start(t, nil)
 	leasetest.Run(t, leasetest.Harness{
 		New: func(tb testing.TB) store.Store {
-			var b [6]byte
-			rand.Read(b[:])
 			s, err := consulstore.Open(context.Background(), &consulstore.Options{
-				Address: srv.Addr, Prefix: "lease-" + hex.EncodeToString(b[:])})
+				Address: srv.Addr, Prefix: testutil.RandomName("lease-")})
 			if err != nil {
 				tb.Fatal(err)
 			}

@@ -52,20 +52,27 @@ func TestStalledServerRequestsEnd(t *testing.T) {
 	ended("Get", func() error { _, err := s.Get(context.Background(), "k"); return err }, store.ErrTransient)
 }
 
+// openTwoAddresses opens a Store (o, with Address and Addresses set) on
+// two proxies of one in-process server, p1 its first address.
+func openTwoAddresses(t *testing.T, o Options) (s *Store, p1, p2 *proxy) {
+	srv := servertest.Start(t, nil)
+	p1, p2 = newProxy(t, srv.Addr), newProxy(t, srv.Addr)
+	o.Address, o.Addresses = p1.Addr(), []string{p2.Addr()}
+	s, err := Open(context.Background(), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, p1, p2
+}
+
 // TestStalledAddressFailsOver: with a second address of the same cluster,
 // a read goes on to it when the first stalls, and the next requests stay
 // there; a write in flight on the stalled one is an unknown outcome (it
 // may land when the server resumes), settled by Put's re-read through the
 // live address.
 func TestStalledAddressFailsOver(t *testing.T) {
-	srv := servertest.Start(t, nil)
-	p1, p2 := newProxy(t, srv.Addr), newProxy(t, srv.Addr)
-	s, err := Open(context.Background(), &Options{Address: p1.Addr(), Addresses: []string{p2.Addr()},
-		Prefix: testutil.RandomName("failover-"), RequestTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, p1, p2 := openTwoAddresses(t, Options{Prefix: testutil.RandomName("failover-"), RequestTimeout: 300 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	v, err := s.Put(ctx, "k", []byte("1"), store.Unconditional)
@@ -97,13 +104,7 @@ func TestStalledAddressFailsOver(t *testing.T) {
 // lock stalled for the whole 6.4 s stop of the leader although the two
 // other servers had elected a new one after 2.7 s).
 func TestReadDoesNotWaitOutAStalledAddress(t *testing.T) {
-	srv := servertest.Start(t, nil)
-	p1, p2 := newProxy(t, srv.Addr), newProxy(t, srv.Addr)
-	s, err := Open(context.Background(), &Options{Address: p1.Addr(), Addresses: []string{p2.Addr()}, Prefix: testutil.RandomName("hedge-")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, p1, _ := openTwoAddresses(t, Options{Prefix: testutil.RandomName("hedge-")})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	v, err := s.Put(ctx, "k", []byte("1"), store.Unconditional)

@@ -68,7 +68,7 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 	if err := store.ValidateTxn(ops); err != nil {
 		return nil, s.txnShapeError(err)
 	}
-	if err := store.Guard(ctx, s.isClosed(), backend, "txn", ops[0].Key); err != nil {
+	if err := store.Guard(ctx, s.closed.Load(), backend, "txn", ops[0].Key); err != nil {
 		return nil, err
 	}
 	wire, origin, err := s.wireOps(ops)

@@ -136,7 +136,7 @@ func (s *Store) opError(ctx, rctx context.Context, op, key string, write bool, e
 	if cerr := ctx.Err(); cerr != nil {
 		return store.NewOpError(backend, op, key, kindOf(write, cerr), cerr)
 	}
-	if s.isClosed() {
+	if s.closed.Load() {
 		if write { // it may have been applied before the connection closed
 			return store.NewOpError(backend, op, key, store.ErrUnknownOutcome, errors.New("store closed while the write was in flight"))
 		}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -103,8 +103,7 @@ type Store struct {
 
 	closeCtx context.Context // ended by Close: ends watches
 	closeFn  context.CancelFunc
-	mu       sync.Mutex
-	closed   bool
+	closed   atomic.Bool
 }
 
 var (
@@ -174,11 +173,7 @@ func (s *Store) Capabilities() store.Capabilities {
 // Close ends watches in flight, closes the client and makes later calls
 // fail with ErrClosed. It is idempotent.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	was := s.closed
-	s.closed = true
-	s.mu.Unlock()
-	if was {
+	if s.closed.Swap(true) {
 		return nil
 	}
 	s.closeFn()
@@ -188,19 +183,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-func (s *Store) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
 // check runs store.Guard (store.GuardPrefix for a prefix) before every
 // operation.
 func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
-	if isPrefix {
-		return store.GuardPrefix(ctx, s.isClosed(), backend, op, key)
-	}
-	return store.Guard(ctx, s.isClosed(), backend, op, key)
+	return store.GuardKeyOrPrefix(ctx, s.closed.Load(), backend, op, key, isPrefix)
 }
 
 // reqCtx bounds one request, all its attempts, by Options.RequestTimeout.

@@ -2,6 +2,7 @@ package etcdstore
 
 import (
 	"context"
+	"math"
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,14 +19,8 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
 	}
-	var lo store.ListOptions
-	if opts != nil {
-		lo = *opts
-	}
+	lo := opts.Bounded(listPageSize, math.MaxInt)
 	limit := lo.Limit
-	if limit <= 0 {
-		limit = listPageSize
-	}
 	full := s.prefix + prefix
 	start := full
 	if lo.After != "" && lo.After >= prefix {

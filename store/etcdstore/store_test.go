@@ -3,13 +3,13 @@ package etcdstore
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -134,15 +134,9 @@ func TestValueLimits(t *testing.T) {
 // With nothing listening, the client waits for a connection; the request
 // timeout ends the wait: a read is transient, a write's outcome unknown.
 func TestDeadEndpoint(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := l.Addr().String()
-	l.Close()
-	s := openTest(t, &Options{Endpoints: []string{dead}, RequestTimeout: 200 * time.Millisecond})
+	s := openTest(t, &Options{Endpoints: []string{testutil.DeadAddr(t)}, RequestTimeout: 200 * time.Millisecond})
 	ctx := t.Context()
-	_, err = s.Get(ctx, "k")
+	_, err := s.Get(ctx, "k")
 	if !errors.Is(err, store.ErrTransient) || !strings.Contains(err.Error(), "RequestTimeout") || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Get from a dead endpoint: %v", err)
 	}

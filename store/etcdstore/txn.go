@@ -37,7 +37,7 @@ func (s *Store) Txn(ctx context.Context, ops []store.TxnOp) ([]store.Version, er
 		}
 		return nil, store.NewOpError(backend, "txn", "", store.ErrUnsupported, err)
 	}
-	if err := store.Guard(ctx, s.isClosed(), backend, "txn", ops[0].Key); err != nil {
+	if err := store.Guard(ctx, s.closed.Load(), backend, "txn", ops[0].Key); err != nil {
 		return nil, err
 	}
 	var (

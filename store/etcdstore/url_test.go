@@ -3,11 +3,11 @@ package etcdstore_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/etcdstore"
 	"github.com/latchkey/latchkey/store/storeurl"
@@ -74,12 +74,7 @@ func TestStoreURLAuth(t *testing.T) {
 // Every endpoint of an etcd:// URL reaches the client: with the first one
 // dead (nothing listens there), operations go to the next.
 func TestStoreURLEveryEndpoint(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := l.Addr().String()
-	l.Close()
+	dead := testutil.DeadAddr(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	s := open(t, "etcd://"+dead+","+etcdstore.EmbeddedEndpoint()+"/url-endpoints")

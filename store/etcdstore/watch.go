@@ -97,7 +97,7 @@ func (s *Store) watchFrom(ctx, wctx context.Context, key string, rev int64) (boo
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if s.isClosed() {
+	if s.closed.Load() {
 		return false, store.NewOpError(backend, "watch", key, store.ErrClosed, nil)
 	}
 	return true, nil

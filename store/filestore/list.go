@@ -40,14 +40,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 			return store.Page{}, opErr(op, prefix, store.ErrTransient, err)
 		}
 	}
-	slices.SortFunc(items, func(a, b store.Item) int { return strings.Compare(a.Key, b.Key) })
-	var page store.Page
-	if len(items) > o.Limit {
-		items = items[:o.Limit]
-		page.Next = items[len(items)-1].Key
-	}
-	page.Items = items
-	return page, nil
+	return store.PageOf(items, o.Limit), nil
 }
 
 // bucketsFor returns the bucket directories that can hold keys starting

@@ -48,10 +48,9 @@ func classify(op resolve.OpKind, err error) resolve.Failure {
 		if op == resolve.OpCondDelete {
 			f.Kind = store.ErrConflict
 		}
-	case f.Status == http.StatusRequestTimeout || f.Status == http.StatusTooManyRequests || f.Status >= 500:
-		f.Kind = resolve.Unanswered(write)
 	default:
-		// Other 4xx, 3xx, dial and transport errors, unusable answers.
+		// 408, 429, 5xx, other 4xx, 3xx, dial and transport errors,
+		// unusable answers: resolve.Fallback.
 		f.Kind = resolve.Fallback(f.Status, write, err)
 	}
 	return f

@@ -3,8 +3,6 @@ package gcsstore
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,15 +27,6 @@ const (
 	maxListPage     = 1000
 	maxListRequests = 64
 )
-
-// newNonce returns a fresh random nonce as 32 hex digits.
-func newNonce() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("gcsstore: crypto/rand failed: " + err.Error())
-	}
-	return hex.EncodeToString(b[:])
-}
 
 // Get returns the key's value and generation, read in one request
 // (retried as a whole while it fails transiently).
@@ -106,7 +95,7 @@ func (s *Store) put(ctx context.Context, key string, body func() (io.Reader, int
 		q.Set("ifGenerationMatch", strconv.FormatInt(match, 10))
 	}
 	u := s.upload + "b/" + escape(s.name) + "/o?" + q.Encode()
-	nonce := newNonce()
+	nonce := resolve.NewNonce()
 	first := true
 	send := func() (store.Version, resolve.Failure, error) {
 		r, size, ok := body()
@@ -142,7 +131,7 @@ func (s *Store) insert(ctx context.Context, u, key, nonce string, r io.Reader, s
 	if err != nil {
 		return "", resolve.Failure{Kind: store.ErrTransient}, err
 	}
-	boundary := newNonce()
+	boundary := resolve.NewNonce()
 	head := "--" + boundary + "\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n" + string(meta) +
 		"\r\n--" + boundary + "\r\nContent-Type: application/octet-stream\r\n\r\n"
 	tail := "\r\n--" + boundary + "--\r\n"
@@ -284,14 +273,8 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	if err := s.check(ctx, "list", prefix, true); err != nil {
 		return store.Page{}, err
 	}
-	var o store.ListOptions
-	if opts != nil {
-		o = *opts
-	}
+	o := opts.Bounded(maxListPage, maxListPage)
 	limit := o.Limit
-	if limit <= 0 || limit > maxListPage {
-		limit = maxListPage
-	}
 	q := url.Values{
 		"prefix":      {s.prefix + prefix},
 		"maxResults":  {strconv.Itoa(limit + 1)},

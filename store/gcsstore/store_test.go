@@ -13,29 +13,6 @@ import (
 	"github.com/latchkey/latchkey/store/gcsstore"
 )
 
-func TestSameBytesGetNewVersion(t *testing.T) {
-	s := startedEmulator(t).open(t, "")
-	ctx := t.Context()
-	v1, err := s.Put(ctx, "k", []byte("same"), store.IfAbsent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v2, err := s.Put(ctx, "k", []byte("same"), store.IfMatch(v1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v1 == v2 {
-		t.Fatalf("rewriting the same bytes kept version %s", v1)
-	}
-	if _, err := s.Put(ctx, "k", []byte("same"), store.IfMatch(v1)); !errors.Is(err, store.ErrConflict) {
-		t.Fatalf("IfMatch(first version) after a same-bytes rewrite: err = %v, want ErrConflict", err)
-	}
-	e, err := s.Get(ctx, "k")
-	if err != nil || e.Version != v2 || string(e.Value) != "same" {
-		t.Fatalf("Get = %+v, %v; want %q at %s", e, err, "same", v2)
-	}
-}
-
 func TestPrefixScopesKeys(t *testing.T) {
 	e := startedEmulator(t)
 	bucket := e.bucket(t)

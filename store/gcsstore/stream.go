@@ -10,12 +10,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/resolve"
+	"github.com/latchkey/latchkey/store/internal/spool"
 )
 
 // PutStream is Put with the value read from r, sent in one upload request
@@ -30,22 +30,11 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
-	rs, ok := r.(io.ReadSeeker)
-	if !ok {
-		f, err := os.CreateTemp("", "gcsstore-spool-*")
-		if err != nil {
-			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
-		}
-		defer os.Remove(f.Name())
-		defer f.Close()
-		if _, err := io.Copy(f, r); err != nil {
-			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
-		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
-		}
-		rs = f
+	rs, done, err := spool.Seeker(r, "gcsstore-spool-*")
+	if err != nil {
+		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
 	}
+	defer done()
 	start, err := rs.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))

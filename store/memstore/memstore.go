@@ -12,7 +12,6 @@ import (
 	"errors"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,14 +134,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 			items = append(items, store.Item{Key: k, Version: e.version})
 		}
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].Key < items[j].Key })
-	var page store.Page
-	if len(items) > o.Limit {
-		items = items[:o.Limit]
-		page.Next = items[len(items)-1].Key
-	}
-	page.Items = items
-	return page, nil
+	return store.PageOf(items, o.Limit), nil
 }
 
 // Txn implements store.Transactor.

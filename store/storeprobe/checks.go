@@ -211,18 +211,28 @@ func checkCASCurrent(ctx context.Context, p *prober) (string, error) {
 	return "", p.expect(ctx, k, fmt.Sprintf("swap %d", casSwaps), v)
 }
 
-func checkCASStale(ctx context.Context, p *prober) (string, error) {
-	k := p.key("cas-stale", "k")
+// overwrite writes "one" then "two" to k and returns the first version,
+// now stale, and the second, current; the two must differ.
+func (p *prober) overwrite(ctx context.Context, k string) (stale, current store.Version, err error) {
 	v1, err := p.mustPut(ctx, k, "one")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	v2, err := p.mustPut(ctx, k, "two")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if v1 == v2 {
-		return "", broken("two writes of different bytes to %q both got version %q", k, v1)
+		return "", "", broken("two writes of different bytes to %q both got version %q", k, v1)
+	}
+	return v1, v2, nil
+}
+
+func checkCASStale(ctx context.Context, p *prober) (string, error) {
+	k := p.key("cas-stale", "k")
+	v1, v2, err := p.overwrite(ctx, k)
+	if err != nil {
+		return "", err
 	}
 	_, err = p.put(ctx, k, "three", store.IfMatch(v1))
 	refused := wantConflict("put "+quote(k)+" if-match a stale version", err, "it overwrote a newer version (the store ignores If-Match)")
@@ -299,16 +309,9 @@ func checkCASRecreate(ctx context.Context, p *prober) (string, error) {
 
 func checkCADStale(ctx context.Context, p *prober) (string, error) {
 	k := p.key("cad-stale", "k")
-	v1, err := p.mustPut(ctx, k, "one")
+	v1, v2, err := p.overwrite(ctx, k)
 	if err != nil {
 		return "", err
-	}
-	v2, err := p.mustPut(ctx, k, "two")
-	if err != nil {
-		return "", err
-	}
-	if v1 == v2 {
-		return "", broken("two writes of different bytes to %q both got version %q", k, v1)
 	}
 	err = p.del(ctx, k, store.IfMatch(v1))
 	refused := wantConflict("delete "+quote(k)+" if-match a stale version", err, "the store ignores delete preconditions")

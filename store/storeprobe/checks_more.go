@@ -101,29 +101,29 @@ func checkCASRace(ctx context.Context, p *prober) (string, error) {
 	return p.race(ctx, k, store.IfMatch(v), "base")
 }
 
-// txnKeys writes the starting state of the transaction checks: a, c and d
-// exist, b does not.
-func (p *prober) txnKeys(ctx context.Context, name string) (keys [4]string, vers [4]store.Version, err error) {
+// txnKeys returns the store's Transactor and writes the starting state of
+// the transaction checks: a, c and d exist, b does not.
+func (p *prober) txnKeys(ctx context.Context, name string) (_ store.Transactor, keys [4]string, vers [4]store.Version, err error) {
+	t, ok := p.s.(store.Transactor)
+	if !ok {
+		return nil, keys, vers, errors.New("declares transactions but has no Txn method (store.Transactor)")
+	}
 	for i, n := range []string{"a", "b", "c", "d"} {
 		keys[i] = p.key(name, n)
 		if n == "b" {
 			continue
 		}
 		if vers[i], err = p.mustPut(ctx, keys[i], n+"1"); err != nil {
-			return keys, vers, err
+			return nil, keys, vers, err
 		}
 	}
-	return keys, vers, nil
+	return t, keys, vers, nil
 }
 
 // checkTxnAbort sends three writes that would succeed and a last check
 // that fails: nothing may change.
 func checkTxnAbort(ctx context.Context, p *prober) (string, error) {
-	t, ok := p.s.(store.Transactor)
-	if !ok {
-		return "", errors.New("declares transactions but has no Txn method (store.Transactor)")
-	}
-	k, v, err := p.txnKeys(ctx, "txn-abort")
+	t, k, v, err := p.txnKeys(ctx, "txn-abort")
 	if err != nil {
 		return "", err
 	}
@@ -147,11 +147,7 @@ func checkTxnAbort(ctx context.Context, p *prober) (string, error) {
 }
 
 func checkTxnCommit(ctx context.Context, p *prober) (string, error) {
-	t, ok := p.s.(store.Transactor)
-	if !ok {
-		return "", errors.New("declares transactions but has no Txn method (store.Transactor)")
-	}
-	k, v, err := p.txnKeys(ctx, "txn-commit")
+	t, k, v, err := p.txnKeys(ctx, "txn-commit")
 	if err != nil {
 		return "", err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"sort"
 	"strings"
 	"sync"
 
@@ -127,14 +126,7 @@ func (s *etagStore) List(ctx context.Context, prefix string, opts *store.ListOpt
 			items = append(items, store.Item{Key: k, Version: etag(b)})
 		}
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].Key < items[j].Key })
-	var p store.Page
-	if len(items) > o.Limit {
-		items = items[:o.Limit]
-		p.Next = items[len(items)-1].Key
-	}
-	p.Items = items
-	return p, nil
+	return store.PageOf(items, o.Limit), nil
 }
 
 func (s *etagStore) Capabilities() store.Capabilities {

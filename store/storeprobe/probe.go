@@ -24,6 +24,7 @@
 package storeprobe
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -35,6 +36,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/backoff"
+	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -163,25 +165,21 @@ func (o *Options) withDefaults() (Options, error) {
 	if err := store.ValidateKey(r.Prefix); err != nil {
 		return r, fmt.Errorf("storeprobe: prefix: %w", err)
 	}
-	for _, d := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{{"OpTimeout", &r.OpTimeout, DefaultOpTimeout}, {"Timeout", &r.Timeout, DefaultTimeout},
-		{"CleanupTimeout", &r.CleanupTimeout, DefaultCleanupTimeout}, {"WatchTimeout", &r.WatchTimeout, DefaultWatchTimeout}} {
-		if *d.v < 0 {
-			return r, fmt.Errorf("storeprobe: negative Options.%s %v (zero means the default)", d.name, *d.v)
-		}
-		if *d.v == 0 {
-			*d.v = d.def
-		}
+	if err := optcheck.NonNegative(
+		optcheck.Named("OpTimeout", r.OpTimeout), optcheck.Named("Timeout", r.Timeout),
+		optcheck.Named("CleanupTimeout", r.CleanupTimeout), optcheck.Named("WatchTimeout", r.WatchTimeout),
+		optcheck.Named("Racers", r.Racers),
+	); err != nil {
+		return r, fmt.Errorf("storeprobe: %w", err)
 	}
-	if r.Racers < 0 || r.Racers == 1 || r.Racers > 256 {
+	if r.Racers == 1 || r.Racers > 256 {
 		return r, fmt.Errorf("storeprobe: Options.Racers %d: want 2 to 256 (0 for the default)", r.Racers)
 	}
-	if r.Racers == 0 {
-		r.Racers = DefaultRacers
-	}
+	r.OpTimeout = cmp.Or(r.OpTimeout, DefaultOpTimeout)
+	r.Timeout = cmp.Or(r.Timeout, DefaultTimeout)
+	r.CleanupTimeout = cmp.Or(r.CleanupTimeout, DefaultCleanupTimeout)
+	r.WatchTimeout = cmp.Or(r.WatchTimeout, DefaultWatchTimeout)
+	r.Racers = cmp.Or(r.Racers, DefaultRacers)
 	for _, name := range r.Checks {
 		if !slices.ContainsFunc(Checks(), func(c Check) bool { return c.Name == name }) {
 			return r, fmt.Errorf("storeprobe: no check named %q", name)

@@ -45,6 +45,7 @@ import (
 	"crypto/rand"
 	"flag"
 	"os"
+	"reflect"
 	"strconv"
 	"testing"
 	"time"
@@ -134,6 +135,19 @@ func (h Harness) open(t *testing.T) (context.Context, store.Store) {
 	ctx, cancel := context.WithTimeout(t.Context(), h.timeout())
 	t.Cleanup(cancel)
 	return ctx, s
+}
+
+// openAs is open for a subtest of an optional interface T (a
+// store.Transactor, Watcher or Streamer): the backend declared the
+// capability named by capability, so its store must implement T.
+func openAs[T any](t *testing.T, h Harness, capability string) (context.Context, store.Store, T) {
+	t.Helper()
+	ctx, s := h.open(t)
+	x, ok := s.(T)
+	if !ok {
+		t.Fatalf("%T declares %s but is not a %s", s, capability, reflect.TypeFor[T]())
+	}
+	return ctx, s, x
 }
 
 // group is a named list of subtests: one obligation area of the contract.

@@ -20,12 +20,7 @@ func hasStream(s store.Store) bool {
 
 func openStream(t *testing.T, h Harness) (context.Context, store.Store, store.Streamer) {
 	t.Helper()
-	ctx, s := h.open(t)
-	st, ok := s.(store.Streamer)
-	if !ok {
-		t.Fatalf("%T declares Streaming but is not a store.Streamer", s)
-	}
-	return ctx, s, st
+	return openAs[store.Streamer](t, h, "Streaming")
 }
 
 // pattern returns n deterministic bytes that differ per seed.

@@ -19,12 +19,7 @@ import (
 
 func openTxn(t *testing.T, h Harness) (context.Context, store.Store, store.Transactor) {
 	t.Helper()
-	ctx, s := h.open(t)
-	tx, ok := s.(store.Transactor)
-	if !ok {
-		t.Fatalf("%T declares Transactions but is not a store.Transactor", s)
-	}
-	return ctx, s, tx
+	return openAs[store.Transactor](t, h, "Transactions")
 }
 
 // wantTxnConflict checks err is ErrConflict in a *TxnError at index.
@@ -258,15 +253,20 @@ func atoi(t *testing.T, b []byte) int {
 	return n
 }
 
+// getAccounts reads the two accounts.
+func getAccounts(ctx context.Context, s store.Store) (a, b store.Entry, err error) {
+	if a, err = s.Get(ctx, "acct/a"); err != nil {
+		return a, b, err
+	}
+	b, err = s.Get(ctx, "acct/b")
+	return a, b, err
+}
+
 // transfer moves amount from a to b with one two-key transaction, retried
 // on conflict a bounded number of times.
 func transfer(ctx context.Context, s store.Store, tx store.Transactor, amount int) error {
 	for range maxAttempts {
-		ea, err := s.Get(ctx, "acct/a")
-		if err != nil {
-			return err
-		}
-		eb, err := s.Get(ctx, "acct/b")
+		ea, eb, err := getAccounts(ctx, s)
 		if err != nil {
 			return err
 		}
@@ -294,11 +294,7 @@ func transfer(ctx context.Context, s store.Store, tx store.Transactor, amount in
 // of two checks; every confirmed pair must sum to total.
 func readSnapshots(ctx context.Context, s store.Store, tx store.Transactor, total, n int, count *atomic.Int64) error {
 	for range n {
-		ea, err := s.Get(ctx, "acct/a")
-		if err != nil {
-			return err
-		}
-		eb, err := s.Get(ctx, "acct/b")
+		ea, eb, err := getAccounts(ctx, s)
 		if err != nil {
 			return err
 		}

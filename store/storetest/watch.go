@@ -15,12 +15,7 @@ import (
 
 func openWatch(t *testing.T, h Harness) (context.Context, store.Store, store.Watcher) {
 	t.Helper()
-	ctx, s := h.open(t)
-	w, ok := s.(store.Watcher)
-	if !ok {
-		t.Fatalf("%T declares Watch but is not a store.Watcher", s)
-	}
-	return ctx, s, w
+	return openAs[store.Watcher](t, h, "Watch")
 }
 
 // waitUntilChanged calls WaitChange until a re-read shows the key is no

@@ -24,13 +24,10 @@ import (
 //     AZURE_STORAGE_ACCOUNT and AZURE_STORAGE_KEY against
 //     https://ACCOUNT.blob.core.windows.net/.
 func openAzblob(ctx context.Context, u *url.URL) (store.Store, error) {
-	if u.Opaque != "" || u.User != nil {
+	if u.User != nil {
 		return nil, errors.New("azblob:// takes azblob://container/prefix, without user info; credentials come from AZURE_STORAGE_* variables")
 	}
-	if u.Host == "" {
-		return nil, errors.New("azblob:// needs a container: azblob://container/prefix")
-	}
-	q, err := params(u, "endpoint", "create-container")
+	q, err := bucketParams(u, "container", "endpoint", "create-container")
 	if err != nil {
 		return nil, err
 	}

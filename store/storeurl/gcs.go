@@ -2,7 +2,6 @@ package storeurl
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"strings"
 
@@ -17,13 +16,7 @@ import (
 // without authentication. no-compare-and-delete=1 declares a server that
 // ignores delete preconditions (fake-gcs-server).
 func openGCS(ctx context.Context, u *url.URL) (store.Store, error) {
-	if u.Opaque != "" || u.User != nil {
-		return nil, errors.New("gs:// takes gs://bucket/prefix, without user info")
-	}
-	if u.Host == "" {
-		return nil, errors.New("gs:// needs a bucket: gs://bucket/prefix")
-	}
-	q, err := params(u, "endpoint", "no-compare-and-delete")
+	q, err := bucketParams(u, "bucket", "endpoint", "no-compare-and-delete")
 	if err != nil {
 		return nil, err
 	}

@@ -27,13 +27,7 @@ import (
 // no-compare-and-delete=1 declares a server whose conditional DELETE is not
 // AWS-exact (Versity Gateway).
 func openS3(ctx context.Context, u *url.URL) (store.Store, error) {
-	if u.Opaque != "" || u.User != nil {
-		return nil, errors.New("s3:// takes s3://bucket/prefix, without user info")
-	}
-	if u.Host == "" {
-		return nil, errors.New("s3:// needs a bucket: s3://bucket/prefix")
-	}
-	q, err := params(u, "endpoint", "region", "no-compare-and-delete", "create-bucket")
+	q, err := bucketParams(u, "bucket", "endpoint", "region", "no-compare-and-delete", "create-bucket")
 	if err != nil {
 		return nil, err
 	}

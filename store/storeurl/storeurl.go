@@ -147,3 +147,16 @@ func params(u *url.URL, allowed ...string) (url.Values, error) {
 	}
 	return q, nil
 }
+
+// bucketParams is params for an object store's URL,
+// SCHEME://BUCKET/prefix, where what names the BUCKET ("bucket",
+// "container"): it must be there, and no user info may be.
+func bucketParams(u *url.URL, what string, allowed ...string) (url.Values, error) {
+	if u.Opaque != "" || u.User != nil {
+		return nil, fmt.Errorf("%[1]s:// takes %[1]s://%[2]s/prefix, without user info", u.Scheme, what)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%[1]s:// needs a %[2]s: %[1]s://%[2]s/prefix", u.Scheme, what)
+	}
+	return params(u, allowed...)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 
 	"github.com/latchkey/latchkey/store"
 )
@@ -21,6 +22,8 @@ func Unanswered(write bool) error {
 // Fallback is the kind of a failure that no backend-specific rule
 // recognised, from its HTTP status (0: no response) alone:
 //
+//	408, 429 or 5xx                     → Unanswered(write) (the service did
+//	                                      not get to it, or may have)
 //	other 4xx                           → ErrUnsupported (configuration or request error)
 //	3xx or an unexpected 2xx            → Unanswered(write)
 //	dial error (request never sent)     → ErrTransient
@@ -28,6 +31,8 @@ func Unanswered(write bool) error {
 //	                                      caller's context ending mid-request)
 func Fallback(status int, write bool, err error) error {
 	switch {
+	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
+		return Unanswered(write)
 	case status >= 400:
 		return store.ErrUnsupported
 	case status != 0:

@@ -287,6 +287,10 @@ func TestFallback(t *testing.T) {
 		{400, false, errBoom, store.ErrUnsupported},
 		{304, false, errBoom, store.ErrTransient},
 		{304, true, errBoom, store.ErrUnknownOutcome},
+		{408, false, errBoom, store.ErrTransient},
+		{429, true, errBoom, store.ErrUnknownOutcome},
+		{503, false, errBoom, store.ErrTransient},
+		{500, true, errBoom, store.ErrUnknownOutcome},
 		{0, true, dial, store.ErrTransient},
 		{0, false, context.DeadlineExceeded, store.ErrTransient},
 		{0, true, context.DeadlineExceeded, store.ErrUnknownOutcome},
@@ -408,5 +412,12 @@ func TestSendOnceThenResolve(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+func TestNewNonceIsFreshHex(t *testing.T) {
+	a, b := NewNonce(), NewNonce()
+	if a == b || len(a) != 32 || strings.Trim(a, "0123456789abcdef") != "" {
+		t.Fatalf("NewNonce = %q, %q; want two different 32-digit hex strings", a, b)
 	}
 }

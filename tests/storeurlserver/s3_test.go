@@ -1,4 +1,7 @@
-package storeurl_test
+// Package storeurlserver opens s3:// URLs (package storeurl) against
+// latchkey's own server in-process: a test that needs the server lives
+// here, above the library, so that storeurl's own tests do not import it.
+package storeurlserver
 
 import (
 	"context"
@@ -12,11 +15,7 @@ import (
 )
 
 func TestOpenS3(t *testing.T) {
-	srv := servertest.Start(t, nil)
-	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	srv := startServer(t)
 	ctx := context.Background()
 	s, err := storeurl.Open(ctx, "s3://urlbucket/jobs/x?endpoint="+srv.URL+"&region=us-east-1")
 	if err != nil {
@@ -46,11 +45,7 @@ func TestOpenS3(t *testing.T) {
 // create-bucket=1 creates a missing bucket (and accepts one that exists),
 // and AWS_ENDPOINT_URL stands for endpoint=, as for the AWS CLI.
 func TestOpenS3CreateBucket(t *testing.T) {
-	srv := servertest.Start(t, nil)
-	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
-	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	srv := startServer(t)
 	t.Setenv("AWS_ENDPOINT_URL", srv.URL)
 	ctx := context.Background()
 	if s, err := storeurl.Open(ctx, "s3://fresh-bucket/app"); err != nil {
@@ -85,4 +80,15 @@ func TestOpenS3NoCredentials(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY") {
 		t.Fatalf("Open without credentials: %v", err)
 	}
+}
+
+// startServer starts the server and points the AWS SDK's environment at
+// its credentials, and at nothing else: no config or credentials file.
+func startServer(t *testing.T) *servertest.Server {
+	srv := servertest.Start(t, nil)
+	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", srv.SecretKey)
+	t.Setenv("AWS_CONFIG_FILE", t.TempDir()+"/none")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", t.TempDir()+"/none")
+	return srv
 }
