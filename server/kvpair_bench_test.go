@@ -59,7 +59,7 @@ func BenchmarkConsulCASPair(b *testing.B) {
 	}
 }
 
-func newPairServer(b *testing.B, noSync bool) *Server {
+func newPairServer(b testing.TB, noSync bool) *Server {
 	b.Helper()
 	srv, err := New(Config{DataDir: b.TempDir(), NoSync: noSync, AccessKey: "BENCHACCESSKEY",
 		SecretKey: "bench-secret-key-0123456789", Logger: slog.New(slog.DiscardHandler)})
