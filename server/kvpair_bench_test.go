@@ -138,8 +138,9 @@ func (w *benchWriter) Write(p []byte) (int, error) {
 	return w.body.Write(p)
 }
 
-func benchPairHTTP(b *testing.B, clients int, noSync bool) {
-	srv := newPairServer(b, noSync)
+// serveLoopback serves srv on a loopback port until stop (which waits
+// for Serve to return, closing srv) and returns its address.
+func serveLoopback(b testing.TB, srv *Server) (addr string, stop func()) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -147,8 +148,14 @@ func benchPairHTTP(b *testing.B, clients int, noSync bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
-	runPairs(b, clients, ln.Addr().String(), "")
+	return ln.Addr().String(), func() { cancel(); <-done }
+}
+
+func benchPairHTTP(b *testing.B, clients int, noSync bool) {
+	srv := newPairServer(b, noSync)
+	addr, stop := serveLoopback(b, srv)
+	defer stop()
+	runPairs(b, clients, addr, "")
 	if st := srv.engine.Stats(); !noSync && st.Commits > 0 {
 		b.ReportMetric(float64(st.Updates)/float64(st.Commits), "upd/commit")
 	}
@@ -190,14 +197,8 @@ func benchPairFloor(b *testing.B, clients int) {
 // may commit.
 func benchPairRefused(b *testing.B, clients int) {
 	srv := newPairServer(b, false)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
+	addr, stop := serveLoopback(b, srv)
+	defer stop()
 	c := newConsulReq(b, srv, "bench/hot")
 	for n := range 2 { // the key exists, and index 1 is stale
 		if !c.cas(b, c.read(b), n) {
@@ -205,7 +206,7 @@ func benchPairRefused(b *testing.B, clients int) {
 		}
 	}
 	commits := srv.engine.Stats().Commits
-	runPairs(b, clients, ln.Addr().String(), "bench/hot")
+	runPairs(b, clients, addr, "bench/hot")
 	if n := srv.engine.Stats().Commits - commits; n != 0 {
 		b.Fatalf("refused cas made %d commits", n)
 	}
