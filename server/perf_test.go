@@ -95,7 +95,11 @@ func TestRefusedCASCommitsNothing(t *testing.T) {
 		woken <- w.code
 	}()
 	for srv.apis.consulStats().BlockingQueries == 0 { // until it waits
-		time.Sleep(time.Millisecond)
+		select {
+		case code := <-woken:
+			t.Fatalf("the blocking read answered %d before any write", code)
+		case <-time.After(time.Millisecond):
+		}
 	}
 	for n := range 100 {
 		if c.cas(t, stale, n+2) {
