@@ -1,17 +1,33 @@
 package server
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/optcheck"
 )
 
 // DefaultListen is the default listen address: loopback, on Consul's
 // default HTTP port, so Consul clients (which default to 127.0.0.1:8500)
 // work with no configuration. S3 clients are pointed at it explicitly.
 const DefaultListen = "127.0.0.1:8500"
+
+// The defaults of Config's HTTP bounds (a zero field means its constant).
+const (
+	// DefaultReadHeaderTimeout bounds reading one request's header.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection idle this long.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultMaxHeaderBytes bounds one request's header section.
+	DefaultMaxHeaderBytes = 64 << 10
+	// DefaultShutdownTimeout bounds draining the requests in flight.
+	DefaultShutdownTimeout = 15 * time.Second
+)
 
 // Config is everything the server needs. Zero values mean the documented
 // defaults; DataDir is required.
@@ -83,7 +99,9 @@ type Config struct {
 	NoSync bool
 
 	// ReadHeaderTimeout, IdleTimeout, MaxHeaderBytes and ShutdownTimeout
-	// bound the HTTP server; zero means 10s, 120s, 64 KiB and 15s.
+	// bound the HTTP server; zero means DefaultReadHeaderTimeout (10s),
+	// DefaultIdleTimeout (120s), DefaultMaxHeaderBytes (64 KiB) and
+	// DefaultShutdownTimeout (15s); negative is an error.
 	ReadHeaderTimeout time.Duration
 	IdleTimeout       time.Duration
 	MaxHeaderBytes    int
@@ -108,8 +126,15 @@ func (c Config) withDefaults() (Config, error) {
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return c, errors.New("server: --tls-cert and --tls-key go together")
 	}
-	if c.ConsulMaxSessions < 0 {
-		return c, errors.New("server: negative --consul-max-sessions (zero means the default)")
+	// MaxConnsPerClient is not checked: negative means no limit.
+	if err := optcheck.NonNegative(
+		optcheck.Named("ConsulMaxSessions", c.ConsulMaxSessions),
+		optcheck.Named("ReadHeaderTimeout", c.ReadHeaderTimeout),
+		optcheck.Named("IdleTimeout", c.IdleTimeout),
+		optcheck.Named("MaxHeaderBytes", c.MaxHeaderBytes),
+		optcheck.Named("ShutdownTimeout", c.ShutdownTimeout),
+	); err != nil {
+		return c, fmt.Errorf("server: %w", err)
 	}
 	if (c.AccessKey == "") != (c.SecretKey == "") {
 		return c, errors.New("server: --access-key and --secret-key go together")
@@ -124,20 +149,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if c.ReadHeaderTimeout <= 0 {
-		c.ReadHeaderTimeout = 10 * time.Second
-	}
-	if c.IdleTimeout <= 0 {
-		c.IdleTimeout = 120 * time.Second
-	}
-	if c.MaxHeaderBytes <= 0 {
-		c.MaxHeaderBytes = 64 << 10
-	}
-	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = 15 * time.Second
-	}
-	if c.MaxConnsPerClient == 0 {
-		c.MaxConnsPerClient = DefaultMaxConnsPerClient
-	}
+	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.MaxHeaderBytes = cmp.Or(c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	c.ShutdownTimeout = cmp.Or(c.ShutdownTimeout, DefaultShutdownTimeout)
+	c.MaxConnsPerClient = cmp.Or(c.MaxConnsPerClient, DefaultMaxConnsPerClient)
 	return c, nil
 }

@@ -55,11 +55,14 @@ func BenchmarkConsulCASPair(b *testing.B) {
 		b.Run(fmt.Sprintf("durable/clients=%d", clients), func(b *testing.B) { benchPairHTTP(b, clients, false) })
 	}
 	for _, clients := range []int{1, 64} {
+		b.Run(fmt.Sprintf("refused/clients=%d", clients), func(b *testing.B) { benchPairRefused(b, clients) })
+	}
+	for _, clients := range []int{1, 64} {
 		b.Run(fmt.Sprintf("floor/clients=%d", clients), func(b *testing.B) { benchPairFloor(b, clients) })
 	}
 }
 
-func newPairServer(b *testing.B, noSync bool) *Server {
+func newPairServer(b testing.TB, noSync bool) *Server {
 	b.Helper()
 	srv, err := New(Config{DataDir: b.TempDir(), NoSync: noSync, AccessKey: "BENCHACCESSKEY",
 		SecretKey: "bench-secret-key-0123456789", Logger: slog.New(slog.DiscardHandler)})
@@ -135,8 +138,9 @@ func (w *benchWriter) Write(p []byte) (int, error) {
 	return w.body.Write(p)
 }
 
-func benchPairHTTP(b *testing.B, clients int, noSync bool) {
-	srv := newPairServer(b, noSync)
+// serveLoopback serves srv on a loopback port until stop (which waits
+// for Serve to return, closing srv) and returns its address.
+func serveLoopback(b testing.TB, srv *Server) (addr string, stop func()) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -144,8 +148,14 @@ func benchPairHTTP(b *testing.B, clients int, noSync bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
-	runPairs(b, clients, ln.Addr().String())
+	return ln.Addr().String(), func() { cancel(); <-done }
+}
+
+func benchPairHTTP(b *testing.B, clients int, noSync bool) {
+	srv := newPairServer(b, noSync)
+	addr, stop := serveLoopback(b, srv)
+	defer stop()
+	runPairs(b, clients, addr, "")
 	if st := srv.engine.Stats(); !noSync && st.Commits > 0 {
 		b.ReportMetric(float64(st.Updates)/float64(st.Commits), "upd/commit")
 	}
@@ -177,12 +187,36 @@ func benchPairFloor(b *testing.B, clients int) {
 	hs := &http.Server{Handler: h}
 	go hs.Serve(ln)
 	defer hs.Close()
-	runPairs(b, clients, ln.Addr().String())
+	runPairs(b, clients, ln.Addr().String(), "")
+}
+
+// benchPairRefused is the losing side of a hot key over HTTP, fsync on:
+// every client GETs one shared key and PUTs ?cas=1, an index long stale,
+// answered false. Set beside durable/clients=N, it is what a refused
+// attempt costs next to an applied one (cpu-µs/op per pair); no refusal
+// may commit.
+func benchPairRefused(b *testing.B, clients int) {
+	srv := newPairServer(b, false)
+	addr, stop := serveLoopback(b, srv)
+	defer stop()
+	c := newConsulReq(b, srv, "bench/hot")
+	for n := range 2 { // the key exists, and index 1 is stale
+		if !c.cas(b, c.read(b), n) {
+			b.Fatal("setup cas refused")
+		}
+	}
+	commits := srv.engine.Stats().Commits
+	runPairs(b, clients, addr, "bench/hot")
+	if n := srv.engine.Stats().Commits - commits; n != 0 {
+		b.Fatalf("refused cas made %d commits", n)
+	}
 }
 
 // runPairs drives GET+PUT pairs at addr from clients connections and
-// reports the process's CPU and GC cost per pair.
-func runPairs(b *testing.B, clients int, addr string) {
+// reports the process's CPU and GC cost per pair. With stale, a key
+// name, every client reads it and PUTs ?cas=1, which must be refused;
+// otherwise each client CASes a key of its own on the index it read.
+func runPairs(b *testing.B, clients int, addr, stale string) {
 	var next atomic.Int64
 	gc0 := gcStats()
 	cpu0 := cpuTime()
@@ -198,6 +232,10 @@ func runPairs(b *testing.B, clients int, addr string) {
 		defer conn.Close()
 		c := &pairClient{conn: conn, r: bufio.NewReader(conn), host: addr}
 		key := "/v1/kv/bench/pair" + strconv.FormatInt(next.Add(1), 10)
+		want := "true"
+		if stale != "" {
+			key, want = "/v1/kv/"+stale, "false"
+		}
 		val := bytes.Repeat([]byte("v"), 128)
 		for n := 0; pb.Next(); n++ {
 			code, idx, _, err := c.do("GET", key, nil)
@@ -211,8 +249,11 @@ func runPairs(b *testing.B, clients int, addr string) {
 				b.Errorf("GET: %d", code)
 				return
 			}
+			if stale != "" {
+				idx = 1
+			}
 			code, _, answer, err := c.do("PUT", key+"?cas="+strconv.FormatUint(idx, 10), pairValue(val, n))
-			if err != nil || code != http.StatusOK || string(answer) != "true" {
+			if err != nil || code != http.StatusOK || string(answer) != want {
 				b.Errorf("PUT ?cas=%d: %d %q %v", idx, code, answer, err)
 				return
 			}

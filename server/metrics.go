@@ -1,8 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
-	"encoding/hex"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/latchkey/latchkey/server/internal/consulapi"
 	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/hdrval"
 )
 
 // metrics are the server's Prometheus metrics, in a registry of its own (no
@@ -127,8 +126,9 @@ func (m *metrics) instrument(api string, h http.Handler, log *slog.Logger, logRe
 		sw := &statusWriter{ResponseWriter: w}
 		id := ""
 		if api != "s3" {
-			id = newRequestID()
-			w.Header().Set("X-Request-Id", id)
+			v := requestIDs.Hex64(rand.Uint64())
+			w.Header()["X-Request-Id"] = v // canonical already
+			id = v[0]
 		}
 		h.ServeHTTP(sw, r)
 		if sw.status == 0 {
@@ -180,16 +180,11 @@ func (s *apiSeries) requests(code int) prometheus.Counter {
 	return c
 }
 
-// newRequestID is 16 random hex digits: a request's name in logs, not a
-// secret, so math/rand/v2's generator (seeded by the runtime) serves
-// without a system call per request.
-func newRequestID() string {
-	var raw [8]byte
-	var b [16]byte
-	binary.BigEndian.PutUint64(raw[:], rand.Uint64())
-	hex.Encode(b[:], raw[:])
-	return string(b[:])
-}
+// requestIDs hold the X-Request-Id values: 16 random hex digits, a
+// request's name in logs, not a secret, so math/rand/v2's generator
+// (seeded by the runtime) serves without a system call per request, and
+// the value shares its allocation with the next few dozen (hdrval).
+var requestIDs hdrval.Slabs
 
 // statusWriter records the status code. Unwrap lets http.ResponseController
 // reach the connection's Flush, deadlines and hijacking.

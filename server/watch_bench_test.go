@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -42,14 +41,9 @@ func benchS3PutWithWatchers(b *testing.B, watchers, keys int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
+	addr, stop := serveLoopback(b, srv)
+	defer stop()
+	ctx := context.Background()
 	for i := 0; i < keys; i += 1000 {
 		if _, err := srv.engine.Update(ctx, func(tx *engine.Tx) error {
 			for j := i; j < min(i+1000, keys); j++ {
@@ -61,7 +55,7 @@ func benchS3PutWithWatchers(b *testing.B, watchers, keys int) {
 		}
 	}
 	cfg := consul.DefaultConfig()
-	cfg.Address = ln.Addr().String()
+	cfg.Address = addr
 	cfg.Transport.MaxIdleConnsPerHost = watchers + 1
 	cc, err := consul.NewClient(cfg)
 	if err != nil {
@@ -92,7 +86,7 @@ func benchS3PutWithWatchers(b *testing.B, watchers, keys int) {
 	}
 
 	s3c := s3.New(s3.Options{
-		BaseEndpoint: aws.String("http://" + ln.Addr().String()), Region: "us-east-1", UsePathStyle: true,
+		BaseEndpoint: aws.String("http://" + addr), Region: "us-east-1", UsePathStyle: true,
 		Credentials: credentials.NewStaticCredentialsProvider(ak, sk, ""),
 	})
 	if _, err := s3c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("bkt")}); err != nil {

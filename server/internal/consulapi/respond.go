@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+
+	"github.com/latchkey/latchkey/server/internal/hdrval"
 )
 
 // httpError is an error with the status and plain-text body Consul sends
@@ -170,9 +172,13 @@ func setQueryMeta(w http.ResponseWriter, index uint64, consistency string) {
 	if index == 0 {
 		index = 1
 	}
-	w.Header()["X-Consul-Index"] = []string{strconv.FormatUint(index, 10)}
+	w.Header()["X-Consul-Index"] = indexVals.Uint(index)
 	setLeaderMeta(w, consistency)
 }
+
+// indexVals hold the X-Consul-Index values: each shares its allocation
+// with the next few dozen (hdrval).
+var indexVals hdrval.Slabs
 
 // setLeaderMeta sets the meta headers without an index (read-only txns).
 func setLeaderMeta(w http.ResponseWriter, consistency string) {
