@@ -189,7 +189,7 @@ func TestUpdatesGoOnWithoutABrokenLine(t *testing.T) {
 		const procs, each = 8, 20
 		done := make(chan error, procs)
 		for range procs {
-			p := &proc{Store: fs, rtt: ms, requests: new(atomic.Int64)}
+			p := &proc{Store: fs, rtt: ms, requests: &requests{}}
 			go func() {
 				for range each {
 					if _, err := Update(context.Background(), p, "k", add, &Options{MaxAttempts: 1 << 10}); err != nil {
