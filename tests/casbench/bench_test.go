@@ -1,6 +1,7 @@
-package cas_test
+package casbench_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -25,7 +26,7 @@ import (
 // server run is latchkey serve in-process, reached through its Consul KV
 // API over loopback HTTP (consulstore):
 //
-//	go test -run '^$' -bench UpdateContended/server -benchtime 2000x ./cas
+//	go test -run '^$' -bench UpdateContended/server -benchtime 2000x ./tests/casbench
 func BenchmarkUpdateContended(b *testing.B) {
 	backends := []struct {
 		name string
@@ -110,4 +111,10 @@ func benchContended(b *testing.B, s store.Store, client func() store.Store, g in
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "updates/s")
 	b.ReportMetric(float64(attempts.Load())/float64(b.N), "attempts/update")
+}
+
+// increment adds one to a decimal counter (absent: 0).
+func increment(cur []byte, _ bool) (cas.Decision, error) {
+	n, err := strconv.Atoi(cmp.Or(string(cur), "0"))
+	return cas.Set([]byte(strconv.Itoa(n + 1))), err
 }
