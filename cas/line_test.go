@@ -57,6 +57,18 @@ func lineOf(t *testing.T, s store.Store, key string) []string {
 	return keys
 }
 
+// plantTickets puts lineWindow tickets in the line of key, numbered from
+// 1, as Updates of other processes (name) would have.
+func plantTickets(t *testing.T, s store.Store, key, name string) {
+	t.Helper()
+	for i := range lineWindow {
+		k := fmt.Sprintf("%s%020d-%s%d", LinePrefix(key), i+1, name, i)
+		if _, err := s.Put(context.Background(), k, []byte("{}"), store.IfAbsent); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // An Update that wins at once sends one read and one write, and nothing
 // to the line, also on a key that was contended earlier (once the
 // process's memory of its line has expired).
@@ -90,12 +102,7 @@ func TestTheWinnerGoesBehindTheOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memstore.New()
 		s := &counting{Store: mem}
-		for o := range lineWindow {
-			// Tickets of Updates of other processes, waiting behind ours.
-			if _, err := mem.Put(context.Background(), fmt.Sprintf("%s00000000000000000002-%04d", LinePrefix("k"), o), []byte("{}"), store.IfAbsent); err != nil {
-				t.Fatal(err)
-			}
-		}
+		plantTickets(t, mem, "k", "other") // of other processes, waiting
 		sawLine(s, "k", time.Now(), 0)
 		done := make(chan Result, 1)
 		go func() {
@@ -112,8 +119,8 @@ func TestTheWinnerGoesBehindTheOthers(t *testing.T) {
 		default:
 		}
 		l := lineOf(t, mem, "k")
-		if len(l) != lineWindow+1 || ticketSeq(LinePrefix("k"), l[lineWindow]) != 3 {
-			t.Fatalf("line %q, want the %d others and ours behind them (number 3)", l, lineWindow)
+		if len(l) != lineWindow+1 || ticketSeq(LinePrefix("k"), l[lineWindow]) != lineWindow+1 {
+			t.Fatalf("line %q, want the %d others and ours behind them (number %d)", l, lineWindow, lineWindow+1)
 		}
 		// The others are dead: after lineTicketTTL at the front they are
 		// taken for gone and deleted.
@@ -133,12 +140,7 @@ func TestTheWinnerGoesBehindTheOthers(t *testing.T) {
 func TestDeadTicketsAreSkippedAfterTheirTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memstore.New()
-		for i := range lineWindow {
-			k := fmt.Sprintf("%s%020d-dead%d", LinePrefix("k"), i+1, i)
-			if _, err := mem.Put(context.Background(), k, []byte("{}"), store.IfAbsent); err != nil {
-				t.Fatal(err)
-			}
-		}
+		plantTickets(t, mem, "k", "dead")
 		s := &racing{Store: mem, n: lineAfter}
 		o := &Options{MaxDelay: 100 * ms}
 		start := time.Now()
@@ -161,12 +163,7 @@ func TestDeadTicketsAreSkippedAfterTheirTTL(t *testing.T) {
 func TestAnUpdateLeavesTheLineWhenCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := memstore.New()
-		for i := range lineWindow {
-			k := fmt.Sprintf("%s%020d-other%d", LinePrefix("k"), i+1, i)
-			if _, err := mem.Put(context.Background(), k, []byte("{}"), store.IfAbsent); err != nil {
-				t.Fatal(err)
-			}
-		}
+		plantTickets(t, mem, "k", "other")
 		ctx, cancel := context.WithTimeout(context.Background(), 100*ms)
 		defer cancel()
 		_, err := Update(ctx, &racing{Store: mem, n: lineAfter}, "k", add, nil)
