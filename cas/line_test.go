@@ -57,6 +57,14 @@ func lineOf(t *testing.T, s store.Store, key string) []string {
 	return keys
 }
 
+// wantNoTickets fails t unless the line of key is empty.
+func wantNoTickets(t *testing.T, s store.Store, key string) {
+	t.Helper()
+	if l := lineOf(t, s, key); len(l) != 0 {
+		t.Fatalf("tickets left in the line: %q", l)
+	}
+}
+
 // plantTickets puts lineWindow tickets in the line of key, numbered from
 // 1, as Updates of other processes (name) would have.
 func plantTickets(t *testing.T, s store.Store, key, name string) {
@@ -90,9 +98,7 @@ func TestAnUncontendedUpdateSendsOneReadAndOneWrite(t *testing.T) {
 		if got := c.String(); got != "1 gets, 1 puts, 0 deletes, 0 lists" {
 			t.Fatalf("an uncontended Update sent %s, want one read and one write", got)
 		}
-		if l := lineOf(t, mem, "k"); len(l) != 0 {
-			t.Fatalf("tickets left in the line: %q", l)
-		}
+		wantNoTickets(t, mem, "k")
 	})
 }
 
@@ -128,9 +134,7 @@ func TestTheWinnerGoesBehindTheOthers(t *testing.T) {
 		if res.Outcome != Written {
 			t.Fatalf("Update = %+v", res)
 		}
-		if l := lineOf(t, mem, "k"); len(l) != 0 {
-			t.Fatalf("tickets left in the line: %q", l)
-		}
+		wantNoTickets(t, mem, "k")
 	})
 }
 
@@ -152,9 +156,7 @@ func TestDeadTicketsAreSkippedAfterTheirTTL(t *testing.T) {
 		if el := time.Since(start); el < ttl || el > ttl+o.MaxDelay {
 			t.Fatalf("behind a window of dead tickets the Update took %v, want their TTL (%v) and at most one MaxDelay more", el, ttl)
 		}
-		if l := lineOf(t, mem, "k"); len(l) != 0 {
-			t.Fatalf("tickets left in the line: %q", l)
-		}
+		wantNoTickets(t, mem, "k")
 	})
 }
 
