@@ -212,3 +212,25 @@ func TestUpdatesGoOnWithoutABrokenLine(t *testing.T) {
 		}
 	})
 }
+
+// A ticket behind the window lists the line again when the line, moving
+// one place per attempt, would have brought it to the window, or a
+// little before: 80–100% of that time, at most lineTicketTTL MaxDelays.
+// Each listing is a request served beside the updates; draws around
+// three quarters of it (0.375–1.125), capped at one MaxDelay, made the
+// waiters list the line 3.9 times per update on latchkey serve at 8
+// clients and 10–13 times at 64.
+func TestAWaiterListsTheLineWhenItShouldBeNearTheWindow(t *testing.T) {
+	const attempt, maxDelay = 10 * ms, 250 * ms
+	w := &waiting{}
+	for _, ahead := range []int{1, 5, 20, 99} {
+		i := lineWindow - 1 + ahead // ahead places to go to the window
+		full := time.Duration(ahead) * attempt
+		lo, hi := full*4/5, min(full, lineTicketTTL*maxDelay)
+		for range 200 {
+			if d := w.delay(i, attempt, maxDelay); d < min(lo, hi) || d > hi {
+				t.Fatalf("%d places from the window: waits %v, want %v–%v", ahead, d, min(lo, hi), hi)
+			}
+		}
+	}
+}

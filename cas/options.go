@@ -67,9 +67,10 @@ type Options struct {
 	BaseDelay time.Duration
 
 	// MaxDelay caps the backoff ceiling, and how long an Update waits for
-	// the turn of its key while one holder keeps it, and between two reads
-	// of the waiting line; a ticket of the line that stands at its front
-	// for 4 MaxDelays is taken for gone. Zero means DefaultMaxDelay.
+	// the turn of its key while one holder keeps it; 4 MaxDelays cap the
+	// wait between two reads of the waiting line, and a ticket of the line
+	// that stands at its front for 4 MaxDelays is taken for gone. Zero
+	// means DefaultMaxDelay.
 	MaxDelay time.Duration
 
 	// Timeout, when positive, is a budget for the whole Update: no new
