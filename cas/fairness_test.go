@@ -112,6 +112,12 @@ func (f fairness) String() string {
 // measureFairness runs procs processes, each one goroutine updating one
 // shared key in a loop for d, and returns what each got done.
 func measureFairness(t *testing.T, procs int, d, rtt, service time.Duration) fairness {
+	return measureFairnessNear(t, procs, d, rtt, service, rtt)
+}
+
+// measureFairnessNear is measureFairness with process 0 at a round trip
+// of near instead of rtt.
+func measureFairnessNear(t *testing.T, procs int, d, rtt, service, near time.Duration) fairness {
 	mem := memstore.New()
 	var mu sync.Mutex
 	var lat []time.Duration
@@ -125,6 +131,9 @@ func measureFairness(t *testing.T, procs int, d, rtt, service time.Duration) fai
 	end := time.Now().Add(d)
 	for i := range procs {
 		p := &proc{Store: mem, rtt: rtt, requests: f.requests, busy: busy, service: service}
+		if i == 0 {
+			p.rtt = near
+		}
 		wg.Go(func() {
 			for time.Now().Before(end) {
 				start := time.Now()
@@ -223,5 +232,21 @@ func TestUpdateIsFairOnABusyServer(t *testing.T) {
 		if per := float64(f.requests.total()) / float64(f.total); per > 9 {
 			t.Errorf("%.2f requests per update, want at most 9", per)
 		}
+	})
+}
+
+// TestANearProcessDoesNotCaptureTheKey: one of 8 processes is ten times
+// closer to the store (a 0.1 ms round trip, the others 1 ms). It reads
+// right after its own write and wins its first attempt every time, so it
+// never lost a race, never took a ticket, and never learned that the
+// others were waiting in the line: it did all 15,000 updates in 3 s, the
+// others none. A process that wins at once again and again looks at the
+// line now and then, and goes behind the others it finds there.
+func TestANearProcessDoesNotCaptureTheKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const procs = 8
+		f := measureFairnessNear(t, procs, 3*time.Second, time.Millisecond, 0, time.Millisecond/10)
+		t.Logf("%d processes, one near: %v (the near one: %d)", procs, f, f.counts[0])
+		checkFair(t, procs, f)
 	})
 }

@@ -89,6 +89,10 @@ const (
 	// lineTicketTTL, in MaxDelays, is how long a ticket may stand at the
 	// front before the others take it for gone (1 s by default).
 	lineTicketTTL = 4
+	// lineCheckEvery is how often, in Updates that won at once in a run
+	// (each within lineMemoryTTL of the last), a process looks at the
+	// line of a key it keeps winning.
+	lineCheckEvery = 32
 	// lineLeaveMaxDelays bounds, in MaxDelays, how long an Update that is
 	// over spends deleting its ticket, whatever ctx says (a ticket left
 	// behind costs the others lineTicketTTL).
@@ -372,6 +376,60 @@ func (w *waiting) delay(i int, attempt, maxDelay time.Duration) time.Duration {
 	full := time.Duration(i-lineWindow+1) * attempt
 	d := backoff.Between(full*4/5, full)
 	return min(max(d, attempt/2), lineTicketTTL*maxDelay)
+}
+
+// checkLine is called after u won at its first attempt without a ticket.
+// Every lineCheckEvery-th such win of a run (see wonAtOnce) it lists the
+// line, and when others wait there it remembers them, so that the next
+// Update of the key takes a ticket behind them. A process that wins at
+// once never loses a race, so without this it never learns of the line:
+// a process near the store (or with a quicker loop) that reads right
+// after its own write captured the key while the others waited in the
+// line (TestANearProcessDoesNotCaptureTheKey: all 15,000 updates in 3 s,
+// the others none). The listing costs a request in lineCheckEvery, and
+// only to a process that updates the key again and again: an Update more
+// than lineMemoryTTL after the last one of its key starts a new run.
+func (u *updater) checkLine(ctx context.Context) {
+	if !u.lined() || !wonAtOnce(u.s, u.key, now()) {
+		return
+	}
+	w := u.newWaiting()
+	if u.listLine(ctx) != nil || u.unlined {
+		return
+	}
+	if len(w.items) > 0 {
+		sawLine(u.s, u.key, now(), u.attempt)
+	}
+}
+
+// A run of Updates of one key won at once, per store value: a small fixed
+// table like the line memory's.
+type runEntry struct {
+	s   store.Store
+	key string
+	n   int
+	at  time.Time
+}
+
+var runs [memorySlots]atomic.Pointer[runEntry]
+
+// wonAtOnce counts a win at once of key on s at t and reports whether it
+// is the lineCheckEvery-th of its run: wins each within lineMemoryTTL of
+// the one before. (Two Updates of one process counting at once may lose
+// a count; that only delays a look.)
+func wonAtOnce(s store.Store, key string, t time.Time) bool {
+	if !remembers(s) {
+		return false
+	}
+	slot := &runs[maphash.String(memorySeed, key)%memorySlots]
+	n := 1
+	if m := slot.Load(); m != nil && m.s == s && m.key == key {
+		if age := t.Sub(m.at); age >= 0 && age < lineMemoryTTL {
+			n = m.n%lineCheckEvery + 1
+		}
+	}
+	slot.Store(&runEntry{s: s, key: key, n: n, at: t})
+	return n == lineCheckEvery
 }
 
 // The line memory: the keys whose line this process left others in,

@@ -185,6 +185,9 @@ func (u *updater) run(ctx context.Context) error {
 		if errors.Is(err, errTimeout) {
 			return u.stopped(err)
 		}
+		if done && err == nil && u.conflicts == 0 && u.w == nil {
+			u.checkLine(ctx)
+		}
 		if done || !errors.Is(err, store.ErrConflict) {
 			return u.unresolved(err)
 		}
