@@ -40,7 +40,10 @@ import (
 // did, within lineMemoryTTL) takes its ticket before its first attempt: the
 // winner goes behind the losers instead of in front of them. An Update
 // that wins at once, on a key whose line this process has not seen
-// lately, sends exactly what it sent before: one read and one write.
+// lately, sends exactly what it sent before: one read and one write;
+// only every lineCheckEvery-th win at once of a run of them also lists
+// the line (checkLine), since a process that never loses never learns of
+// the line otherwise.
 //
 // Tickets are records of their own, not entries of one shared record, so
 // that taking and leaving a place never races anyone: with 64 processes

@@ -47,10 +47,14 @@ type Result struct {
 // in the same store, and waits there until it is among the first few;
 // only those race for the key, with short backoffs. An Update whose
 // process left others in the line takes its ticket before its first
-// attempt, so the last winner goes to the back. The line is read and
-// written with the store's ordinary operations, costs nothing when the
-// first attempt wins, and never decides a write: a write is conditional
-// as ever, and an Update whose line fails goes on without it. Tickets of
+// attempt, so the last winner goes to the back; one whose process keeps
+// winning the key at once lists the line every 32nd time (of Updates
+// within a second of each other), and goes behind the others it finds
+// there. The line is read and written with the store's ordinary
+// operations, costs nothing when the first attempt wins (bar that one
+// listing in 32 of a loop on one key), and never decides a write: a
+// write is conditional as ever, and an Update whose line fails goes on
+// without it. Tickets of
 // Updates that died are passed after 4 MaxDelays. Keys under ".latchkey/"
 // have no line. See line.go for the design and its costs.
 //
