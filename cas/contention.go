@@ -18,10 +18,11 @@ import (
 // retries are spread wide enough, and every lost race is a read and a
 // write the store serves for nothing, on the same CPUs and the same
 // commit rounds as the write that wins. Measured on latchkey serve (64
-// goroutines, one key, cas's BenchmarkUpdateContended): 5–9 attempts per
-// update, about half of the requests on fresh TCP connections, commit
-// rounds stretched 3–10× by the losers' requests. With the memory the
-// next contended Update starts where the last one ended: 2–4 attempts.
+// goroutines, one key, BenchmarkUpdateContended in tests/casbench): 5–9
+// attempts per update, about half of the requests on fresh TCP
+// connections, commit rounds stretched 3–10× by the losers' requests.
+// With the memory the next contended Update starts where the last one
+// ended: 2–4 attempts.
 //
 // The memory is a small fixed table, indexed by a hash of the key and
 // matched on the store (the same store.Store value, compared with ==) and

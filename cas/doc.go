@@ -34,7 +34,12 @@
 //     key, p99 within 1.2× p50 and every process within 10% of the mean
 //     share (TestUpdateIsFairAcrossProcesses), where whoever had just won
 //     used to win again (p99 1 s, p50 11 ms). An Update that wins at once
-//     sends one read and one write, as before. The line orders attempts;
+//     sends one read and one write, as before, except that a process
+//     that keeps winning one key at once (Updates within a second of each
+//     other) lists its line now and then (at the 8th win, then ever more
+//     rarely while it finds the line empty, down to one in 256), so that
+//     one close to the store cannot capture the key while the others wait
+//     in the line (TestANearProcessDoesNotCaptureTheKey). The line orders attempts;
 //     it never decides a write, and a dead contender's ticket is passed
 //     after 4 MaxDelays.
 //   - Honest outcomes. A write whose outcome is unknown

@@ -1,10 +1,11 @@
 package cas
 
 import (
-	"fmt"
+	"cmp"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/backoff"
+	"github.com/latchkey/latchkey/internal/optcheck"
 )
 
 // Defaults used where Options leaves a field zero.
@@ -66,9 +67,10 @@ type Options struct {
 	BaseDelay time.Duration
 
 	// MaxDelay caps the backoff ceiling, and how long an Update waits for
-	// the turn of its key while one holder keeps it, and between two reads
-	// of the waiting line; a ticket of the line that stands at its front
-	// for 4 MaxDelays is taken for gone. Zero means DefaultMaxDelay.
+	// the turn of its key while one holder keeps it; 4 MaxDelays cap the
+	// wait between two reads of the waiting line, and a ticket of the line
+	// that stands at its front for 4 MaxDelays is taken for gone. Zero
+	// means DefaultMaxDelay.
 	MaxDelay time.Duration
 
 	// Timeout, when positive, is a budget for the whole Update: no new
@@ -95,29 +97,16 @@ func (o *Options) withDefaults() (Options, error) {
 	if o != nil {
 		r = *o
 	}
-	for _, f := range []struct {
-		name  string
-		value int64
-	}{
-		{"MaxAttempts", int64(r.MaxAttempts)}, {"TransientBudget", int64(r.TransientBudget)},
-		{"BaseDelay", int64(r.BaseDelay)}, {"MaxDelay", int64(r.MaxDelay)}, {"Timeout", int64(r.Timeout)},
-	} {
-		if f.value < 0 {
-			return r, fmt.Errorf("negative Options.%s (zero means the default)", f.name)
-		}
+	if err := optcheck.NonNegative(
+		optcheck.Named("MaxAttempts", r.MaxAttempts), optcheck.Named("TransientBudget", r.TransientBudget),
+		optcheck.Named("BaseDelay", r.BaseDelay), optcheck.Named("MaxDelay", r.MaxDelay), optcheck.Named("Timeout", r.Timeout),
+	); err != nil {
+		return r, err
 	}
-	if r.MaxAttempts == 0 {
-		r.MaxAttempts = DefaultMaxAttempts
-	}
-	if r.TransientBudget == 0 {
-		r.TransientBudget = DefaultTransientBudget
-	}
-	if r.BaseDelay == 0 {
-		r.BaseDelay = DefaultBaseDelay
-	}
-	if r.MaxDelay == 0 {
-		r.MaxDelay = DefaultMaxDelay
-	}
+	r.MaxAttempts = cmp.Or(r.MaxAttempts, DefaultMaxAttempts)
+	r.TransientBudget = cmp.Or(r.TransientBudget, DefaultTransientBudget)
+	r.BaseDelay = cmp.Or(r.BaseDelay, DefaultBaseDelay)
+	r.MaxDelay = cmp.Or(r.MaxDelay, DefaultMaxDelay)
 	if r.BaseDelay > r.MaxDelay {
 		r.BaseDelay = r.MaxDelay
 	}

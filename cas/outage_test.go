@@ -69,12 +69,7 @@ func TestTransientFailuresAreRetriedUntilTheDeadline(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ctx := context.Background()
-				if c.ctx > 0 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, c.ctx)
-					defer cancel()
-				}
+				ctx := within(t, c.ctx)
 				s := newOutage(outageFor)
 				start := time.Now()
 				res, err := cas.Update(ctx, s, "k", increment, c.opts)
@@ -112,12 +107,7 @@ func TestTransientRetriesEndAtTheDeadline(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ctx := context.Background()
-				if c.ctx > 0 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, c.ctx)
-					defer cancel()
-				}
+				ctx := within(t, c.ctx)
 				s := newOutage(time.Hour)
 				start := time.Now()
 				_, err := cas.Update(ctx, s, "k", increment, c.opts)
@@ -147,4 +137,15 @@ func TestTransientRetriesEndAtTheDeadline(t *testing.T) {
 			})
 		})
 	}
+}
+
+// within returns a context with deadline d from now (none when d is 0),
+// cancelled when the test ends.
+func within(t *testing.T, d time.Duration) context.Context {
+	if d == 0 {
+		return context.Background()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
 }

@@ -18,11 +18,11 @@ import (
 // store can only race each other for nothing: both read the same version,
 // at most one write applies, and the other is a read and a write the store
 // serves in vain, on the same CPUs and commit rounds as the write that
-// wins. Measured on latchkey serve (64 goroutines, one key, cas's
-// BenchmarkUpdateContended/server): without turns 1.96–1.98 attempts per
-// update and 73–88% of the one-goroutine rate; with them 1.00 attempts
-// and 78–104%. Writers in other processes (or on other store values)
-// still race, and lost races still back off.
+// wins. Measured on latchkey serve (64 goroutines, one key,
+// BenchmarkUpdateContended/server in tests/casbench): without turns
+// 1.96–1.98 attempts per update and 73–88% of the one-goroutine rate;
+// with them 1.00 attempts and 78–104%. Writers in other processes (or
+// on other store values) still race, and lost races still back off.
 //
 // A turn is never a lock anyone depends on: the write stays conditional,
 // and a waiter whose turn-holder has held it for longer than MaxDelay (a

@@ -1,9 +1,11 @@
-package cas_test
+package casbench_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +27,7 @@ import (
 // server run is latchkey serve in-process, reached through its Consul KV
 // API over loopback HTTP (consulstore):
 //
-//	go test -run '^$' -bench UpdateContended/server -benchtime 2000x ./cas
+//	go test -run '^$' -bench UpdateContended/server -benchtime 2000x ./tests/casbench
 func BenchmarkUpdateContended(b *testing.B) {
 	backends := []struct {
 		name string
@@ -77,14 +79,18 @@ func BenchmarkUpdateContended(b *testing.B) {
 }
 
 // benchContended runs b.N increments of one key from g goroutines, each
-// with the store client() gives it, and checks the count on s.
+// with the store client() gives it, and checks the count on s. Besides
+// the rate and the attempts it reports the requests per update, by kind:
+// reads and writes of the key, writes (creates and deletes) of its
+// waiting line's tickets, listings of the line.
 func benchContended(b *testing.B, s store.Store, client func() store.Store, g int) {
 	opts := &cas.Options{MaxAttempts: 1 << 20}
 	var next, attempts atomic.Int64
 	var wg sync.WaitGroup
+	var n requests
 	clients := make([]store.Store, g)
 	for i := range clients {
-		clients[i] = client()
+		clients[i] = &counted{Store: client(), n: &n, line: cas.LinePrefix("bench/counter")}
 	}
 	b.ResetTimer()
 	for _, c := range clients {
@@ -110,4 +116,51 @@ func benchContended(b *testing.B, s store.Store, client func() store.Store, g in
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "updates/s")
 	b.ReportMetric(float64(attempts.Load())/float64(b.N), "attempts/update")
+	for _, m := range []struct {
+		unit string
+		n    *atomic.Int64
+	}{{"reads/update", &n.gets}, {"writes/update", &n.puts}, {"ticket-writes/update", &n.tickets}, {"lists/update", &n.lists}} {
+		b.ReportMetric(float64(m.n.Load())/float64(b.N), m.unit)
+	}
+}
+
+// requests counts requests by kind.
+type requests struct{ gets, puts, tickets, lists atomic.Int64 }
+
+// counted counts the requests sent through it into n; line is the prefix
+// of the key's waiting line.
+type counted struct {
+	store.Store
+	n    *requests
+	line string
+}
+
+func (c *counted) Get(ctx context.Context, key string) (store.Entry, error) {
+	c.n.gets.Add(1)
+	return c.Store.Get(ctx, key)
+}
+
+func (c *counted) Put(ctx context.Context, key string, v []byte, cond store.Condition) (store.Version, error) {
+	if strings.HasPrefix(key, c.line) {
+		c.n.tickets.Add(1)
+	} else {
+		c.n.puts.Add(1)
+	}
+	return c.Store.Put(ctx, key, v, cond)
+}
+
+func (c *counted) Delete(ctx context.Context, key string, cond store.Condition) error {
+	c.n.tickets.Add(1)
+	return c.Store.Delete(ctx, key, cond)
+}
+
+func (c *counted) List(ctx context.Context, prefix string, o *store.ListOptions) (store.Page, error) {
+	c.n.lists.Add(1)
+	return c.Store.List(ctx, prefix, o)
+}
+
+// increment adds one to a decimal counter (absent: 0).
+func increment(cur []byte, _ bool) (cas.Decision, error) {
+	n, err := strconv.Atoi(cmp.Or(string(cur), "0"))
+	return cas.Set([]byte(strconv.Itoa(n + 1))), err
 }
