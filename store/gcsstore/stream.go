@@ -35,19 +35,15 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
 	}
 	defer done()
-	start, err := rs.Seek(0, io.SeekCurrent)
+	size, err := rs.Seek(0, io.SeekEnd)
 	if err != nil {
 		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
 	}
-	end, err := rs.Seek(0, io.SeekEnd)
-	if err != nil || end < start {
-		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: end %d before start %d: %v", end, start, err))
-	}
 	return s.put(ctx, key, func() (io.Reader, int64, bool) {
-		if _, err := rs.Seek(start, io.SeekStart); err != nil {
+		if _, err := rs.Seek(0, io.SeekStart); err != nil {
 			return nil, 0, false
 		}
-		return rs, end - start, true
+		return rs, size, true
 	}, cond)
 }
 

@@ -35,7 +35,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
-	return s.put(ctx, key, newNonce(), func() io.ReadSeeker { return bytes.NewReader(value) }, cond)
+	return s.put(ctx, key, resolve.NewNonce(), func() io.ReadSeeker { return bytes.NewReader(value) }, cond)
 }
 
 // put sends one conditional PutObject and resolves an unknown outcome.
