@@ -21,9 +21,9 @@ const backend = "s3store"
 //	501 NotImplemented                     → ErrUnsupported
 //	400 KeyTooLongError                    → ErrInvalidKey
 //	400 RequestTimeout                     → ErrTransient (the body never arrived)
+//	408, 429, 5xx on a read                → ErrTransient (503 SlowDown included)
+//	408, 429, 5xx after a write            → ErrUnknownOutcome
 //	other 4xx (403, 400, 405, 411, …)      → ErrUnsupported (configuration or request error)
-//	429, 5xx on a read                     → ErrTransient (503 SlowDown included)
-//	429, 5xx after a write                 → ErrUnknownOutcome
 //	transport error on a read              → ErrTransient
 //	dial error (request never sent)        → ErrTransient
 //	other transport error after a write    → ErrUnknownOutcome (timeout, reset)
@@ -50,10 +50,9 @@ func classify(op resolve.OpKind, err error) resolve.Failure {
 		f.Kind = store.ErrInvalidKey
 	case f.Status == http.StatusBadRequest && f.Code == "RequestTimeout":
 		f.Kind = store.ErrTransient
-	case f.Status == http.StatusTooManyRequests || f.Status >= 500:
-		f.Kind = resolve.Unanswered(write)
 	default:
-		// Other 4xx, 3xx, dial and transport errors.
+		// 408, 429, 5xx, other 4xx, 3xx, dial and transport errors:
+		// resolve.Fallback.
 		f.Kind = resolve.Fallback(f.Status, write, err)
 	}
 	return f
