@@ -149,7 +149,8 @@ func Open(ctx context.Context, bucket, prefix string, opts *Options) (*Store, er
 		return nil, fmt.Errorf("s3store: open: %w", err)
 	}
 	s := &Store{client: client, bucket: bucket, prefix: prefix, noCAD: o.NoCompareAndDelete}
-	s.res = &resolve.Resolver{Attempts: o.ResolveAttempts, Backoff: o.ResolveBackoff, Err: opError, Look: s.nonceOf}
+	s.res = &resolve.Resolver{Attempts: o.ResolveAttempts, Backoff: o.ResolveBackoff,
+		Err: opError, Look: s.nonceOf, Classify: classify, NoBucket: "NoSuchBucket"}
 	return s, nil
 }
 
