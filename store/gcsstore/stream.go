@@ -60,7 +60,7 @@ func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store
 		r   io.ReadCloser
 		gen int64
 	)
-	err := readRetry(ctx, func() (err error) { r, gen, err = s.openObject(ctx, key); return err })
+	err := reads.Do(ctx, func() (err error) { r, gen, err = s.openObject(ctx, key); return err })
 	if err != nil {
 		return nil, "", opError("get", key, classify(resolve.OpRead, err), err)
 	}
