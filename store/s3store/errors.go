@@ -9,6 +9,9 @@ import (
 
 const backend = "s3store"
 
+// codeNoSuchBucket is S3's error code for a missing bucket.
+const codeNoSuchBucket = "NoSuchBucket"
+
 // classify maps a client error (a *responseError, or the transport's)
 // onto the store error set. It is the one place
 // that knows S3's statuses and codes:
@@ -38,12 +41,8 @@ func classify(op resolve.OpKind, err error) resolve.Failure {
 		f.Kind = store.ErrConflict
 	case f.Status == http.StatusConflict:
 		f.Kind = store.ErrTransient
-	case f.Status == http.StatusNotFound && f.Code == "NoSuchBucket":
-		f.Kind = store.ErrNotFound
-	case f.Status == http.StatusNotFound && op.Conditional():
-		f.Kind = store.ErrConflict
 	case f.Status == http.StatusNotFound:
-		f.Kind = store.ErrNotFound
+		f.Kind = resolve.Missing(op, f.Code == codeNoSuchBucket)
 	case f.Status == http.StatusNotImplemented:
 		f.Kind = store.ErrUnsupported
 	case f.Status == http.StatusBadRequest && f.Code == "KeyTooLongError":

@@ -467,3 +467,27 @@ func TestNewNonceIsFreshHex(t *testing.T) {
 		t.Fatalf("NewNonce = %q, %q; want two different 32-digit hex strings", a, b)
 	}
 }
+
+// TestMissing: a 404 is ErrNotFound when the bucket is missing or the
+// request is a read or unconditional write, and a conditional request's
+// condition failing (ErrConflict) otherwise.
+func TestMissing(t *testing.T) {
+	cases := []struct {
+		op     OpKind
+		bucket bool
+		want   error
+	}{
+		{OpRead, false, store.ErrNotFound},
+		{OpWrite, false, store.ErrNotFound},
+		{OpCondPut, false, store.ErrConflict},
+		{OpCondDelete, false, store.ErrConflict},
+		{OpRead, true, store.ErrNotFound},
+		{OpCondPut, true, store.ErrNotFound},
+		{OpCondDelete, true, store.ErrNotFound},
+	}
+	for _, c := range cases {
+		if got := Missing(c.op, c.bucket); got != c.want {
+			t.Errorf("Missing(%d, bucket %v) = %v, want %v", c.op, c.bucket, got, c.want)
+		}
+	}
+}
