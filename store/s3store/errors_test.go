@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"testing"
 
 	"github.com/latchkey/latchkey/store"
@@ -17,12 +16,6 @@ import (
 // apiErr builds the client's error for an S3 error response.
 func apiErr(status int, code string) error {
 	return &responseError{Op: "PutObject", Status: status, Code: code, Message: code}
-}
-
-// transportErr builds the error of a request that got no response, as
-// net/http's client returns it.
-func transportErr(cause error) error {
-	return &url.Error{Op: "Put", URL: "http://127.0.0.1:1/b/k", Err: cause}
 }
 
 func TestClassify(t *testing.T) {
@@ -46,9 +39,9 @@ func TestClassify(t *testing.T) {
 		{Name: "408 on read", Op: resolve.OpRead, Err: apiErr(408, "RequestTimeout"), Want: store.ErrTransient},
 		{Name: "408 after write", Op: resolve.OpCondPut, Err: apiErr(408, "RequestTimeout"), Want: store.ErrUnknownOutcome},
 	}
-	resolvetest.Check(t, append(cases, resolvetest.TransportCases(transportErr)...), classify, opError)
+	resolvetest.Check(t, append(cases, resolvetest.TransportCases(resolvetest.URLError)...), classify, opError)
 	// The context's own error stays reachable.
-	e := opError("put", "k", classify(resolve.OpCondPut, transportErr(context.DeadlineExceeded)), transportErr(context.DeadlineExceeded))
+	e := opError("put", "k", classify(resolve.OpCondPut, resolvetest.URLError(context.DeadlineExceeded)), resolvetest.URLError(context.DeadlineExceeded))
 	if !errors.Is(e, context.DeadlineExceeded) {
 		t.Fatalf("%v hides context.DeadlineExceeded", e)
 	}
