@@ -4,8 +4,8 @@
 // an SDK's own resend of a conditional write that already won would answer
 // 412 and look lost). It is the backend-independent
 // part shared by s3store, gcsstore and azblobstore. A backend supplies small
-// functions — resend the same write, look up which write's nonce the key
-// holds, build its own errors — and keeps everything SDK-specific (status
+// functions — send the write (again), sort its errors, look up which
+// write's nonce the key holds, build its own errors — and keeps everything SDK-specific (status
 // codes, metadata) to itself.
 //
 // The promise: a write is reported as done only when the key is seen to
@@ -16,6 +16,12 @@
 // ErrConflict, because an earlier attempt may have committed and been
 // superseded since. Resolution is bounded by Attempts and by ctx, with
 // jittered exponential backoff capped at MaxDelay.
+//
+// Beside the Resolver it holds what the object-store backends share
+// about requests in general: the fresh nonce each write carries
+// (NewNonce), the kinds no backend-specific rule decides (Missing,
+// Fallback), and the bounded resend of a read that changed nothing
+// (ReadRetry).
 package resolve
 
 import (
