@@ -30,15 +30,11 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
-	rs, done, err := spool.Seeker(r, "gcsstore-spool-*")
+	rs, size, done, err := spool.Seeker(r, backend, key)
 	if err != nil {
-		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+		return "", err
 	}
 	defer done()
-	size, err := rs.Seek(0, io.SeekEnd)
-	if err != nil {
-		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
-	}
 	return s.put(ctx, key, func() (io.Reader, int64, bool) {
 		if _, err := rs.Seek(0, io.SeekStart); err != nil {
 			return nil, 0, false

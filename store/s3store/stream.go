@@ -2,7 +2,6 @@ package s3store
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/latchkey/latchkey/store"
@@ -19,9 +18,9 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
-	body, done, err := spool.Seeker(r, "s3store-spool-*")
+	body, _, done, err := spool.Seeker(r, backend, key)
 	if err != nil {
-		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+		return "", err
 	}
 	defer done()
 	return s.put(ctx, key, resolve.NewNonce(), func() io.ReadSeeker {

@@ -8,40 +8,54 @@ package spool
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
+
+	"github.com/latchkey/latchkey/store"
 )
 
-// Seeker returns the value r holds as a reader that can be sent again:
-// position 0 of rs is r's current offset when r is an io.ReadSeeker, so
-// Seek(0, io.SeekStart) rewinds to where the value starts and
-// Seek(0, io.SeekEnd) is its length; any other reader is copied to a new
-// temporary file named after pattern (as os.CreateTemp), returned at its
-// start. done releases what Seeker made (it closes and removes the file);
-// call it once the upload is over, whatever its outcome. On error nothing
-// is left behind.
-func Seeker(r io.Reader, pattern string) (rs io.ReadSeeker, done func(), err error) {
+// Seeker returns the value r holds for backend's Put of key as a reader
+// that can be sent again, and its length: position 0 of rs is r's current
+// offset when r is an io.ReadSeeker, so Seek(0, io.SeekStart) rewinds to
+// where the value starts; any other reader is copied to a new temporary
+// file (named "<backend>-spool-*"), returned at its start. done releases
+// what Seeker made (it closes and removes the file); call it once the
+// upload is over, whatever its outcome. A failure is the Put's
+// store.ErrTransient (nothing was sent), and leaves nothing behind.
+func Seeker(r io.Reader, backend, key string) (rs io.ReadSeeker, size int64, done func(), err error) {
+	rs, size, done, err = spool(r, backend+"-spool-*")
+	if err != nil {
+		return nil, 0, nil, store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+	}
+	return rs, size, done, nil
+}
+
+func spool(r io.Reader, pattern string) (io.ReadSeeker, int64, func(), error) {
 	if rs, ok := r.(io.ReadSeeker); ok {
 		o, err := fromOffset(rs)
-		return o, func() {}, err
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		return o, o.size, func() {}, nil
 	}
 	f, err := os.CreateTemp("", pattern)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
-	done = func() {
+	done := func() {
 		f.Close()
 		os.Remove(f.Name())
 	}
-	if _, err := io.Copy(f, r); err != nil {
-		done()
-		return nil, nil, err
+	n, err := io.Copy(f, r)
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	if err != nil {
 		done()
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
-	return f, done, nil
+	return f, n, done, nil
 }
 
 // offsetSeeker is body from the offset it had at creation, as a seekable
