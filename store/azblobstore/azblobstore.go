@@ -143,7 +143,8 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("azblobstore: open: %w", err)
 	}
 	s := &Store{read: read, write: write, container: o.Container, prefix: prefix, markers: newMarkerCache(markerCacheSize)}
-	s.res = &resolve.Resolver{Attempts: o.ResolveAttempts, Backoff: o.ResolveBackoff, Err: opError, Look: s.nonceOf}
+	s.res = &resolve.Resolver{Attempts: o.ResolveAttempts, Backoff: o.ResolveBackoff,
+		Err: opError, Look: s.nonceOf, Classify: classify, NoBucket: codeContainerNotFound}
 	if o.CreateContainer {
 		if _, err := read.Create(ctx, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return nil, fmt.Errorf("azblobstore: open: create container %q: %w", o.Container, shortError{err})

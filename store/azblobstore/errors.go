@@ -51,12 +51,8 @@ func classify(op resolve.OpKind, err error) resolve.Failure {
 		f.Kind = store.ErrUnsupported
 	case f.Status == http.StatusPreconditionFailed:
 		f.Kind = store.ErrConflict
-	case f.Status == http.StatusNotFound && f.Code == codeContainerNotFound:
-		f.Kind = store.ErrNotFound
-	case f.Status == http.StatusNotFound && op.Conditional():
-		f.Kind = store.ErrConflict
 	case f.Status == http.StatusNotFound:
-		f.Kind = store.ErrNotFound
+		f.Kind = resolve.Missing(op, f.Code == codeContainerNotFound)
 	case f.Status == http.StatusConflict:
 		f.Kind = store.ErrTransient
 	case f.Status == http.StatusBadRequest && (f.Code == string(bloberror.InvalidResourceName) || f.Code == string(bloberror.InvalidURI)):

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -24,11 +23,6 @@ func respErr(status int, code string) error {
 		RawResponse: &http.Response{StatusCode: status, Status: http.StatusText(status), Request: req,
 			Header: http.Header{}, Body: io.NopCloser(strings.NewReader(""))},
 	})
-}
-
-// transportErr builds the error of a request that got no response.
-func transportErr(cause error) error {
-	return &url.Error{Op: "Put", URL: "http://127.0.0.1:10000/devstoreaccount1/c/k", Err: cause}
 }
 
 func TestClassify(t *testing.T) {
@@ -56,7 +50,7 @@ func TestClassify(t *testing.T) {
 		{Name: "408 on read", Op: resolve.OpRead, Err: respErr(408, ""), Want: store.ErrTransient},
 		{Name: "429 after write", Op: resolve.OpWrite, Err: respErr(429, ""), Want: store.ErrUnknownOutcome},
 	}
-	resolvetest.Check(t, append(cases, resolvetest.TransportCases(transportErr)...), classify, opError)
+	resolvetest.Check(t, append(cases, resolvetest.TransportCases(resolvetest.URLError)...), classify, opError)
 }
 
 func TestBlobNames(t *testing.T) {

@@ -87,28 +87,13 @@ func (s *Store) putBytes(ctx context.Context, key string, value []byte, cond sto
 	}
 	nonce := resolve.NewNonce()
 	bb := s.write.NewBlockBlobClient(s.blob(key))
-	return s.sendPut(ctx, key, nonce, kind, cond, func() (*azcore.ETag, error) {
+	return s.res.SendPut(ctx, key, nonce, kind, cond, func() (store.Version, error) {
 		out, err := bb.Upload(ctx, nopCloser{bytes.NewReader(value)}, &blockblob.UploadOptions{
 			AccessConditions: ac,
 			Metadata:         map[string]*string{metaNonce: &nonce},
 		})
-		return out.ETag, err
+		return quoteETag(out.ETag), err
 	})
-}
-
-// sendPut sends a write of key carrying nonce, whose outcome the resolver
-// settles when it is unknown: do makes the request (Put Blob or Put Block
-// List) and returns the new ETag.
-func (s *Store) sendPut(ctx context.Context, key, nonce string, kind resolve.OpKind, cond store.Condition, do func() (*azcore.ETag, error)) (store.Version, error) {
-	send := func() (store.Version, resolve.Failure, error) {
-		etag, err := do()
-		if err != nil {
-			return "", classify(kind, err), err
-		}
-		return quoteETag(etag), resolve.Failure{}, nil
-	}
-	_, ifMatch := cond.Match()
-	return s.res.SendPut(ctx, key, nonce, ifMatch, send)
 }
 
 // Delete removes key if cond holds.
@@ -125,16 +110,8 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 	}
 	include := blob.DeleteSnapshotsOptionTypeInclude
 	bc := s.write.NewBlobClient(s.blob(key))
-	send := func() (resolve.Failure, error) {
+	return s.res.SendDelete(ctx, key, kind, func() error {
 		_, err := bc.Delete(ctx, &blob.DeleteOptions{AccessConditions: ac, DeleteSnapshots: &include})
-		if err != nil {
-			f := classify(kind, err)
-			if kind == resolve.OpWrite && f.Kind == store.ErrNotFound && f.Code != codeContainerNotFound {
-				return resolve.Failure{}, nil // an unconditional delete of a missing key succeeds
-			}
-			return f, err
-		}
-		return resolve.Failure{}, nil
-	}
-	return s.res.SendDelete(ctx, key, kind.Conditional(), send)
+		return err
+	})
 }

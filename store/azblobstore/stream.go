@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
 	"github.com/latchkey/latchkey/store"
@@ -65,12 +64,12 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 		}
 	}
 	commit := s.write.NewBlockBlobClient(s.blob(key))
-	return s.sendPut(ctx, key, nonce, kind, cond, func() (*azcore.ETag, error) {
+	return s.res.SendPut(ctx, key, nonce, kind, cond, func() (store.Version, error) {
 		out, err := commit.CommitBlockList(ctx, ids, &blockblob.CommitBlockListOptions{
 			AccessConditions: ac,
 			Metadata:         map[string]*string{metaNonce: &nonce},
 		})
-		return out.ETag, err
+		return quoteETag(out.ETag), err
 	})
 }
 

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/internal/backoff"
+	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
 // This file is the GCS JSON API as the store uses it: five calls over
 // net/http (objects get with alt=media or metadata, multipart insert,
 // delete, list), their URLs, and the error body. Nothing here retries a
-// write; reads retry through readRetry.
+// write; reads retry through reads.
 
 // Limits on what the store reads from a response other than an object's
 // value.
@@ -27,12 +28,16 @@ const (
 	maxErrorBody = 64 << 10 // an error answer, kept for its reason
 )
 
-// readAttempts bounds the attempts at one read (get, metadata, one list
-// page); the last failure is then ErrTransient. readBackoff is the
-// official client's: 1 s doubling to 30 s, full jitter.
-const readAttempts = 4
-
-var readBackoff = backoff.Policy{Base: time.Second, Max: 30 * time.Second}
+// reads sends one read (get, metadata, one list page) up to 4 times, with
+// the official client's backoff between attempts (1 s doubling to 30 s,
+// full jitter), while it fails with 408, 429, 5xx or a transport error
+// (retryable) and ctx is not done: the official client's rule. The last
+// failure is then ErrTransient.
+var reads = resolve.ReadRetry{
+	Attempts:  4,
+	Backoff:   backoff.Policy{Base: time.Second, Max: 30 * time.Second},
+	Retryable: retryable,
+}
 
 // apiError is a non-2xx answer: its status and the first reason of the
 // JSON error body ({"error":{"code":412,"errors":[{"reason":
@@ -157,22 +162,6 @@ func decodeJSON(r io.Reader, limit int64, v any) error {
 type badAnswer struct{ why string }
 
 func (e *badAnswer) Error() string { return "gcs: " + e.why }
-
-// readRetry runs one read up to readAttempts times, with readBackoff
-// between attempts, while it fails with 408, 429, 5xx or a transport
-// error and ctx is not done (the official client's rule). It returns the
-// last error.
-func readRetry(ctx context.Context, read func() error) error {
-	for n := 1; ; n++ {
-		err := read()
-		if err == nil || n == readAttempts || !retryable(err) || ctx.Err() != nil {
-			return err
-		}
-		if backoff.Sleep(ctx, readBackoff.Delay(n)) != nil {
-			return err
-		}
-	}
-}
 
 // retryable: 408, 429, 5xx, or no answer at all (a transport error,
 // including a body cut off mid-read).

@@ -35,7 +35,7 @@ func (s *Store) Get(ctx context.Context, key string) (store.Entry, error) {
 		return store.Entry{}, err
 	}
 	var e store.Entry
-	err := readRetry(ctx, func() error {
+	err := reads.Do(ctx, func() error {
 		r, gen, err := s.openObject(ctx, key)
 		if err != nil {
 			return err
@@ -290,7 +290,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts *store.ListOptions
 	for n := 1; ; n++ {
 		var lp listPage
 		u := s.api + "b/" + escape(s.name) + "/o?" + q.Encode()
-		if err := readRetry(ctx, func() error { lp = listPage{}; return s.getJSON(ctx, u, maxListBody, &lp) }); err != nil {
+		if err := reads.Do(ctx, func() error { lp = listPage{}; return s.getJSON(ctx, u, maxListBody, &lp) }); err != nil {
 			return store.Page{}, opError("list", prefix, classify(resolve.OpRead, err), err)
 		}
 		for _, a := range lp.Items {

@@ -47,7 +47,7 @@ func (s *Store) resolveDelete(ctx context.Context, key string, kind resolve.OpKi
 func (s *Store) nonceOf(ctx context.Context, key string) (resolve.Stored, bool, error) {
 	var a objectMeta
 	u := s.objectURL(key, url.Values{"fields": {"name,generation,metadata"}, "prettyPrint": {"false"}})
-	err := readRetry(ctx, func() error { a = objectMeta{}; return s.getJSON(ctx, u, maxMetaBody, &a) })
+	err := reads.Do(ctx, func() error { a = objectMeta{}; return s.getJSON(ctx, u, maxMetaBody, &a) })
 	if err != nil {
 		if f := classify(resolve.OpRead, err); f.Kind == store.ErrNotFound {
 			return resolve.Stored{}, false, nil

@@ -30,24 +30,16 @@ func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond sto
 	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
-	rs, done, err := spool.Seeker(r, "gcsstore-spool-*")
+	rs, size, done, err := spool.Seeker(r, backend, key)
 	if err != nil {
-		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
+		return "", err
 	}
 	defer done()
-	start, err := rs.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
-	}
-	end, err := rs.Seek(0, io.SeekEnd)
-	if err != nil || end < start {
-		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: end %d before start %d: %v", end, start, err))
-	}
 	return s.put(ctx, key, func() (io.Reader, int64, bool) {
-		if _, err := rs.Seek(start, io.SeekStart); err != nil {
+		if _, err := rs.Seek(0, io.SeekStart); err != nil {
 			return nil, 0, false
 		}
-		return rs, end - start, true
+		return rs, size, true
 	}, cond)
 }
 
@@ -64,7 +56,7 @@ func (s *Store) GetStream(ctx context.Context, key string) (io.ReadCloser, store
 		r   io.ReadCloser
 		gen int64
 	)
-	err := readRetry(ctx, func() (err error) { r, gen, err = s.openObject(ctx, key); return err })
+	err := reads.Do(ctx, func() (err error) { r, gen, err = s.openObject(ctx, key); return err })
 	if err != nil {
 		return nil, "", opError("get", key, classify(resolve.OpRead, err), err)
 	}

@@ -54,8 +54,14 @@ const (
 	emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 )
 
-// readBackoff draws the delay before a read is sent again.
-var readBackoff = backoff.Policy{Base: 100 * time.Millisecond, Max: 2 * time.Second}
+// reads sends a read again after a transient failure (at most
+// readAttempts sends, jittered backoff from 100ms to 2s between them,
+// never past ctx).
+var reads = resolve.ReadRetry{
+	Attempts:  readAttempts,
+	Backoff:   backoff.Policy{Base: 100 * time.Millisecond, Max: 2 * time.Second},
+	Retryable: func(err error) bool { return classify(resolve.OpRead, err).Kind == store.ErrTransient },
+}
 
 // newClient returns a client of bucket at endpoint (path-style), or at
 // AWS's regional endpoint (virtual-hosted when the bucket name allows).
@@ -214,18 +220,10 @@ func (c *client) send(ctx context.Context, r request) (*http.Response, error) {
 	return nil, e
 }
 
-// read sends a read, again after a transient failure (at most
-// readAttempts sends, jittered backoff between them, never past ctx).
-func (c *client) read(ctx context.Context, r request) (*http.Response, error) {
-	for n := 1; ; n++ {
-		resp, err := c.send(ctx, r)
-		if err == nil || n == readAttempts || ctx.Err() != nil || classify(resolve.OpRead, err).Kind != store.ErrTransient {
-			return resp, err
-		}
-		if backoff.Sleep(ctx, readBackoff.Delay(n)) != nil {
-			return nil, err
-		}
-	}
+// read sends a read, again after a transient failure (reads).
+func (c *client) read(ctx context.Context, r request) (resp *http.Response, err error) {
+	err = reads.Do(ctx, func() error { resp, err = c.send(ctx, r); return err })
+	return resp, err
 }
 
 // object is what GetObject and HeadObject answer.

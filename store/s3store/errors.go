@@ -9,6 +9,9 @@ import (
 
 const backend = "s3store"
 
+// codeNoSuchBucket is S3's error code for a missing bucket.
+const codeNoSuchBucket = "NoSuchBucket"
+
 // classify maps a client error (a *responseError, or the transport's)
 // onto the store error set. It is the one place
 // that knows S3's statuses and codes:
@@ -21,9 +24,9 @@ const backend = "s3store"
 //	501 NotImplemented                     → ErrUnsupported
 //	400 KeyTooLongError                    → ErrInvalidKey
 //	400 RequestTimeout                     → ErrTransient (the body never arrived)
+//	408, 429, 5xx on a read                → ErrTransient (503 SlowDown included)
+//	408, 429, 5xx after a write            → ErrUnknownOutcome
 //	other 4xx (403, 400, 405, 411, …)      → ErrUnsupported (configuration or request error)
-//	429, 5xx on a read                     → ErrTransient (503 SlowDown included)
-//	429, 5xx after a write                 → ErrUnknownOutcome
 //	transport error on a read              → ErrTransient
 //	dial error (request never sent)        → ErrTransient
 //	other transport error after a write    → ErrUnknownOutcome (timeout, reset)
@@ -38,22 +41,17 @@ func classify(op resolve.OpKind, err error) resolve.Failure {
 		f.Kind = store.ErrConflict
 	case f.Status == http.StatusConflict:
 		f.Kind = store.ErrTransient
-	case f.Status == http.StatusNotFound && f.Code == "NoSuchBucket":
-		f.Kind = store.ErrNotFound
-	case f.Status == http.StatusNotFound && op.Conditional():
-		f.Kind = store.ErrConflict
 	case f.Status == http.StatusNotFound:
-		f.Kind = store.ErrNotFound
+		f.Kind = resolve.Missing(op, f.Code == codeNoSuchBucket)
 	case f.Status == http.StatusNotImplemented:
 		f.Kind = store.ErrUnsupported
 	case f.Status == http.StatusBadRequest && f.Code == "KeyTooLongError":
 		f.Kind = store.ErrInvalidKey
 	case f.Status == http.StatusBadRequest && f.Code == "RequestTimeout":
 		f.Kind = store.ErrTransient
-	case f.Status == http.StatusTooManyRequests || f.Status >= 500:
-		f.Kind = resolve.Unanswered(write)
 	default:
-		// Other 4xx, 3xx, dial and transport errors.
+		// 408, 429, 5xx, other 4xx, 3xx, dial and transport errors:
+		// resolve.Fallback.
 		f.Kind = resolve.Fallback(f.Status, write, err)
 	}
 	return f

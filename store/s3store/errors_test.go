@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"syscall"
 	"testing"
 
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/resolve"
+	"github.com/latchkey/latchkey/store/internal/resolve/resolvetest"
 )
 
 // apiErr builds the client's error for an S3 error response.
@@ -21,68 +18,30 @@ func apiErr(status int, code string) error {
 	return &responseError{Op: "PutObject", Status: status, Code: code, Message: code}
 }
 
-// transportErr builds the error of a request that got no response, as
-// net/http's client returns it.
-func transportErr(cause error) error {
-	return &url.Error{Op: "Put", URL: "http://127.0.0.1:1/b/k", Err: cause}
-}
-
 func TestClassify(t *testing.T) {
-	dial := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	reset := &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
-	cases := []struct {
-		name string
-		op   resolve.OpKind
-		err  error
-		want error
-	}{
-		{"412 on conditional put", resolve.OpCondPut, apiErr(412, "PreconditionFailed"), store.ErrConflict},
-		{"409 ConditionalRequestConflict", resolve.OpCondPut, apiErr(409, "ConditionalRequestConflict"), store.ErrTransient},
-		{"404 NoSuchKey on If-Match put", resolve.OpCondPut, apiErr(404, "NoSuchKey"), store.ErrConflict},
-		{"404 NoSuchKey on Get", resolve.OpRead, apiErr(404, "NoSuchKey"), store.ErrNotFound},
-		{"404 NotFound on Head", resolve.OpRead, apiErr(404, "NotFound"), store.ErrNotFound},
-		{"404 NoSuchBucket on put", resolve.OpCondPut, apiErr(404, "NoSuchBucket"), store.ErrNotFound},
-		{"501 NotImplemented", resolve.OpCondPut, apiErr(501, "NotImplemented"), store.ErrUnsupported},
-		{"503 SlowDown on read", resolve.OpRead, apiErr(503, "SlowDown"), store.ErrTransient},
-		{"503 SlowDown on write", resolve.OpCondPut, apiErr(503, "SlowDown"), store.ErrUnknownOutcome},
-		{"500 after write", resolve.OpWrite, apiErr(500, "InternalError"), store.ErrUnknownOutcome},
-		{"500 on read", resolve.OpRead, apiErr(500, "InternalError"), store.ErrTransient},
-		{"429 on read", resolve.OpRead, apiErr(429, "TooManyRequests"), store.ErrTransient},
-		{"403 AccessDenied", resolve.OpRead, apiErr(403, "AccessDenied"), store.ErrUnsupported},
-		{"403 SignatureDoesNotMatch", resolve.OpCondPut, apiErr(403, "SignatureDoesNotMatch"), store.ErrUnsupported},
-		{"400 RequestTimeout", resolve.OpCondPut, apiErr(400, "RequestTimeout"), store.ErrTransient},
-		{"400 KeyTooLongError", resolve.OpWrite, apiErr(400, "KeyTooLongError"), store.ErrInvalidKey},
-		{"connection refused before send", resolve.OpCondPut, transportErr(dial), store.ErrTransient},
-		{"connection reset after send", resolve.OpCondPut, transportErr(reset), store.ErrUnknownOutcome},
-		{"reset on read", resolve.OpRead, transportErr(reset), store.ErrTransient},
-		{"unexpected EOF after write", resolve.OpWrite, transportErr(io.ErrUnexpectedEOF), store.ErrUnknownOutcome},
-		{"deadline after write", resolve.OpCondPut, transportErr(context.DeadlineExceeded), store.ErrUnknownOutcome},
-		{"cancel on read", resolve.OpRead, transportErr(context.Canceled), store.ErrTransient},
+	cases := []resolvetest.Case{
+		{Name: "412 on conditional put", Op: resolve.OpCondPut, Err: apiErr(412, "PreconditionFailed"), Want: store.ErrConflict},
+		{Name: "409 ConditionalRequestConflict", Op: resolve.OpCondPut, Err: apiErr(409, "ConditionalRequestConflict"), Want: store.ErrTransient},
+		{Name: "404 NoSuchKey on If-Match put", Op: resolve.OpCondPut, Err: apiErr(404, "NoSuchKey"), Want: store.ErrConflict},
+		{Name: "404 NoSuchKey on Get", Op: resolve.OpRead, Err: apiErr(404, "NoSuchKey"), Want: store.ErrNotFound},
+		{Name: "404 NotFound on Head", Op: resolve.OpRead, Err: apiErr(404, "NotFound"), Want: store.ErrNotFound},
+		{Name: "404 NoSuchBucket on put", Op: resolve.OpCondPut, Err: apiErr(404, "NoSuchBucket"), Want: store.ErrNotFound},
+		{Name: "501 NotImplemented", Op: resolve.OpCondPut, Err: apiErr(501, "NotImplemented"), Want: store.ErrUnsupported},
+		{Name: "503 SlowDown on read", Op: resolve.OpRead, Err: apiErr(503, "SlowDown"), Want: store.ErrTransient},
+		{Name: "503 SlowDown on write", Op: resolve.OpCondPut, Err: apiErr(503, "SlowDown"), Want: store.ErrUnknownOutcome},
+		{Name: "500 after write", Op: resolve.OpWrite, Err: apiErr(500, "InternalError"), Want: store.ErrUnknownOutcome},
+		{Name: "500 on read", Op: resolve.OpRead, Err: apiErr(500, "InternalError"), Want: store.ErrTransient},
+		{Name: "429 on read", Op: resolve.OpRead, Err: apiErr(429, "TooManyRequests"), Want: store.ErrTransient},
+		{Name: "403 AccessDenied", Op: resolve.OpRead, Err: apiErr(403, "AccessDenied"), Want: store.ErrUnsupported},
+		{Name: "403 SignatureDoesNotMatch", Op: resolve.OpCondPut, Err: apiErr(403, "SignatureDoesNotMatch"), Want: store.ErrUnsupported},
+		{Name: "400 RequestTimeout", Op: resolve.OpCondPut, Err: apiErr(400, "RequestTimeout"), Want: store.ErrTransient},
+		{Name: "400 KeyTooLongError", Op: resolve.OpWrite, Err: apiErr(400, "KeyTooLongError"), Want: store.ErrInvalidKey},
+		{Name: "408 on read", Op: resolve.OpRead, Err: apiErr(408, "RequestTimeout"), Want: store.ErrTransient},
+		{Name: "408 after write", Op: resolve.OpCondPut, Err: apiErr(408, "RequestTimeout"), Want: store.ErrUnknownOutcome},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			f := classify(c.op, c.err)
-			if f.Kind != c.want {
-				t.Fatalf("classify = %v (status %d code %q), want %v", f.Kind, f.Status, f.Code, c.want)
-			}
-			e := opError("put", "k", f, c.err)
-			if !errors.Is(e, c.want) || !errors.Is(e, c.err) {
-				t.Fatalf("%v does not match both %v and its cause", e, c.want)
-			}
-			// Exactly one sentinel.
-			n := 0
-			for _, s := range []error{store.ErrNotFound, store.ErrConflict, store.ErrTransient, store.ErrUnknownOutcome, store.ErrUnsupported, store.ErrInvalidKey} {
-				if errors.Is(e, s) {
-					n++
-				}
-			}
-			if n != 1 {
-				t.Fatalf("%v matches %d sentinels", e, n)
-			}
-		})
-	}
+	resolvetest.Check(t, append(cases, resolvetest.TransportCases(resolvetest.URLError)...), classify, opError)
 	// The context's own error stays reachable.
-	e := opError("put", "k", classify(resolve.OpCondPut, transportErr(context.DeadlineExceeded)), transportErr(context.DeadlineExceeded))
+	e := opError("put", "k", classify(resolve.OpCondPut, resolvetest.URLError(context.DeadlineExceeded)), resolvetest.URLError(context.DeadlineExceeded))
 	if !errors.Is(e, context.DeadlineExceeded) {
 		t.Fatalf("%v hides context.DeadlineExceeded", e)
 	}

@@ -2,7 +2,6 @@ package s3store
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"io"
@@ -23,15 +22,6 @@ const (
 	// (x-amz-meta-latchkey-nonce on the wire).
 	metaNonce = "latchkey-nonce"
 )
-
-// newNonce returns a fresh random nonce as 32 hex digits.
-func newNonce() string {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		panic("s3store: crypto/rand failed: " + err.Error())
-	}
-	return hex.EncodeToString(b[:])
-}
 
 // parseLegacyHeader reports the nonce of a stored object's first
 // legacyHeaderLen bytes, and false when they are not a legacy header.
@@ -83,55 +73,4 @@ func stripLegacyHeader(r io.Reader, meta string) (io.Reader, error) {
 	default:
 		return nil, err
 	}
-}
-
-// offsetSeeker is body from the offset it had at creation, as a
-// seekable reader of its own (offset 0 is body's offset then), so that
-// a streamed value that does not start at 0 can be hashed and rewound.
-type offsetSeeker struct {
-	body io.ReadSeeker
-	base int64
-	size int64
-}
-
-func newOffsetSeeker(body io.ReadSeeker) (*offsetSeeker, error) {
-	base, err := body.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return nil, err
-	}
-	end, err := body.Seek(0, io.SeekEnd)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := body.Seek(base, io.SeekStart); err != nil {
-		return nil, err
-	}
-	return &offsetSeeker{body: body, base: base, size: end - base}, nil
-}
-
-func (o *offsetSeeker) Read(b []byte) (int, error) { return o.body.Read(b) }
-
-func (o *offsetSeeker) Seek(off int64, whence int) (int64, error) {
-	var abs int64
-	switch whence {
-	case io.SeekStart:
-		abs = off
-	case io.SeekCurrent:
-		cur, err := o.body.Seek(0, io.SeekCurrent)
-		if err != nil {
-			return 0, err
-		}
-		abs = cur - o.base + off
-	case io.SeekEnd:
-		abs = o.size + off
-	default:
-		return 0, errors.New("s3store: bad whence")
-	}
-	if abs < 0 {
-		return 0, errors.New("s3store: negative position")
-	}
-	if _, err := o.body.Seek(o.base+abs, io.SeekStart); err != nil {
-		return 0, err
-	}
-	return abs, nil
 }

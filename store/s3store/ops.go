@@ -35,7 +35,7 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, cond store.Co
 	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
-	return s.put(ctx, key, newNonce(), func() io.ReadSeeker { return bytes.NewReader(value) }, cond)
+	return s.put(ctx, key, resolve.NewNonce(), func() io.ReadSeeker { return bytes.NewReader(value) }, cond)
 }
 
 // put sends one conditional PutObject and resolves an unknown outcome.
@@ -56,15 +56,10 @@ func (s *Store) put(ctx context.Context, key, nonce string, body func() io.ReadS
 			kind = resolve.OpCondPut
 		}
 	}
-	send := func() (store.Version, resolve.Failure, error) {
+	return s.res.SendPut(ctx, key, nonce, kind, cond, func() (store.Version, error) {
 		etag, err := s.client.putObject(ctx, s.object(key), nonce, h, body())
-		if err != nil {
-			return "", classify(kind, err), err
-		}
-		return quoteETag(etag), resolve.Failure{}, nil
-	}
-	_, ifMatch := cond.Match()
-	return s.res.SendPut(ctx, key, nonce, ifMatch, send)
+		return quoteETag(etag), err
+	})
 }
 
 // Delete removes key if cond holds.
@@ -87,17 +82,7 @@ func (s *Store) Delete(ctx context.Context, key string, cond store.Condition) er
 		h.Set("If-Match", string(v))
 		kind = resolve.OpCondDelete
 	}
-	send := func() (resolve.Failure, error) {
-		if err := s.client.deleteObject(ctx, s.object(key), h); err != nil {
-			f := classify(kind, err)
-			if kind == resolve.OpWrite && f.Kind == store.ErrNotFound && f.Code != "NoSuchBucket" {
-				return resolve.Failure{}, nil // an unconditional delete of a missing key succeeds
-			}
-			return f, err
-		}
-		return resolve.Failure{}, nil
-	}
-	return s.res.SendDelete(ctx, key, kind.Conditional(), send)
+	return s.res.SendDelete(ctx, key, kind, func() error { return s.client.deleteObject(ctx, s.object(key), h) })
 }
 
 // List returns one page of keys under prefix, in byte order.

@@ -149,7 +149,8 @@ func Open(ctx context.Context, bucket, prefix string, opts *Options) (*Store, er
 		return nil, fmt.Errorf("s3store: open: %w", err)
 	}
 	s := &Store{client: client, bucket: bucket, prefix: prefix, noCAD: o.NoCompareAndDelete}
-	s.res = &resolve.Resolver{Attempts: o.ResolveAttempts, Backoff: o.ResolveBackoff, Err: opError, Look: s.nonceOf}
+	s.res = &resolve.Resolver{Attempts: o.ResolveAttempts, Backoff: o.ResolveBackoff,
+		Err: opError, Look: s.nonceOf, Classify: classify, NoBucket: codeNoSuchBucket}
 	return s, nil
 }
 
@@ -183,13 +184,9 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// check runs store.Guard, then the limit of the store's prefix.
+// check runs store.GuardKeyOrPrefix, then the limit of the store's prefix.
 func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
-	guard := store.Guard
-	if isPrefix {
-		guard = store.GuardPrefix
-	}
-	if err := guard(ctx, s.closed.Load(), backend, op, key); err != nil {
+	if err := store.GuardKeyOrPrefix(ctx, s.closed.Load(), backend, op, key, isPrefix); err != nil {
 		return err
 	}
 	if len(s.prefix)+len(key) > store.MaxKeyLen {

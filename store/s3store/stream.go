@@ -2,44 +2,28 @@ package s3store
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"os"
 
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/resolve"
+	"github.com/latchkey/latchkey/store/internal/spool"
 )
 
 // PutStream is Put with the value read from r. An io.ReadSeeker is sent
-// as is (from its current offset); any other reader is spooled to a
-// temporary file first, because the request needs a known length and a
-// body that can be hashed (SigV4 signs its SHA-256) and rewound. Nothing is held whole in memory.
+// as is (from its current offset to its end); any other reader is spooled
+// to a temporary file first (spool.Seeker), because the request needs a
+// known length and a body that can be hashed (SigV4 signs its SHA-256)
+// and rewound. Nothing is held whole in memory.
 func (s *Store) PutStream(ctx context.Context, key string, r io.Reader, cond store.Condition) (store.Version, error) {
 	if err := s.check(ctx, "put", key, false); err != nil {
 		return "", err
 	}
-	nonce := newNonce()
-	rs, ok := r.(io.ReadSeeker)
-	if !ok {
-		f, err := os.CreateTemp("", "s3store-spool-*")
-		if err != nil {
-			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
-		}
-		defer os.Remove(f.Name())
-		defer f.Close()
-		if _, err := io.Copy(f, r); err != nil {
-			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
-		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("spool value: %w", err))
-		}
-		rs = f
-	}
-	body, err := newOffsetSeeker(rs)
+	body, _, done, err := spool.Seeker(r, backend, key)
 	if err != nil {
-		return "", store.NewOpError(backend, "put", key, store.ErrTransient, fmt.Errorf("seek value: %w", err))
+		return "", err
 	}
-	return s.put(ctx, key, nonce, func() io.ReadSeeker {
+	defer done()
+	return s.put(ctx, key, resolve.NewNonce(), func() io.ReadSeeker {
 		body.Seek(0, io.SeekStart)
 		return body
 	}, cond)

@@ -19,6 +19,18 @@ func Unanswered(write bool) error {
 	return store.ErrTransient
 }
 
+// Missing is the kind of a 404 answer: a missing bucket (or container) is
+// ErrNotFound whatever the request; otherwise a read's or an
+// unconditional write's is ErrNotFound, and a conditional write's or
+// delete's is its condition failing (If-Match on a missing key):
+// ErrConflict.
+func Missing(op OpKind, bucket bool) error {
+	if !bucket && op.Conditional() {
+		return store.ErrConflict
+	}
+	return store.ErrNotFound
+}
+
 // Fallback is the kind of a failure that no backend-specific rule
 // recognised, from its HTTP status (0: no response) alone:
 //

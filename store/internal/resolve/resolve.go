@@ -4,8 +4,8 @@
 // an SDK's own resend of a conditional write that already won would answer
 // 412 and look lost). It is the backend-independent
 // part shared by s3store, gcsstore and azblobstore. A backend supplies small
-// functions — resend the same write, look up which write's nonce the key
-// holds, build its own errors — and keeps everything SDK-specific (status
+// functions — send the write (again), sort its errors, look up which
+// write's nonce the key holds, build its own errors — and keeps everything SDK-specific (status
 // codes, metadata) to itself.
 //
 // The promise: a write is reported as done only when the key is seen to
@@ -16,6 +16,12 @@
 // ErrConflict, because an earlier attempt may have committed and been
 // superseded since. Resolution is bounded by Attempts and by ctx, with
 // jittered exponential backoff capped at MaxDelay.
+//
+// Beside the Resolver it holds what the object-store backends share
+// about requests in general: the fresh nonce each write carries
+// (NewNonce), the kinds no backend-specific rule decides (Missing,
+// Fallback), and the bounded resend of a read that changed nothing
+// (ReadRetry).
 package resolve
 
 import (
@@ -71,6 +77,13 @@ type Resolver struct {
 	// KeepCauses keeps every resend's error in the final error's cause;
 	// otherwise only the latest is kept.
 	KeepCauses bool
+	// Classify sorts the error of one request of the given kind (the
+	// backend's classify function); SendPut and SendDelete need it.
+	Classify func(kind OpKind, err error) Failure
+	// NoBucket is the Failure.Code of a missing bucket or container: an
+	// unconditional SendDelete of a missing key succeeds, but one whose
+	// bucket is missing fails. Empty: every ErrNotFound is the key's.
+	NoBucket string
 }
 
 // unknown is the error of an operation whose outcome stays unknown; f is
@@ -94,10 +107,18 @@ func (r *Resolver) next(lastErr, err error) error {
 	return err
 }
 
-// SendPut sends a put once and returns its answer. A failure whose
-// outcome is known is r.Err("put", …); one of unknown outcome is decided
-// by Put, with send as the resend.
-func (r *Resolver) SendPut(ctx context.Context, key, nonce string, ifMatch bool, send func() (store.Version, Failure, error)) (store.Version, error) {
+// SendPut sends a put of kind under cond once: put makes the request and
+// returns the new version, and its error is sorted by r.Classify. A
+// failure whose outcome is known is r.Err("put", …); one of unknown
+// outcome is decided by Put, with put as the resend.
+func (r *Resolver) SendPut(ctx context.Context, key, nonce string, kind OpKind, cond store.Condition, put func() (store.Version, error)) (store.Version, error) {
+	send := func() (store.Version, Failure, error) {
+		v, err := put()
+		if err != nil {
+			return "", r.Classify(kind, err), err
+		}
+		return v, Failure{}, nil
+	}
 	v, f, err := send()
 	if err == nil {
 		return v, nil
@@ -105,13 +126,27 @@ func (r *Resolver) SendPut(ctx context.Context, key, nonce string, ifMatch bool,
 	if f.Kind != store.ErrUnknownOutcome {
 		return "", r.Err("put", key, f, err)
 	}
+	_, ifMatch := cond.Match()
 	return r.Put(ctx, key, nonce, ifMatch, send, f, err)
 }
 
-// SendDelete sends a delete once. A failure whose outcome is known is
-// r.Err("delete", …); one of unknown outcome is decided by Delete, with
-// send as the resend.
-func (r *Resolver) SendDelete(ctx context.Context, key string, conditional bool, send func() (Failure, error)) error {
+// SendDelete sends a delete of kind once: del makes the request, and its
+// error is sorted by r.Classify. An unconditional delete of a missing key
+// succeeds (of a missing bucket, r.NoBucket, it fails). A failure whose
+// outcome is known is r.Err("delete", …); one of unknown outcome is
+// decided by Delete, with del as the resend.
+func (r *Resolver) SendDelete(ctx context.Context, key string, kind OpKind, del func() error) error {
+	send := func() (Failure, error) {
+		err := del()
+		if err == nil {
+			return Failure{}, nil
+		}
+		f := r.Classify(kind, err)
+		if kind == OpWrite && f.Kind == store.ErrNotFound && (r.NoBucket == "" || f.Code != r.NoBucket) {
+			return Failure{}, nil
+		}
+		return f, err
+	}
 	f, err := send()
 	if err == nil {
 		return nil
@@ -119,7 +154,7 @@ func (r *Resolver) SendDelete(ctx context.Context, key string, conditional bool,
 	if f.Kind != store.ErrUnknownOutcome {
 		return r.Err("delete", key, f, err)
 	}
-	return r.Delete(ctx, key, conditional, send, f, err)
+	return r.Delete(ctx, key, kind.Conditional(), send, f, err)
 }
 
 // Put decides the outcome of a put whose attempt ended as last/lastErr

@@ -60,8 +60,20 @@ func (k *fake) send() (store.Version, Failure, error) {
 	return "", kindOf(err), err
 }
 
+// put and del are send as the request closures SendPut and SendDelete
+// take (their errors sorted by classify).
+func (k *fake) put() (store.Version, error) { v, _, err := k.send(); return v, err }
+func (k *fake) del() error                  { _, _, err := k.send(); return err }
+
+func classify(_ OpKind, err error) Failure {
+	if ce, ok := err.(*codeErr); ok {
+		return ce.f
+	}
+	return kindOf(err)
+}
+
 func (k *fake) resolver(attempts int) *Resolver {
-	return &Resolver{Attempts: attempts, Backoff: 100 * time.Millisecond, Err: opErr, Look: k.look}
+	return &Resolver{Attempts: attempts, Backoff: 100 * time.Millisecond, Err: opErr, Look: k.look, Classify: classify}
 }
 
 var first = Failure{Kind: store.ErrUnknownOutcome, Status: 500}
@@ -397,13 +409,12 @@ func TestSendOnceThenResolve(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				k := fake{sends: c.sends}
-				_, err := k.resolver(3).SendPut(t.Context(), "jobs/a", "n1", true, k.send)
+				_, err := k.resolver(3).SendPut(t.Context(), "jobs/a", "n1", OpCondPut, store.IfMatch("v1"), k.put)
 				if c.wantKind == nil && err != nil || c.wantKind != nil && !errors.Is(err, c.wantKind) {
 					t.Fatalf("SendPut = %v, want kind %v", err, c.wantKind)
 				}
 				d := fake{sends: c.sends}
-				send := func() (Failure, error) { _, f, err := d.send(); return f, err }
-				err = d.resolver(3).SendDelete(t.Context(), "jobs/a", true, send)
+				err = d.resolver(3).SendDelete(t.Context(), "jobs/a", OpCondDelete, d.del)
 				if c.wantKind == nil && err != nil || c.wantKind != nil && !errors.Is(err, c.wantKind) {
 					t.Fatalf("SendDelete = %v, want kind %v", err, c.wantKind)
 				}
@@ -415,9 +426,68 @@ func TestSendOnceThenResolve(t *testing.T) {
 	}
 }
 
+// TestSendDeleteMissing: an unconditional delete of a missing key
+// succeeds, one whose bucket is missing (NoBucket) fails, and a
+// conditional delete of a missing key is the backend's classification.
+func TestSendDeleteMissing(t *testing.T) {
+	noKey := &codeErr{Failure{Kind: store.ErrNotFound, Status: 404, Code: "NoSuchKey"}}
+	noBucket := &codeErr{Failure{Kind: store.ErrNotFound, Status: 404, Code: "NoSuchBucket"}}
+	for _, c := range []struct {
+		name     string
+		noBucket string
+		kind     OpKind
+		err      error
+		wantKind error
+	}{
+		{name: "missing key", noBucket: "NoSuchBucket", kind: OpWrite, err: noKey},
+		{name: "missing bucket", noBucket: "NoSuchBucket", kind: OpWrite, err: noBucket, wantKind: store.ErrNotFound},
+		{name: "no bucket code: every 404 is the key's", kind: OpWrite, err: noBucket},
+		{name: "conditional", noBucket: "NoSuchBucket", kind: OpCondDelete, err: noKey, wantKind: store.ErrNotFound},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			k := fake{}
+			r := k.resolver(3)
+			r.NoBucket = c.noBucket
+			err := r.SendDelete(t.Context(), "jobs/a", c.kind, func() error { return c.err })
+			if c.wantKind == nil && err != nil || c.wantKind != nil && !errors.Is(err, c.wantKind) {
+				t.Fatalf("SendDelete = %v, want kind %v", err, c.wantKind)
+			}
+		})
+	}
+}
+
+// codeErr is an error whose classification is the Failure it carries.
+type codeErr struct{ f Failure }
+
+func (e *codeErr) Error() string { return fmt.Sprintf("%d %s", e.f.Status, e.f.Code) }
+
 func TestNewNonceIsFreshHex(t *testing.T) {
 	a, b := NewNonce(), NewNonce()
 	if a == b || len(a) != 32 || strings.Trim(a, "0123456789abcdef") != "" {
 		t.Fatalf("NewNonce = %q, %q; want two different 32-digit hex strings", a, b)
+	}
+}
+
+// TestMissing: a 404 is ErrNotFound when the bucket is missing or the
+// request is a read or unconditional write, and a conditional request's
+// condition failing (ErrConflict) otherwise.
+func TestMissing(t *testing.T) {
+	cases := []struct {
+		op     OpKind
+		bucket bool
+		want   error
+	}{
+		{OpRead, false, store.ErrNotFound},
+		{OpWrite, false, store.ErrNotFound},
+		{OpCondPut, false, store.ErrConflict},
+		{OpCondDelete, false, store.ErrConflict},
+		{OpRead, true, store.ErrNotFound},
+		{OpCondPut, true, store.ErrNotFound},
+		{OpCondDelete, true, store.ErrNotFound},
+	}
+	for _, c := range cases {
+		if got := Missing(c.op, c.bucket); got != c.want {
+			t.Errorf("Missing(%d, bucket %v) = %v, want %v", c.op, c.bucket, got, c.want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/url"
 	"syscall"
 	"testing"
 
@@ -41,6 +42,14 @@ func TransportCases(wrap func(cause error) error) []Case {
 		{"deadline after write", resolve.OpCondPut, wrap(context.DeadlineExceeded), store.ErrUnknownOutcome},
 		{"cancel on read", resolve.OpRead, wrap(context.Canceled), store.ErrTransient},
 	}
+}
+
+// URLError wraps cause as net/http's client returns the failure of a
+// request that got no response: the wrap TransportCases wants for a
+// backend that speaks HTTP through net/http (directly or through an SDK
+// that passes the client's error on).
+func URLError(cause error) error {
+	return &url.Error{Op: "Put", URL: "http://127.0.0.1:1/bucket/key", Err: cause}
 }
 
 // sentinels are the store's error kinds; an OpError matches exactly one.
