@@ -43,18 +43,26 @@ var identifierWords = strings.NewReplacer(
 // A store failure in err's chain is said as trouble (see troubleOf); any
 // other message keeps its words, Go identifiers replaced.
 func plainMessage(err error, msg string) (line, cause string) {
-	return plainMessageTried(err, msg, "")
+	return plainMessageTried(err, msg, "", nil)
 }
 
 // plainMessageTried is plainMessage with the account of the retries
 // given (" after 10 tries over 1.9s", or ""), for a command that counted
-// them (see streakStore).
-func plainMessageTried(err error, msg, retries string) (line, cause string) {
+// them (see streakStore), and news, when not nil, the store's last answer
+// to say instead of the failure in err: a request our own deadline cut
+// short (streakStore.lastAnswer).
+func plainMessageTried(err error, msg, retries string, news *store.OpError) (line, cause string) {
 	var oe *store.OpError
 	if !errors.As(err, &oe) {
 		return identifierWords.Replace(msg), ""
 	}
 	tr := troubleOf(oe)
+	if news != nil {
+		// oe is a request our side cut short: say the store's last answer.
+		if t := troubleOf(news); t.what != "" {
+			tr = t
+		}
+	}
 	if tr.what == "" {
 		return identifierWords.Replace(msg), ""
 	}

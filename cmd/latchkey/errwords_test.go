@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/memstore"
 )
 
 // noLeaderConsul is a Consul agent that answers every KV request with
@@ -155,5 +161,54 @@ func TestLockRunStoreRefusingStreak(t *testing.T) {
 	if o.code != 0 || o.stdout != "ran\n" || len(lines) != 2 ||
 		!regexp.MustCompile(`^latchkey: lock run: store answered again after \d+ tries over \d`).MatchString(lines[1]) {
 		t.Fatalf("lock run across an election: exit %d, stdout %q, stderr %q; want CMD run and the streak said in two lines", o.code, o.stdout, o.stderr)
+	}
+}
+
+// cutStore answers Get with Consul's 500 "No cluster leader" while
+// refusing is set, and otherwise holds each Get until its ctx ends, as a
+// loaded machine's client sees its last request cut by its own deadline.
+type cutStore struct {
+	store.Store
+	refusing atomic.Bool
+}
+
+func (s *cutStore) Get(ctx context.Context, key string) (store.Entry, error) {
+	if s.refusing.Load() {
+		return store.Entry{}, &store.OpError{Op: "get", Key: key, Backend: "consulstore", Status: 500, Kind: store.ErrTransient, Err: errors.New("No cluster leader")}
+	}
+	<-ctx.Done()
+	return store.Entry{}, &store.OpError{Op: "get", Key: key, Backend: "consulstore", Kind: store.ErrTransient, Err: ctx.Err()}
+}
+
+// When the request running as a command's deadline ends is cut short by
+// it, the last line says the store's last answer (refused), not "not
+// answering": that request is no news of the store. (TestLockRunStore-
+// RefusingStreak said "store not answering" once on a loaded machine.)
+func TestStreakSaysTheStoresLastAnswer(t *testing.T) {
+	cs := &cutStore{Store: memstore.New()}
+	cs.refusing.Store(true)
+	s := &streakStore{Store: cs}
+	for range 3 {
+		s.Get(t.Context(), "k")
+	}
+	cs.refusing.Store(false)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+	defer cancel()
+	_, err := s.Get(ctx, "k")
+	err = fmt.Errorf("not acquired within --wait 1s: lease: acquire %q: %w; last attempt: %w", "k", ctx.Err(), err)
+	line, _ := plainMessageTried(err, "lock run: "+err.Error(), s.account(), s.lastAnswer())
+	if !strings.Contains(line, "store answered but refused (500: no leader) after 3 tries") {
+		t.Fatalf("line %q; want the store's last answer, a refusal, after 3 tries", line)
+	}
+	// Without a request cut short, the failure in the error is said.
+	fresh := &streakStore{Store: cs}
+	cs.refusing.Store(true)
+	_, err = fresh.Get(t.Context(), "k")
+	if a := fresh.lastAnswer(); a != nil {
+		t.Fatalf("lastAnswer %v after a refusal that nothing cut; want nil", a)
+	}
+	line, _ = plainMessageTried(err, "lock run: "+err.Error(), fresh.account(), fresh.lastAnswer())
+	if !strings.Contains(line, "store answered but refused") {
+		t.Fatalf("line %q; want the refusal", line)
 	}
 }

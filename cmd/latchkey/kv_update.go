@@ -83,7 +83,7 @@ func runKVUpdate(ctx context.Context, e *env, args []string) error {
 		} else if tried != "" {
 			tried += fmt.Sprintf(" (-max-time %v)", *budget)
 		}
-		line, cause := plainMessageTried(err, fmt.Sprintf("kv update: %v; nothing written", err), tried)
+		line, cause := plainMessageTried(err, fmt.Sprintf("kv update: %v; nothing written", err), tried, streak.lastAnswer())
 		return &exitError{code: exitFail, msg: line, cause: cause}
 	}
 	fmt.Fprintf(e.stdout, "Success! Data written to: %s\n", key)

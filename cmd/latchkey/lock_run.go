@@ -137,7 +137,7 @@ func runLockRun(ctx context.Context, e *env, args []string) error {
 	}
 	l, err := acquireForRun(ctx, lk, c.wait, w)
 	if err != nil {
-		line, cause := plainMessageTried(err, heldSaid("lock run: "+err.Error(), err), streak.account())
+		line, cause := plainMessageTried(err, heldSaid("lock run: "+err.Error(), err), streak.account(), streak.lastAnswer())
 		return &exitError{code: notAcquiredCode(ctx, err, c.conflictCode, w.sawHolder), msg: line, cause: cause}
 	}
 	w.done()

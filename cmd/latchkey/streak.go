@@ -32,6 +32,10 @@ type streakStore struct {
 	mu    sync.Mutex
 	n     int
 	start time.Time // of the streak's first failure (monotonic)
+	// news is the streak's last failure the store itself gave, and cut
+	// whether a request our own side ended (ctx) came after it.
+	news *store.OpError
+	cut  bool
 }
 
 // isStoreFailure reports whether err is a failure of the store itself
@@ -43,12 +47,19 @@ func isStoreFailure(err error) bool {
 // note records the outcome of one request sent with ctx.
 func (s *streakStore) note(ctx context.Context, err error) {
 	if ctx.Err() != nil {
-		return // ended by our side: no news of the store
+		// Ended by our side: no news of the store.
+		s.mu.Lock()
+		s.cut = s.news != nil && err != nil
+		s.mu.Unlock()
+		return
 	}
 	s.mu.Lock()
 	var start, end func()
+	s.cut = false
 	switch {
 	case isStoreFailure(err):
+		s.news = nil
+		errors.As(err, &s.news)
 		s.n++
 		if s.n == 1 {
 			s.start = time.Now()
@@ -58,7 +69,7 @@ func (s *streakStore) note(ctx context.Context, err error) {
 		}
 	case s.n > 0:
 		n, over := s.n, time.Since(s.start)
-		s.n = 0
+		s.n, s.news = 0, nil
 		if s.onEnd != nil {
 			end = func() { s.onEnd(n, over) }
 		}
@@ -80,6 +91,20 @@ func (s *streakStore) account() string {
 		return ""
 	}
 	return tries(s.n, time.Since(s.start))
+}
+
+// lastAnswer is the store's last failing answer of the streak running
+// when the request after it was ended by our own side (a deadline, an
+// interrupt), and nil otherwise. Such a request is no news of the store,
+// yet it is the one a library's final error carries: a command says this
+// answer instead.
+func (s *streakStore) lastAnswer() *store.OpError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.cut || s.n == 0 {
+		return nil
+	}
+	return s.news
 }
 
 // tries is " after N tries over D".
