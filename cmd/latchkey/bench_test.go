@@ -250,14 +250,15 @@ func TestBenchEtcdGateway(t *testing.T) {
 }
 
 // The update pattern with separate processes: every worker is a process
-// of its own, each target's row reports the spread and each process's
-// count, and the key counts exactly the updates done (the bench fails
+// of its own, each target's row reports the spread, each process's count
+// and (latchkey only, from its /-/metrics) the server's requests per
+// update, and the key counts exactly the updates done (the bench fails
 // otherwise).
 func TestBenchUpdateProcs(t *testing.T) {
 	ep := startEmbeddedEtcd(t)
 	c := benchCLI(t)
 	out := c.ok("bench", "--update-procs", "1,3", "--duration", "300ms", "--etcd", ep)
-	row := regexp.MustCompile(`(?m)^\s*(latchkey|etcd|etcd-stm)\s+(\d+)\s+(\d+)\s+(\d+)%\s+([0-9.]+)\s+\S+\s+\S+\s+\S+\s+([0-9.]+)\s+(\d+) (\d+) (\d+)\s*$`)
+	row := regexp.MustCompile(`(?m)^\s*(latchkey|etcd|etcd-stm)\s+(\d+)\s+(\d+)\s+(\d+)%\s+([0-9.]+)\s+\S+\s+\S+\s+\S+\s+([0-9.]+)\s+(\d+) (\d+) (\d+)\s+(\S+)\s*$`)
 	rows := row.FindAllStringSubmatch(out, -1)
 	if len(rows) != 6 {
 		t.Fatalf("want 6 rows (latchkey, etcd and etcd-stm × 1 and 3 processes), got %d:\n%s", len(rows), out)
@@ -271,6 +272,13 @@ func TestBenchUpdateProcs(t *testing.T) {
 		}
 		if r[2] == "1" && (r[6] != "1.00" || r[4] != "100") {
 			t.Errorf("row %q: one process is its own mean and its own 100%%", r[0])
+		}
+		// Every update reads the key and writes it: two requests at least.
+		if reqs, err := strconv.ParseFloat(r[10], 64); r[1] == "latchkey" && (err != nil || reqs < 2) {
+			t.Errorf("row %q: req/upd %q, want the server's requests per update, 2 or more", r[0], r[10])
+		}
+		if r[1] != "latchkey" && r[10] != "-" {
+			t.Errorf("row %q: req/upd %q for etcd, want -", r[0], r[10])
 		}
 	}
 	for _, kind := range []string{"latchkey", "etcd", "etcd-stm"} {

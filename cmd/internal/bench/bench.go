@@ -23,8 +23,6 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-
-	"github.com/latchkey/latchkey/server"
 )
 
 // Bench bounds.
@@ -44,6 +42,7 @@ type benchConfig struct {
 	waiters            string
 	lock               bool
 	dur                time.Duration
+	durSet             bool // --duration was given
 	ops                int64
 	size               int
 	queue              bool
@@ -79,7 +78,7 @@ func benchFlags(cfg *benchConfig) *flag.FlagSet {
 	fs.StringVar(&cfg.updateProcs, "update-procs", "", "run the update pattern with separate processes instead, one per client: comma-separated process `counts` (e.g. 1,16,64); with --etcd also etcdstore and etcd's concurrency.STM")
 	fs.StringVar(&cfg.worker.kind, "update-worker", "", "internal: run as one worker `process` of --update-procs")
 	fs.StringVar(&cfg.worker.key, "update-key", "", "internal: the `key` of an --update-worker")
-	fs.DurationVar(&cfg.dur, "duration", 5*time.Second, "length of each measurement (at most 10m)")
+	fs.DurationVar(&cfg.dur, "duration", 5*time.Second, fmt.Sprintf("length of each measurement (at most 10m); when not given, --update-procs measurements of %d or more processes last %v", updateLongProcs, updateLongDuration))
 	fs.Int64Var(&cfg.ops, "ops", 0, "stop each measurement after `N` applied writes (0: run for --duration)")
 	fs.IntVar(&cfg.size, "value-size", 128, "value size in `bytes` (at most 512 KiB)")
 	return fs
@@ -112,6 +111,7 @@ func Run(ctx context.Context, e *Env, args []string) error {
 	if cfg.token == "" {
 		cfg.token = e.Getenv("CONSUL_HTTP_TOKEN")
 	}
+	cfg.durSet = flagGiven(fs, "duration")
 	if cfg.worker.kind != "" {
 		w := cfg.worker
 		w.base, w.token, w.etcd = strings.TrimSuffix(cfg.url, "/"), cfg.token, cfg.etcd
@@ -129,11 +129,9 @@ func Run(ctx context.Context, e *Env, args []string) error {
 	}
 	if cfg.queue {
 		waiters := "10,50,100"
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "waiters" {
-				waiters = cfg.waiters
-			}
-		})
+		if flagGiven(fs, "waiters") {
+			waiters = cfg.waiters
+		}
 		counts, err := benchCounts("--waiters", waiters)
 		if err != nil {
 			return err
@@ -162,6 +160,14 @@ func Run(ctx context.Context, e *Env, args []string) error {
 	}
 	printBenchRatios(e.Stdout, ts, results)
 	return nil
+}
+
+// flagGiven reports whether the command line set the flag name (some
+// defaults depend on the measurement).
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // benchTargetSet is the latchkey target first, then its peers, each with
@@ -257,9 +263,11 @@ func runBenchTable(ctx context.Context, w io.Writer, hc *http.Client, ts benchTa
 				return nil, err
 			}
 			batch := "-"
-			if after, ok := commitStats(ctx, hc, t); ok && hasStats && after.commits > before.commits {
-				r.perCommit = (after.updates - before.updates) / (after.commits - before.commits)
-				batch = fmt.Sprintf("%.1f", r.perCommit)
+			if after, ok := commitStats(ctx, hc, t); ok && hasStats {
+				if pc, ok := after.perCommit(before); ok {
+					r.perCommit = pc
+					batch = fmt.Sprintf("%.1f", r.perCommit)
+				}
 			}
 			results = append(results, r)
 			fmt.Fprintf(w, benchRow, r.target, sc.keys, strconv.Itoa(sc.clients),
@@ -289,46 +297,14 @@ func printBenchRatios(w io.Writer, ts benchTargetSet, results []benchResult) {
 	}
 }
 
-// engineCounters are a latchkey server's group-commit counters.
-type engineCounters struct{ commits, updates float64 }
-
-// commitStats reads the engine counters from a latchkey target's
-// /-/metrics; ok is false for other servers (etcd, a real Consul).
-func commitStats(ctx context.Context, hc *http.Client, t benchTarget) (engineCounters, bool) {
+// commitStats reads the counters of a latchkey target's /-/metrics; ok
+// is false for other servers (etcd, a real Consul).
+func commitStats(ctx context.Context, hc *http.Client, t benchTarget) (serverCounters, bool) {
 	ct, isConsul := t.(*consulTarget)
 	if !isConsul {
-		return engineCounters{}, false
+		return serverCounters{}, false
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ct.base+server.MetricsPath, nil)
-	if err != nil {
-		return engineCounters{}, false
-	}
-	if ct.token != "" { // /-/metrics needs the ACL token when the server has one
-		req.Header.Set("X-Consul-Token", ct.token)
-	}
-	code, body, _, err := do(hc, req)
-	if err != nil || code != http.StatusOK {
-		return engineCounters{}, false
-	}
-	var c engineCounters
-	var found int
-	for _, line := range strings.Split(string(body), "\n") {
-		name, val, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		f, err := strconv.ParseFloat(val, 64)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "latchkey_engine_commits_total":
-			c.commits, found = f, found+1
-		case "latchkey_engine_updates_total":
-			c.updates, found = f, found+1
-		}
-	}
-	return c, found == 2
+	return readServerCounters(ctx, hc, ct.base, ct.token)
 }
 
 func benchScenarios(keys, clients string) ([]benchScenario, error) {
@@ -535,8 +511,13 @@ through etcdstore, and etcd's own concurrency.STM, which retries at once),
 starts them together, and reports updates/s (and as a share of one
 process's), attempts per update, p50/p99/max per update across all
 processes, the spread (the slowest process's updates over the mean) and
-each process's count. Afterwards the key must count exactly the updates
-done. For example:
+each process's count, and, last, req/upd: the requests the latchkey
+server answered during the run (its /-/metrics, all but the /-/
+endpoints) per update done ("-" for etcd, or a --url server whose
+metrics the bench cannot read). Afterwards the key must count exactly the
+updates done. Without --duration, counts of 32 processes or more run 12s
+each (at 64 processes on a small machine each does only a few updates in
+5s, too few for its share to mean anything). For example:
 
   latchkey bench --update-procs 1,16,64 --etcd 127.0.0.1:2379
 

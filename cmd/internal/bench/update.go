@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/latchkey/latchkey/cas"
+	"github.com/latchkey/latchkey/server"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/consulstore"
 	"github.com/latchkey/latchkey/store/etcdstore"
@@ -52,7 +53,24 @@ const (
 	updateWorkerGrace = 30 * time.Second
 	// updateMaxSamples bounds the latencies one worker reports.
 	updateMaxSamples = 100_000
+	// updateLongProcs and updateLongDuration: without --duration, a
+	// measurement of updateLongProcs processes or more lasts
+	// updateLongDuration, not --duration's default (at 64 processes on 2
+	// cores each process does 2 to 5 updates in 4s: too few for its share
+	// to mean anything).
+	updateLongProcs    = 32
+	updateLongDuration = 12 * time.Second
 )
+
+// updateDuration is how long a measurement of procs processes lasts:
+// --duration when given, else its default below updateLongProcs
+// processes and updateLongDuration from there on.
+func updateDuration(cfg benchConfig, procs int) time.Duration {
+	if cfg.durSet || procs < updateLongProcs {
+		return cfg.dur
+	}
+	return max(cfg.dur, updateLongDuration)
+}
 
 // updateWorkerResult is what one worker prints, as one JSON line, at the
 // end.
@@ -159,14 +177,14 @@ func openUpdateWorker(ctx context.Context, w updateWorkerConfig, size int) (func
 
 // updateProcsRow is one measurement: kind × procs.
 type updateProcsRow struct {
-	kind      string
-	procs     int
-	elapsed   time.Duration
-	counts    []int
-	attempts  int
-	failed    int
-	lat       []time.Duration
-	requests  float64
+	kind     string
+	procs    int
+	elapsed  time.Duration
+	counts   []int
+	attempts int
+	lat      []time.Duration
+	// perUpdate is the server's requests per update (its /-/metrics read
+	// before and after the run); -1 when not known.
 	perUpdate float64
 }
 
@@ -202,15 +220,32 @@ func runUpdateProcsBench(ctx context.Context, e *Env, cfg benchConfig, counts []
 	base := srv.url
 	ep := strings.TrimPrefix(strings.TrimPrefix(cfg.etcd, "http://"), "https://")
 	prefix := benchPrefix()
-	fmt.Fprintf(e.Stdout, "one shared key updated by separate processes, each one loop of updates; %d-byte values, %v per measurement, keys under %s/\n\n", cfg.size, cfg.dur, prefix)
+	long := ""
+	if slices.ContainsFunc(counts, func(n int) bool { return updateDuration(cfg, n) != cfg.dur }) {
+		long = fmt.Sprintf(" (%v from %d processes on: no --duration given)", updateDuration(cfg, updateLongProcs), updateLongProcs)
+	}
+	fmt.Fprintf(e.Stdout, "one shared key updated by separate processes, each one loop of updates; %d-byte values, %v per measurement%s, keys under %s/\n", cfg.size, cfg.dur, long, prefix)
+	// req/upd: the latchkey server's requests (its /-/metrics, every API
+	// but the /-/ endpoints) during the run, per update done.
+	hc := benchHTTPClient(1)
+	defer hc.CloseIdleConnections()
+	counters := func(ctx context.Context) (serverCounters, bool) { return readServerCounters(ctx, hc, base, cfg.token) }
+	if _, ok := counters(ctx); !ok {
+		fmt.Fprintf(e.Stdout, "(req/upd: the server's %s%s cannot be read, so it is not known)\n", base, server.MetricsPath)
+	}
+	fmt.Fprintln(e.Stdout)
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "target\tprocs\tupdates/s\tof 1 proc\tattempts/upd\tp50\tp99\tmax\tslowest/mean\tupdates per process (min median max)\t\n")
+	fmt.Fprintf(tw, "target\tprocs\tupdates/s\tof 1 proc\tattempts/upd\tp50\tp99\tmax\tslowest/mean\tupdates per process (min median max)\treq/upd\t\n")
 	one := map[string]float64{}
 	var rows []updateProcsRow
 	for _, n := range counts {
 		for _, kind := range kinds {
 			w := updateWorkerConfig{kind: kind, key: fmt.Sprintf("%s/update-procs-%s-%d", prefix, kind, n), base: base, token: cfg.token, etcd: ep}
-			r, err := measureUpdateProcs(ctx, e, w, n, cfg.dur, cfg.size)
+			var read func(context.Context) (serverCounters, bool)
+			if kind == updateWorkerLatchkey {
+				read = counters
+			}
+			r, err := measureUpdateProcs(ctx, e, w, n, updateDuration(cfg, n), cfg.size, read)
 			if err != nil {
 				return err
 			}
@@ -222,11 +257,15 @@ func runUpdateProcsBench(ctx context.Context, e *Env, cfg benchConfig, counts []
 			if o := one[kind]; o > 0 {
 				rel = fmt.Sprintf("%.0f%%", 100*r.rate()/o)
 			}
+			reqs := "-"
+			if r.perUpdate >= 0 {
+				reqs = fmt.Sprintf("%.2f", r.perUpdate)
+			}
 			sorted := slices.Sorted(slices.Values(r.counts))
-			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%.2f\t%s\t%s\t%s\t%.2f\t%d %d %d\t\n", kind, n, r.rate(), rel,
+			fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%.2f\t%s\t%s\t%s\t%.2f\t%d %d %d\t%s\t\n", kind, n, r.rate(), rel,
 				float64(r.attempts)/float64(max(r.total(), 1)),
 				fmtLatency(percentile(r.lat, 0.50)), fmtLatency(percentile(r.lat, 0.99)), fmtLatency(percentile(r.lat, 1)),
-				r.spread(), sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1])
+				r.spread(), sorted[0], sorted[len(sorted)/2], sorted[len(sorted)-1], reqs)
 		}
 	}
 	tw.Flush()
@@ -241,8 +280,14 @@ func runUpdateProcsBench(ctx context.Context, e *Env, cfg benchConfig, counts []
 
 // measureUpdateProcs runs n workers of one kind on one key for dur and
 // checks afterwards that the key counts exactly the updates they did.
-func measureUpdateProcs(ctx context.Context, e *Env, w updateWorkerConfig, n int, dur time.Duration, size int) (updateProcsRow, error) {
-	row := updateProcsRow{kind: w.kind, procs: n, counts: make([]int, n)}
+// With read (nil: none), it reads the server's counters once the workers
+// are ready and again once all have answered, for the requests per
+// update.
+func measureUpdateProcs(ctx context.Context, e *Env, w updateWorkerConfig, n int, dur time.Duration, size int, read func(context.Context) (serverCounters, bool)) (updateProcsRow, error) {
+	row := updateProcsRow{kind: w.kind, procs: n, counts: make([]int, n), perUpdate: -1}
+	if read == nil {
+		read = func(context.Context) (serverCounters, bool) { return serverCounters{}, false }
+	}
 	fail := func(err error) (updateProcsRow, error) {
 		return row, failf("bench: --update-procs %s × %d: %v", w.kind, n, err)
 	}
@@ -292,6 +337,7 @@ func measureUpdateProcs(ctx context.Context, e *Env, w updateWorkerConfig, n int
 	}); err != nil {
 		return fail(err)
 	}
+	before, readBefore := read(ctx)
 	start := time.Now()
 	for _, wk := range workers {
 		io.WriteString(wk.stdin, "go\n")
@@ -303,6 +349,7 @@ func measureUpdateProcs(ctx context.Context, e *Env, w updateWorkerConfig, n int
 		return fail(err)
 	}
 	row.elapsed = time.Since(start)
+	after, readAfter := read(ctx)
 	for i, r := range results {
 		if r.Failed > 0 {
 			return fail(fmt.Errorf("worker %d: %d updates failed, the last: %s", i, r.Failed, r.Error))
@@ -313,6 +360,9 @@ func measureUpdateProcs(ctx context.Context, e *Env, w updateWorkerConfig, n int
 		}
 	}
 	slices.Sort(row.lat)
+	if pu, ok := after.perUpdate(before, row.total()); ok && readBefore && readAfter {
+		row.perUpdate = pu
+	}
 	if err := checkUpdateProcsCount(ctx, w, row.total()); err != nil {
 		return fail(err)
 	}
