@@ -236,6 +236,7 @@ func queueRun(ctx context.Context, e *Env, n int, kill bool, qc queueBenchConfig
 			cmd.Env = append(cmd.Env, benchNoWatchEnv+"=1")
 		}
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard // the stopped waiters' "interrupted" lines
+		cmd.SysProcAttr = benchChildAttr()              // they die with the bench (lock run then ends its CMD)
 		if err := cmd.Start(); err != nil {
 			return err
 		}

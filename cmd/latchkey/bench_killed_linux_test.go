@@ -1,0 +1,90 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/store/storeurl"
+)
+
+// childrenOf lists the pids whose parent is pid, from /proc.
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, d := range dirs {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if parentOf(p) == pid {
+			kids = append(kids, p)
+		}
+	}
+	return kids
+}
+
+// parentOf returns pid's parent (0 when pid is gone).
+func parentOf(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// kill -9 of latchkey bench --queue: the lock run processes it started
+// die with it (they would otherwise go on waiting for the lock, and
+// holding it, until their --wait ran out).
+func TestBenchKilledLeavesNoChild(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url := storeurl.FileURL(filepath.Join(dir, "store"))
+	b := binary(t, "bench", "--queue", "--store", url, "--waiters", "3", "--duration", "2m")
+	out := outFile(t, filepath.Join(dir, "bench.out"))
+	b.Stdout, b.Stderr = out, out
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer b.Process.Kill()
+	var kids []int
+	for deadline := time.Now().Add(30 * time.Second); len(kids) < 2; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("bench --queue started %d lock run processes in 30s; want at least 2", len(kids))
+		}
+		kids = childrenOf(t, b.Process.Pid)
+	}
+	for _, k := range kids {
+		defer syscall.Kill(k, syscall.SIGKILL)
+	}
+	if err := b.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	b.Wait()
+	for _, k := range kids {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if !alive(k) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("child %d of the killed bench still alive 10s later", k)
+			}
+		}
+	}
+}
