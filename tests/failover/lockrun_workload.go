@@ -52,6 +52,7 @@ func (h *lockRunHistory) run(ctx context.Context, bin, storeURL, key string, id 
 		pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		cmd := exec.CommandContext(pctx, bin, "lock", "run", "--store", storeURL, "--ttl", "2s", "--quiet",
 			"--holder", fmt.Sprintf("p%d", id), key, "--", "sh", "-c", lockRunCmd, "sh", h.log)
+		dieWithUs(cmd) // a killed test leaves no lock run (nor its CMD) behind
 		out, err := cmd.CombinedOutput()
 		cancel()
 		now := h.since()

@@ -109,3 +109,9 @@ func waitLeader(ctx context.Context, timeout time.Duration, leader func(context.
 		}
 	}
 }
+
+// dieWithUs makes cmd receive SIGTERM when this process dies, even by
+// SIGKILL: a `lock run` so told ends its CMD's whole tree before it exits.
+func dieWithUs(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+}
