@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/server/internal/consulapi"
 	"github.com/latchkey/latchkey/server/internal/engine"
 	"github.com/latchkey/latchkey/server/internal/s3api/sigv4"
@@ -61,7 +63,8 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // Options configure the console. Every zero field takes the default
-// written beside it; a negative PageSize is an error.
+// written beside it; a negative number or duration is an error naming
+// the field.
 type Options struct {
 	// Engine is the server's engine. Required.
 	Engine *engine.Engine
@@ -144,42 +147,32 @@ var errNotFound = errors.New("not found")
 var errNoObjects = errors.New("this console cannot read objects (no Options.S3Object)")
 
 // withDefaults returns a copy of o with zero fields set to the defaults,
-// or an error for a missing Engine or a negative PageSize. A nil o has no
+// or an error for a missing Engine or a negative field. A nil o has no
 // Engine, which is required.
 func (o *Options) withDefaults() (Options, error) {
 	var r Options
 	if o != nil {
 		r = *o
 	}
-	switch {
-	case r.Engine == nil:
+	if r.Engine == nil {
 		return r, errors.New("console: no engine")
-	case r.PageSize < 0:
-		return r, fmt.Errorf("console: negative Options.PageSize %d (zero means DefaultPageSize)", r.PageSize)
-	case r.SessionTTL < 0 || r.MaxSessions < 0 || r.LoginBurst < 0 || r.LoginInterval < 0:
-		return r, errors.New("console: negative session or login limit in Options (zero means the default)")
 	}
-	if r.SessionTTL == 0 {
-		r.SessionTTL = DefaultSessionTTL
+	if err := optcheck.NonNegative(
+		optcheck.Named("PageSize", r.PageSize), optcheck.Named("SessionTTL", r.SessionTTL),
+		optcheck.Named("MaxSessions", r.MaxSessions), optcheck.Named("LoginBurst", r.LoginBurst),
+		optcheck.Named("LoginInterval", r.LoginInterval),
+	); err != nil {
+		return r, fmt.Errorf("console: %w", err)
 	}
-	if r.MaxSessions == 0 {
-		r.MaxSessions = DefaultMaxSessions
-	}
-	if r.LoginBurst == 0 {
-		r.LoginBurst = DefaultLoginBurst
-	}
-	if r.LoginInterval == 0 {
-		r.LoginInterval = DefaultLoginInterval
-	}
+	r.SessionTTL = cmp.Or(r.SessionTTL, DefaultSessionTTL)
+	r.MaxSessions = cmp.Or(r.MaxSessions, DefaultMaxSessions)
+	r.LoginBurst = cmp.Or(r.LoginBurst, DefaultLoginBurst)
+	r.LoginInterval = cmp.Or(r.LoginInterval, DefaultLoginInterval)
 	if r.Started.IsZero() {
 		r.Started = time.Now()
 	}
-	if r.Version == "" {
-		r.Version = buildVersion()
-	}
-	if r.PageSize == 0 {
-		r.PageSize = DefaultPageSize
-	}
+	r.Version = cmp.Or(r.Version, buildVersion())
+	r.PageSize = cmp.Or(r.PageSize, DefaultPageSize)
 	if r.Now == nil {
 		r.Now = time.Now
 	}
