@@ -6,17 +6,13 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/server/internal/console"
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 )
 
 // New follows the project's Options idiom: zero fields take the defaults,
 // a negative value is an error, and the one required field is reported.
 func TestNewOptions(t *testing.T) {
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := enginetest.Open(t)
 	if _, err := console.New(&console.Options{Engine: e}); err != nil {
 		t.Errorf("New with only the engine: %v", err)
 	}

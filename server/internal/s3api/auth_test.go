@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 	"github.com/latchkey/latchkey/server/internal/s3api/sigv4"
 )
 
@@ -26,13 +26,10 @@ const testAK, testSK = "AKIDAUTHTEST", "auth-test-secret"
 // HTTP; anonymous also serves unsigned requests.
 func signedServer(t *testing.T, anonymous bool) *testServer {
 	t.Helper()
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := enginetest.Open(t)
 	h := MustNew(e, &Options{Auth: sigv4.New(sigv4.Credentials{testAK: testSK}.Lookup, nil), Anonymous: anonymous, MinPartSize: 5})
 	srv := httptest.NewServer(h)
-	t.Cleanup(func() { srv.Close(); e.Close() })
+	t.Cleanup(srv.Close)
 	return &testServer{t: t, e: e, h: h, srv: srv}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 )
 
 // testServer is our handler on httptest over a temp-dir engine.
@@ -24,20 +25,14 @@ type testServer struct {
 
 func newTestServer(t testing.TB, opts *Options) *testServer {
 	t.Helper()
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := enginetest.Open(t)
 	o := Options{Anonymous: true, MinPartSize: 5}
 	if opts != nil {
 		o = *opts
 	}
 	h := MustNew(e, &o)
 	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.Close()
-		e.Close()
-	})
+	t.Cleanup(srv.Close)
 	return &testServer{t: t, e: e, h: h, srv: srv}
 }
 
