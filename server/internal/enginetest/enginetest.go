@@ -7,6 +7,8 @@
 package enginetest
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/latchkey/latchkey/server/internal/engine"
@@ -23,4 +25,22 @@ func Open(tb testing.TB) *engine.Engine {
 	}
 	tb.Cleanup(func() { e.Close() })
 	return e
+}
+
+// Blobs returns the paths of the committed blob files of e (the files of
+// its data directory's blobs/, not the staging tmp/ in it), in name order.
+func Blobs(tb testing.TB, e *engine.Engine) []string {
+	tb.Helper()
+	dir := filepath.Join(e.Dir(), "blobs")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var paths []string
+	for _, ent := range ents {
+		if !ent.IsDir() {
+			paths = append(paths, filepath.Join(dir, ent.Name()))
+		}
+	}
+	return paths
 }

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -144,15 +142,5 @@ func (s *testServer) put(path, body string, hdr ...string) string {
 // countBlobs counts committed blob files in the engine's data directory.
 func countBlobs(t testing.TB, s *testServer) int {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(s.e.Dir(), "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		if !e.IsDir() {
-			n++
-		}
-	}
-	return n
+	return len(enginetest.Blobs(t, s.e))
 }
