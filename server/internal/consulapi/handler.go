@@ -94,6 +94,15 @@ type Options struct {
 	MaxSessions int
 }
 
+// HostNodeName is the node name when none is configured: the host name,
+// or DefaultNodeName when it is unknown.
+func HostNodeName() string {
+	if h, _ := os.Hostname(); h != "" {
+		return h
+	}
+	return DefaultNodeName
+}
+
 // withDefaults returns a copy of o (nil allowed) with zero fields set to
 // the defaults, or an error naming the first negative field.
 func (o *Options) withDefaults() (Options, error) {
@@ -111,10 +120,7 @@ func (o *Options) withDefaults() (Options, error) {
 		return v, fmt.Errorf("consulapi: %w", err)
 	}
 	if v.NodeName == "" {
-		v.NodeName, _ = os.Hostname()
-		if v.NodeName == "" {
-			v.NodeName = DefaultNodeName
-		}
+		v.NodeName = HostNodeName()
 	}
 	v.Datacenter = cmp.Or(v.Datacenter, DefaultDatacenter)
 	if v.Logger == nil {
