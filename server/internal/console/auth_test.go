@@ -136,3 +136,27 @@ func TestConsoleJSONSignedWithSigV4(t *testing.T) {
 		t.Fatalf("S3 signature on a Consul view: %d", resp.StatusCode)
 	}
 }
+
+// A page and its API endpoint run the same view behind the same check: a
+// session without the Consul token is refused a Consul view on both, and
+// an unknown name is 404 on both, each in its own format.
+func TestPageAndAPIAnswerAlike(t *testing.T) {
+	f := start(t, "tok")
+	s3only := f.login(url.Values{"access_key": {f.srv.AccessKey}, "secret_key": {f.srv.SecretKey}})
+	for _, c := range []struct {
+		path    string
+		cookie  string
+		code    int
+		message string
+	}{
+		{"/ui/kv", s3only, http.StatusForbidden, ""},
+		{"/-/api/kv", s3only, http.StatusForbidden, `"error"`},
+		{"/ui/nosuch", f.session, http.StatusNotFound, "no such page: nosuch"},
+		{"/-/api/nosuch", f.session, http.StatusNotFound, `"error": "no such endpoint: /-/api/nosuch"`},
+	} {
+		code, _, b := f.get(c.path, "Cookie", c.cookie)
+		if code != c.code || !strings.Contains(string(b), c.message) {
+			t.Errorf("GET %s: %d %.200s, want %d with %q", c.path, code, b, c.code, c.message)
+		}
+	}
+}

@@ -273,25 +273,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if page == "" {
 		page = "overview"
 	}
-	if msg := denied(a, need(page, r)); msg != "" {
-		h.renderError(w, r, http.StatusForbidden, msg)
-		return
-	}
-	if page == "kv/raw" {
-		h.kvRaw(w, r)
-		return
-	}
-	v, ok := h.views[page]
-	if !ok {
-		h.renderError(w, r, http.StatusNotFound, "no such page: "+page)
-		return
-	}
-	data, err := v(h, r)
-	if err != nil {
+	data, served, err := h.runView(w, r, a, page, "no such page: "+page)
+	switch {
+	case served:
+	case err != nil:
 		h.renderError(w, r, statusOf(err), err.Error())
-		return
+	default:
+		h.render(w, r, http.StatusOK, page, redact(data, a))
 	}
-	h.render(w, r, http.StatusOK, page, redact(data, a))
 }
 
 func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, name string) {
@@ -305,30 +294,50 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, name string) 
 			"login, or send the ACL token as X-Consul-Token, or sign the request with an S3 key (SigV4)"})
 		return
 	}
+	data, served, err := h.runView(w, r, a, name, "no such endpoint: "+APIPrefix+name)
+	switch {
+	case served:
+	case err != nil:
+		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, redact(data, a))
+	}
+}
+
+// runView is what a page and its API endpoint share, in this order: the
+// access check, the raw download (which answers the request itself:
+// served), then the view. An error's status is statusOf's; missing is
+// the message for a name that is no view.
+func (h *Handler) runView(w http.ResponseWriter, r *http.Request, a Access, name, missing string) (data any, served bool, err error) {
 	if msg := denied(a, need(name, r)); msg != "" {
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": msg})
-		return
+		return nil, false, statusError{http.StatusForbidden, msg}
 	}
 	if name == "kv/raw" {
 		h.kvRaw(w, r)
-		return
+		return nil, true, nil
 	}
 	v, ok := h.views[name]
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such endpoint: " + APIPrefix + name})
-		return
+		return nil, false, statusError{http.StatusNotFound, missing}
 	}
-	data, err := v(h, r)
-	if err != nil {
-		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
-		return
-	}
-	writeJSON(w, http.StatusOK, redact(data, a))
+	data, err = v(h, r)
+	return data, false, err
 }
+
+// statusError is a view error with its own status.
+type statusError struct {
+	status int
+	msg    string
+}
+
+func (e statusError) Error() string { return e.msg }
 
 func statusOf(err error) int {
 	var br errBadRequest
+	var se statusError
 	switch {
+	case errors.As(err, &se):
+		return se.status
 	case errors.As(err, &br):
 		return http.StatusBadRequest
 	case errors.Is(err, errNotFound):
