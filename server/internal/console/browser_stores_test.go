@@ -9,7 +9,6 @@ import (
 
 	awscreds "github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/chromedp/chromedp"
-	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/sse"
 
 	"github.com/latchkey/latchkey/lease"
@@ -42,12 +41,9 @@ func publishTo(t *testing.T, s store.Store, prefix string, files map[string]stri
 func (f *fixture) s3Store(bucket, prefix string, sealed bool) store.Store {
 	f.t.Helper()
 	ctx := context.Background()
-	mc := f.s3()
-	if err := mc.MakeBucket(ctx, bucket, minio.MakeBucketOptions{}); err != nil {
-		f.t.Fatal(err)
-	}
+	f.bucket(bucket, false)
 	if sealed {
-		if err := mc.SetBucketEncryption(ctx, bucket, sse.NewConfigurationSSES3()); err != nil {
+		if err := f.s3().SetBucketEncryption(ctx, bucket, sse.NewConfigurationSSES3()); err != nil {
 			f.t.Fatal(err)
 		}
 	}
