@@ -85,8 +85,7 @@ func TestCopyObject(t *testing.T) {
 
 func TestCopyVersionedSource(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("vsrc")
-	s.versioned("vsrc", "Enabled")
+	s.versionedBucket("vsrc")
 	v1 := s.mustDo(200, "PUT", "/vsrc/k", []byte("first")).Header.Get("x-amz-version-id")
 	s.put("/vsrc/k", "second")
 	r := s.mustDo(200, "PUT", "/vsrc/copy", nil, "x-amz-copy-source", "/vsrc/k?versionId="+v1)

@@ -128,6 +128,13 @@ func (s *testServer) bucket(name string) {
 	s.mustDo(200, "PUT", "/"+name, nil)
 }
 
+// versionedBucket creates bucket name with versioning enabled.
+func (s *testServer) versionedBucket(name string) {
+	s.t.Helper()
+	s.bucket(name)
+	s.versioned(name, "Enabled")
+}
+
 func (s *testServer) versioned(name, status string) {
 	s.t.Helper()
 	s.mustDo(200, "PUT", "/"+name+"?versioning",

@@ -25,8 +25,7 @@ type v2page struct {
 
 func TestListObjectsV2HTTP(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("lst")
-	s.versioned("lst", "Enabled")
+	s.versionedBucket("lst")
 	var keys []string
 	for i := range 25 {
 		keys = append(keys, fmt.Sprintf("photos/%02d.jpg", i))
@@ -119,8 +118,7 @@ func TestListObjectsV2HTTP(t *testing.T) {
 
 func TestListVersionsDelimiterAndUploads(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("lvd")
-	s.versioned("lvd", "Enabled")
+	s.versionedBucket("lvd")
 	for _, k := range []string{"a/1", "a/2", "b", "c d/x"} {
 		s.put("/lvd/"+url.PathEscape(k), "v1")
 		s.put("/lvd/"+url.PathEscape(k), "v2")

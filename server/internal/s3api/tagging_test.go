@@ -84,8 +84,7 @@ func TestObjectTagging(t *testing.T) {
 // and the response names it.
 func TestObjectTaggingVersions(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("tvb")
-	s.versioned("tvb", "Enabled")
+	s.versionedBucket("tvb")
 	v1 := s.mustDo(200, "PUT", "/tvb/k", []byte("1"), "x-amz-tagging", "gen=1").Header.Get("x-amz-version-id")
 	s.mustDo(200, "PUT", "/tvb/k", []byte("2"), "x-amz-tagging", "gen=2")
 	r := s.mustDo(200, "PUT", "/tvb/k?tagging&versionId="+v1, []byte(tagXML("gen", "one")))

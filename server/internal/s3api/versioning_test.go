@@ -146,8 +146,7 @@ func TestVersioningAndDeleteMarkers(t *testing.T) {
 
 func TestSuspendedVersioning(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("sus")
-	s.versioned("sus", "Enabled")
+	s.versionedBucket("sus")
 	keep := s.mustDo(200, "PUT", "/sus/k", []byte("kept")).Header.Get("x-amz-version-id")
 	s.versioned("sus", "Suspended")
 	n1 := s.mustDo(200, "PUT", "/sus/k", []byte("null-1"))
@@ -178,8 +177,7 @@ func TestSuspendedVersioning(t *testing.T) {
 
 func TestVersionedConditionalWrites(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("vcw")
-	s.versioned("vcw", "Enabled")
+	s.versionedBucket("vcw")
 	// Over a delete marker above a real version: If-Match → 404,
 	// If-None-Match: * → 200 (the key counts as absent).
 	et := s.put("/vcw/k", "real")

@@ -14,8 +14,7 @@ import (
 func TestWriteConditionMatrixAllOps(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("plain")
-	s.bucket("vers")
-	s.versioned("vers", "Enabled")
+	s.versionedBucket("vers")
 	s.put("/plain/source", "new")
 	cur := md5ETag("old")
 	type op struct {
