@@ -6,18 +6,6 @@ import (
 	"testing"
 )
 
-func TestRoutingConsole(t *testing.T) {
-	checkRoutes(t, map[string]string{
-		"/ui":             "ops /ui",
-		"/ui/":            "ops /ui/",
-		"/ui/kv":          "ops /ui/kv",
-		"/-/api/overview": "ops /-/api/overview",
-		"/uix/key":        "s3 /uix/key",
-		"/bucket/ui/x":    "s3 /bucket/ui/x",
-		"/bucket/-/api/x": "s3 /bucket/-/api/x",
-	})
-}
-
 // The console is wired with the server's token; /-/health stays open and
 // /-/metrics needs the token.
 func TestConsoleWired(t *testing.T) {
