@@ -75,6 +75,15 @@ func (tc refusal) check(t *testing.T, s *testServer) {
 	}
 }
 
+// mustRefuse sends one request (as do) and fails the test unless it is
+// answered status with the S3 error code.
+func (s *testServer) mustRefuse(status int, code, method, path string, body []byte, hdr ...string) {
+	s.t.Helper()
+	if r := s.do(method, path, body, hdr...); r.Status != status || r.err().Code != code {
+		s.t.Fatalf("%s %s: got %d %.300s, want %d %s", method, path, r.Status, r.Body, status, code)
+	}
+}
+
 // do sends one request; hdr is name, value pairs. path is sent verbatim
 // (already escaped). Transport failures fail the test.
 func (s *testServer) do(method, path string, body []byte, hdr ...string) resp {

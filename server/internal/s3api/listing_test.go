@@ -106,9 +106,7 @@ func TestListObjectsV2HTTP(t *testing.T) {
 	if r := s.do("GET", "/lst?list-type=2&max-keys=x", nil); r.Status != 400 {
 		t.Fatalf("bad max-keys: %d", r.Status)
 	}
-	if r := s.do("GET", "/nobucket?list-type=2", nil); r.Status != 404 || r.err().Code != "NoSuchBucket" {
-		t.Fatalf("missing bucket: %d %s", r.Status, r.Body)
-	}
+	s.mustRefuse(404, "NoSuchBucket", "GET", "/nobucket?list-type=2", nil)
 	// ListObjects v1 too.
 	r := s.mustDo(200, "GET", "/lst?prefix=docs/", nil)
 	if !strings.Contains(string(r.Body), "<Key>docs/a b.txt</Key>") {

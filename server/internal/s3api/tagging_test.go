@@ -75,9 +75,7 @@ func TestObjectTagging(t *testing.T) {
 		t.Fatalf("multipart tags: %s", r.Body)
 	}
 	// Missing object.
-	if r := s.do("GET", "/tgb/none?tagging", nil); r.Status != 404 || r.err().Code != "NoSuchKey" {
-		t.Fatalf("missing: %d %s", r.Status, r.Body)
-	}
+	s.mustRefuse(404, "NoSuchKey", "GET", "/tgb/none?tagging", nil)
 }
 
 // TestObjectTaggingVersions: ?tagging with versionId addresses one version,
@@ -97,9 +95,7 @@ func TestObjectTaggingVersions(t *testing.T) {
 	if r := s.mustDo(200, "GET", "/tvb/k?tagging", nil); !strings.Contains(string(r.Body), "<Value>2</Value>") {
 		t.Fatalf("current tags: %s", r.Body)
 	}
-	if r := s.do("GET", "/tvb/k?tagging&versionId=00000000000000aa", nil); r.Status != 404 || r.err().Code != "NoSuchVersion" {
-		t.Fatalf("unknown version: %d %s", r.Status, r.Body)
-	}
+	s.mustRefuse(404, "NoSuchVersion", "GET", "/tvb/k?tagging&versionId=00000000000000aa", nil)
 }
 
 // TestObjectTaggingBadInput: AWS's limits and errors, and nothing changes.
