@@ -75,6 +75,15 @@ func (tc refusal) check(t *testing.T, s *testServer) {
 	}
 }
 
+// mustGetContaining GETs path and fails the test unless it is answered
+// 200 with a body containing want.
+func (s *testServer) mustGetContaining(path, want string) {
+	s.t.Helper()
+	if r := s.mustDo(200, "GET", path, nil); !strings.Contains(string(r.Body), want) {
+		s.t.Fatalf("GET %s: %.500s, want it to contain %s", path, r.Body, want)
+	}
+}
+
 // mustRefuse sends one request (as do) and fails the test unless it is
 // answered status with the S3 error code.
 func (s *testServer) mustRefuse(status int, code, method, path string, body []byte, hdr ...string) {

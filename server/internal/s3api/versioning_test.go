@@ -46,9 +46,7 @@ func TestVersioningAndDeleteMarkers(t *testing.T) {
 		t.Fatalf("new bucket reports a versioning status: %s", r.Body)
 	}
 	s.versioned("ver", "Enabled")
-	if r := s.mustDo(200, "GET", "/ver?versioning", nil); !strings.Contains(string(r.Body), "<Status>Enabled</Status>") {
-		t.Fatalf("versioning: %s", r.Body)
-	}
+	s.mustGetContaining("/ver?versioning", "<Status>Enabled</Status>")
 	r1 := s.mustDo(200, "PUT", "/ver/k", []byte("one"))
 	r2 := s.mustDo(200, "PUT", "/ver/k", []byte("two"))
 	v1, v2 := r1.Header.Get("x-amz-version-id"), r2.Header.Get("x-amz-version-id")
