@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/latchkey/latchkey/internal/optcheck"
+	"github.com/latchkey/latchkey/server/internal/consulapi"
 )
 
 // DefaultListen is the default listen address: loopback, on Consul's
@@ -140,11 +140,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("server: --access-key and --secret-key go together")
 	}
 	if c.NodeName == "" {
-		if h, err := os.Hostname(); err == nil && h != "" {
-			c.NodeName = h
-		} else {
-			c.NodeName = "latchkey"
-		}
+		c.NodeName = consulapi.HostNodeName()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -1,37 +1,10 @@
 package server
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 )
-
-func TestRoutingConsole(t *testing.T) {
-	rt := &router{consul: tag("consul"), s3: tag("s3"), ops: tag("ops")}
-	ts := httptest.NewServer(rt)
-	defer ts.Close()
-	for path, want := range map[string]string{
-		"/ui":             "ops /ui",
-		"/ui/":            "ops /ui/",
-		"/ui/kv":          "ops /ui/kv",
-		"/-/api/overview": "ops /-/api/overview",
-		"/uix/key":        "s3 /uix/key",
-		"/bucket/ui/x":    "s3 /bucket/ui/x",
-		"/bucket/-/api/x": "s3 /bucket/-/api/x",
-	} {
-		req, _ := http.NewRequest("GET", ts.URL+path, nil)
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if string(b) != want {
-			t.Errorf("GET %s went to %q, want %q", path, b, want)
-		}
-	}
-}
 
 // The console is wired with the server's token; /-/health stays open and
 // /-/metrics needs the token.

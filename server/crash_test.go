@@ -248,14 +248,7 @@ func (l *crashLoad) kvCAS(c *http.Client, base, key string, id int) bool {
 		What: fmt.Sprintf("PUT ?cas=%d", cur.ModifyIndex)}
 	call := time.Now()
 	st, _, b, err := do(c, "PUT", fmt.Sprintf("%s/v1/kv/%s?cas=%d", base, key, cur.ModifyIndex), []byte(v))
-	switch {
-	case err != nil || st != 200:
-		op.Outcome = crashtest.Unknown
-	case strings.TrimSpace(string(b)) == "true":
-		op.Outcome = crashtest.Done
-	default:
-		op.Outcome = crashtest.Refused
-	}
+	op.Outcome = boolOutcome(st, b, err)
 	l.record(op, call)
 	return op.Outcome != crashtest.Unknown
 }
@@ -359,6 +352,8 @@ func (l *crashLoad) lockCycle(c *http.Client, base string, id int) bool {
 	return true
 }
 
+// boolOutcome is the outcome of a Consul write that answers true or
+// false (cas, acquire, release): anything but a 200 is unknown.
 func boolOutcome(st int, b []byte, err error) crashtest.Outcome {
 	switch {
 	case err != nil || st != 200:

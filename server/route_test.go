@@ -13,6 +13,9 @@ func tag(name string) http.Handler {
 	})
 }
 
+// The router picks the API by the escaped path, uncleaned: Consul under
+// /v1/, the console and the server's own endpoints under /ui and /-/, S3
+// for everything else, look-alikes included.
 func TestRoutingOnEscapedPath(t *testing.T) {
 	rt := &router{consul: tag("consul"), s3: tag("s3"), ops: tag("ops")}
 	ts := httptest.NewServer(rt)
@@ -28,6 +31,14 @@ func TestRoutingOnEscapedPath(t *testing.T) {
 		"/-/health":           "ops /-/health",
 		"/bucket/-/health":    "s3 /bucket/-/health",
 		"/bucket/key%20space": "s3 /bucket/key%20space",
+		// The console.
+		"/ui":             "ops /ui",
+		"/ui/":            "ops /ui/",
+		"/ui/kv":          "ops /ui/kv",
+		"/-/api/overview": "ops /-/api/overview",
+		"/uix/key":        "s3 /uix/key",
+		"/bucket/ui/x":    "s3 /bucket/ui/x",
+		"/bucket/-/api/x": "s3 /bucket/-/api/x",
 	} {
 		req, _ := http.NewRequest("GET", ts.URL+path, nil)
 		resp, err := http.DefaultTransport.RoundTrip(req) // no redirects, no cleaning

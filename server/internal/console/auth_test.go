@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/signer"
 )
 
@@ -18,20 +17,14 @@ import (
 // whose names must never leak.
 func secretBucket(t *testing.T, f *fixture) {
 	t.Helper()
-	ctx := context.Background()
-	mc := f.s3()
-	if err := mc.MakeBucket(ctx, "secret", minio.MakeBucketOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.bucket("secret", false)
 	for key, body := range map[string]string{
 		"payroll-2026.csv": "alice,100",
 		"jobs/leaky":       `{"holder":"leaky-holder","nonce":"0123456789abcdef0123456789abcdef","token":3,"ttl_ns":60000000000}`,
 		"leaky-site/pointer": `{"generation":"20260101T000000.000Z-0123456789abcdef","manifest":"leaky-site/gen/20260101T000000.000Z-0123456789abcdef/manifest",` +
 			`"committed":"2026-01-01T00:00:00Z"}`,
 	} {
-		if _, err := mc.PutObject(ctx, "secret", key, strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		f.putObject("secret", key, body, "")
 	}
 }
 
@@ -73,13 +66,8 @@ func TestObjectResponsesAreSandboxed(t *testing.T) {
 	f := start(t, "")
 	ctx := context.Background()
 	mc := f.s3()
-	if err := mc.MakeBucket(ctx, "sandboxed", minio.MakeBucketOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	body := "<script>alert(1)</script>"
-	if _, err := mc.PutObject(ctx, "sandboxed", "x.html", strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{ContentType: "text/html"}); err != nil {
-		t.Fatal(err)
-	}
+	f.bucket("sandboxed", false)
+	f.putObject("sandboxed", "x.html", "<script>alert(1)</script>", "text/html")
 	for _, method := range []string{"GET", "HEAD"} {
 		for _, q := range []url.Values{nil, {"response-content-type": {"text/html"}}} {
 			u, err := mc.Presign(ctx, method, "sandboxed", "x.html", time.Hour, q)
@@ -134,5 +122,29 @@ func TestConsoleJSONSignedWithSigV4(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("S3 signature on a Consul view: %d", resp.StatusCode)
+	}
+}
+
+// A page and its API endpoint run the same view behind the same check: a
+// session without the Consul token is refused a Consul view on both, and
+// an unknown name is 404 on both, each in its own format.
+func TestPageAndAPIAnswerAlike(t *testing.T) {
+	f := start(t, "tok")
+	s3only := f.login(url.Values{"access_key": {f.srv.AccessKey}, "secret_key": {f.srv.SecretKey}})
+	for _, c := range []struct {
+		path    string
+		cookie  string
+		code    int
+		message string
+	}{
+		{"/ui/kv", s3only, http.StatusForbidden, ""},
+		{"/-/api/kv", s3only, http.StatusForbidden, `"error"`},
+		{"/ui/nosuch", f.session, http.StatusNotFound, "no such page: nosuch"},
+		{"/-/api/nosuch", f.session, http.StatusNotFound, `"error": "no such endpoint: /-/api/nosuch"`},
+	} {
+		code, _, b := f.get(c.path, "Cookie", c.cookie)
+		if code != c.code || !strings.Contains(string(b), c.message) {
+			t.Errorf("GET %s: %d %.200s, want %d with %q", c.path, code, b, c.code, c.message)
+		}
 	}
 }

@@ -9,45 +9,23 @@ import (
 
 	awscreds "github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/chromedp/chromedp"
-	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/sse"
 
 	"github.com/latchkey/latchkey/lease"
-	"github.com/latchkey/latchkey/publish"
+	"github.com/latchkey/latchkey/publish/publishtest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/consulstore"
 	"github.com/latchkey/latchkey/store/s3store"
 )
-
-// publishTo commits one generation of files under prefix in s.
-func publishTo(t *testing.T, s store.Store, prefix string, files map[string]string) {
-	t.Helper()
-	ctx := context.Background()
-	w, err := publish.Begin(ctx, s, prefix, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range files {
-		if err := w.Put(ctx, name, strings.NewReader(body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := w.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // s3Store opens an s3:// store on the fixture's server, in bucket (made
 // here, with SSE-S3 default encryption when sealed) under prefix.
 func (f *fixture) s3Store(bucket, prefix string, sealed bool) store.Store {
 	f.t.Helper()
 	ctx := context.Background()
-	mc := f.s3()
-	if err := mc.MakeBucket(ctx, bucket, minio.MakeBucketOptions{}); err != nil {
-		f.t.Fatal(err)
-	}
+	f.bucket(bucket, false)
 	if sealed {
-		if err := mc.SetBucketEncryption(ctx, bucket, sse.NewConfigurationSSES3()); err != nil {
+		if err := f.s3().SetBucketEncryption(ctx, bucket, sse.NewConfigurationSSES3()); err != nil {
 			f.t.Fatal(err)
 		}
 	}
@@ -95,7 +73,7 @@ func publicationUnderStorePrefix(t *testing.T, f *fixture, b *tab) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	publishTo(t, s, "site", map[string]string{"index.html": "<h1>hi</h1>", "img/logo.png": "\x89PNG"})
+	publishtest.Publish(t, t.Context(), s, "site", map[string]string{"index.html": "<h1>hi</h1>", "img/logo.png": "\x89PNG"})
 
 	u := f.srv.URL
 	b.do("publications", chromedp.Navigate(u+"/ui/publications"), chromedp.Click(css("#publications a")), chromedp.WaitVisible(css("#generations")))
@@ -115,8 +93,8 @@ func publicationUnderStorePrefix(t *testing.T, f *fixture, b *tab) {
 // sealed at rest) shows with its files, read as GET serves them.
 func publicationInBucket(t *testing.T, f *fixture, b *tab) {
 	s := f.s3Store("pub-bucket", "team", true)
-	publishTo(t, s, "site", map[string]string{"index.html": "<h1>v1</h1>"})
-	publishTo(t, s, "site", map[string]string{"index.html": "<h1>v2</h1>", "app.js": "main()"})
+	publishtest.Publish(t, t.Context(), s, "site", map[string]string{"index.html": "<h1>v1</h1>"})
+	publishtest.Publish(t, t.Context(), s, "site", map[string]string{"index.html": "<h1>v2</h1>", "app.js": "main()"})
 
 	u := f.srv.URL
 	b.do("publications in a bucket", chromedp.Navigate(u+"/ui/publications?bucket=pub-bucket"), chromedp.WaitVisible(css("main")))

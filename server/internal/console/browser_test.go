@@ -134,20 +134,10 @@ func TestBrowser(t *testing.T) {
 	}
 	mc := f.s3()
 	bctx := context.Background()
-	if err := mc.MakeBucket(bctx, "artifacts", minio.MakeBucketOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := mc.EnableVersioning(bctx, "artifacts"); err != nil {
-		t.Fatal(err)
-	}
-	for _, body := range []string{"build 1", "build 2"} {
-		if _, err := mc.PutObject(bctx, "artifacts", "app.tar", strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := mc.PutObject(bctx, "artifacts", "old.tar", strings.NewReader("x"), 1, minio.PutObjectOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.bucket("artifacts", true)
+	f.putObject("artifacts", "app.tar", "build 1", "")
+	f.putObject("artifacts", "app.tar", "build 2", "")
+	f.putObject("artifacts", "old.tar", "x", "")
 	if err := mc.RemoveObject(bctx, "artifacts", "old.tar", minio.RemoveObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -259,11 +249,7 @@ func TestBrowserACL(t *testing.T) {
 func TestBrowserStoredPageGetsNothing(t *testing.T) {
 	b := browser(t)
 	f := start(t, "")
-	ctx := context.Background()
-	mc := f.s3()
-	if err := mc.MakeBucket(ctx, "uploads", minio.MakeBucketOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.bucket("uploads", false)
 	const page = `<!doctype html><html><head><title>inert</title></head><body><p id="out">inert</p><script>
 document.title = "ran";
 fetch("/-/api/s3?bucket=uploads", {credentials: "include"})
@@ -278,16 +264,14 @@ fetch("/-/api/s3?bucket=uploads", {credentials: "include"})
 				`fetch("/-/api/s3?bucket=uploads",{credentials:"include"}).then(function(r){return r.text()}).then(function(t){document.title="leaked "+t.slice(0,200)},function(e){document.title="fetch failed "+e});document.title="ran";` +
 				`</script></svg>`
 		}
-		if _, err := mc.PutObject(ctx, "uploads", o.key, strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{ContentType: o.ctype}); err != nil {
-			t.Fatal(err)
-		}
+		f.putObject("uploads", o.key, body, o.ctype)
 	}
 	b.loginS3(f)
 	if status := b.fetchStatus("/-/api/s3?bucket=uploads"); status != 200 {
 		t.Fatalf("the operator's own session reads /-/api/: %d", status)
 	}
 	for _, key := range []string{"evil.html", "evil.svg"} {
-		u, err := mc.PresignedGetObject(ctx, "uploads", key, time.Hour, nil)
+		u, err := f.s3().PresignedGetObject(context.Background(), "uploads", key, time.Hour, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/server/internal/consulapi"
 	"github.com/latchkey/latchkey/server/internal/engine"
 	"github.com/latchkey/latchkey/server/internal/s3api/sigv4"
@@ -61,7 +63,8 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // Options configure the console. Every zero field takes the default
-// written beside it; a negative PageSize is an error.
+// written beside it; a negative number or duration is an error naming
+// the field.
 type Options struct {
 	// Engine is the server's engine. Required.
 	Engine *engine.Engine
@@ -144,42 +147,32 @@ var errNotFound = errors.New("not found")
 var errNoObjects = errors.New("this console cannot read objects (no Options.S3Object)")
 
 // withDefaults returns a copy of o with zero fields set to the defaults,
-// or an error for a missing Engine or a negative PageSize. A nil o has no
+// or an error for a missing Engine or a negative field. A nil o has no
 // Engine, which is required.
 func (o *Options) withDefaults() (Options, error) {
 	var r Options
 	if o != nil {
 		r = *o
 	}
-	switch {
-	case r.Engine == nil:
+	if r.Engine == nil {
 		return r, errors.New("console: no engine")
-	case r.PageSize < 0:
-		return r, fmt.Errorf("console: negative Options.PageSize %d (zero means DefaultPageSize)", r.PageSize)
-	case r.SessionTTL < 0 || r.MaxSessions < 0 || r.LoginBurst < 0 || r.LoginInterval < 0:
-		return r, errors.New("console: negative session or login limit in Options (zero means the default)")
 	}
-	if r.SessionTTL == 0 {
-		r.SessionTTL = DefaultSessionTTL
+	if err := optcheck.NonNegative(
+		optcheck.Named("PageSize", r.PageSize), optcheck.Named("SessionTTL", r.SessionTTL),
+		optcheck.Named("MaxSessions", r.MaxSessions), optcheck.Named("LoginBurst", r.LoginBurst),
+		optcheck.Named("LoginInterval", r.LoginInterval),
+	); err != nil {
+		return r, fmt.Errorf("console: %w", err)
 	}
-	if r.MaxSessions == 0 {
-		r.MaxSessions = DefaultMaxSessions
-	}
-	if r.LoginBurst == 0 {
-		r.LoginBurst = DefaultLoginBurst
-	}
-	if r.LoginInterval == 0 {
-		r.LoginInterval = DefaultLoginInterval
-	}
+	r.SessionTTL = cmp.Or(r.SessionTTL, DefaultSessionTTL)
+	r.MaxSessions = cmp.Or(r.MaxSessions, DefaultMaxSessions)
+	r.LoginBurst = cmp.Or(r.LoginBurst, DefaultLoginBurst)
+	r.LoginInterval = cmp.Or(r.LoginInterval, DefaultLoginInterval)
 	if r.Started.IsZero() {
 		r.Started = time.Now()
 	}
-	if r.Version == "" {
-		r.Version = buildVersion()
-	}
-	if r.PageSize == 0 {
-		r.PageSize = DefaultPageSize
-	}
+	r.Version = cmp.Or(r.Version, buildVersion())
+	r.PageSize = cmp.Or(r.PageSize, DefaultPageSize)
 	if r.Now == nil {
 		r.Now = time.Now
 	}
@@ -280,25 +273,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if page == "" {
 		page = "overview"
 	}
-	if msg := denied(a, need(page, r)); msg != "" {
-		h.renderError(w, r, http.StatusForbidden, msg)
-		return
-	}
-	if page == "kv/raw" {
-		h.kvRaw(w, r)
-		return
-	}
-	v, ok := h.views[page]
-	if !ok {
-		h.renderError(w, r, http.StatusNotFound, "no such page: "+page)
-		return
-	}
-	data, err := v(h, r)
-	if err != nil {
+	data, served, err := h.runView(w, r, a, page, "no such page: "+page)
+	switch {
+	case served:
+	case err != nil:
 		h.renderError(w, r, statusOf(err), err.Error())
-		return
+	default:
+		h.render(w, r, http.StatusOK, page, redact(data, a))
 	}
-	h.render(w, r, http.StatusOK, page, redact(data, a))
 }
 
 func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, name string) {
@@ -312,30 +294,50 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, name string) 
 			"login, or send the ACL token as X-Consul-Token, or sign the request with an S3 key (SigV4)"})
 		return
 	}
+	data, served, err := h.runView(w, r, a, name, "no such endpoint: "+APIPrefix+name)
+	switch {
+	case served:
+	case err != nil:
+		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, redact(data, a))
+	}
+}
+
+// runView is what a page and its API endpoint share, in this order: the
+// access check, the raw download (which answers the request itself:
+// served), then the view. An error's status is statusOf's; missing is
+// the message for a name that is no view.
+func (h *Handler) runView(w http.ResponseWriter, r *http.Request, a Access, name, missing string) (data any, served bool, err error) {
 	if msg := denied(a, need(name, r)); msg != "" {
-		writeJSON(w, http.StatusForbidden, map[string]string{"error": msg})
-		return
+		return nil, false, statusError{http.StatusForbidden, msg}
 	}
 	if name == "kv/raw" {
 		h.kvRaw(w, r)
-		return
+		return nil, true, nil
 	}
 	v, ok := h.views[name]
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no such endpoint: " + APIPrefix + name})
-		return
+		return nil, false, statusError{http.StatusNotFound, missing}
 	}
-	data, err := v(h, r)
-	if err != nil {
-		writeJSON(w, statusOf(err), map[string]string{"error": err.Error()})
-		return
-	}
-	writeJSON(w, http.StatusOK, redact(data, a))
+	data, err = v(h, r)
+	return data, false, err
 }
+
+// statusError is a view error with its own status.
+type statusError struct {
+	status int
+	msg    string
+}
+
+func (e statusError) Error() string { return e.msg }
 
 func statusOf(err error) int {
 	var br errBadRequest
+	var se statusError
 	switch {
+	case errors.As(err, &se):
+		return se.status
 	case errors.As(err, &br):
 		return http.StatusBadRequest
 	case errors.Is(err, errNotFound):

@@ -339,17 +339,9 @@ func TestS3(t *testing.T) {
 	f := start(t, "")
 	ctx := context.Background()
 	mc := f.s3()
-	if err := mc.MakeBucket(ctx, "photos", minio.MakeBucketOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := mc.EnableVersioning(ctx, "photos"); err != nil {
-		t.Fatal(err)
-	}
-	for _, body := range []string{"one", "two"} {
-		if _, err := mc.PutObject(ctx, "photos", "cat.jpg", strings.NewReader(body), int64(len(body)), minio.PutObjectOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.bucket("photos", true)
+	f.putObject("photos", "cat.jpg", "one", "")
+	f.putObject("photos", "cat.jpg", "two", "")
 	if err := mc.RemoveObject(ctx, "photos", "cat.jpg", minio.RemoveObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -464,10 +456,7 @@ func TestPagesStrictAndStatic(t *testing.T) {
 	f.acquire("locks/a", "h1")
 	f.publishGen("pub", map[string]string{"f": "x"})
 	f.put("k", []byte("v"))
-	mc := f.s3()
-	if err := mc.MakeBucket(context.Background(), "bkt", minio.MakeBucketOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.bucket("bkt", false)
 	pages := map[string]string{
 		"/ui/":                        "Global index",
 		"/ui/locks":                   "locks/a",
@@ -578,9 +567,7 @@ func TestMethods(t *testing.T) {
 func TestS3StoreLeases(t *testing.T) {
 	f := start(t, "")
 	ctx := context.Background()
-	if err := f.s3().MakeBucket(ctx, "locks-bkt", minio.MakeBucketOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	f.bucket("locks-bkt", false)
 	s, err := s3store.Open(ctx, "locks-bkt", "", &s3store.Options{Endpoint: f.srv.URL, Region: "us-east-1",
 		Credentials: awscreds.NewStaticCredentialsProvider(f.srv.AccessKey, f.srv.SecretKey, "")})
 	if err != nil {

@@ -109,6 +109,31 @@ func (f *fixture) s3() *minio.Client {
 	return c
 }
 
+// bucket makes the bucket name through the S3 API, versioned when asked.
+func (f *fixture) bucket(name string, versioned bool) {
+	f.t.Helper()
+	ctx, mc := context.Background(), f.s3()
+	if err := mc.MakeBucket(ctx, name, minio.MakeBucketOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	if !versioned {
+		return
+	}
+	if err := mc.EnableVersioning(ctx, name); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// putObject writes body at bucket/key through the S3 API, with
+// contentType ("" for the default).
+func (f *fixture) putObject(bucket, key, body, contentType string) {
+	f.t.Helper()
+	if _, err := f.s3().PutObject(context.Background(), bucket, key, strings.NewReader(body), int64(len(body)),
+		minio.PutObjectOptions{ContentType: contentType}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // acquire takes a real lease at key.
 func (f *fixture) acquire(key, holder string) *lease.Lease {
 	f.t.Helper()

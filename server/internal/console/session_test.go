@@ -13,7 +13,7 @@ import (
 
 	"github.com/latchkey/latchkey/server"
 	"github.com/latchkey/latchkey/server/internal/console"
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 	"github.com/latchkey/latchkey/server/internal/s3api/sigv4"
 	"github.com/latchkey/latchkey/server/servertest"
 )
@@ -41,11 +41,7 @@ func (c *clock) add(d time.Duration) {
 // credentials, on a clock the test moves.
 func handler(t *testing.T, o console.Options) (*console.Handler, *clock) {
 	t.Helper()
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := enginetest.Open(t)
 	c := &clock{t: time.Now()}
 	o.Engine, o.Now = e, c.now
 	o.ACLToken, o.S3Credentials = testToken, sigv4.Credentials{testKey: testSecret}.Lookup

@@ -553,14 +553,18 @@ func escapeKeyPath(key string) string {
 	return strings.Join(segs, "/")
 }
 
-func (h *Handler) kvValue(r *http.Request, key string) (any, error) {
-	var kv consulmodel.KV
-	var ok bool
-	if err := h.o.Engine.View(func(tx *engine.Tx) error {
-		var err error
+// kvGet reads one Consul key in a read transaction of its own.
+func (h *Handler) kvGet(key string) (kv consulmodel.KV, ok bool, err error) {
+	err = h.o.Engine.View(func(tx *engine.Tx) error {
 		kv, ok, err = consulmodel.Get(tx, key)
 		return err
-	}); err != nil {
+	})
+	return kv, ok, err
+}
+
+func (h *Handler) kvValue(r *http.Request, key string) (any, error) {
+	kv, ok, err := h.kvGet(key)
+	if err != nil {
 		return nil, err
 	}
 	if !ok {
@@ -610,13 +614,8 @@ func (h *Handler) kvRaw(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	var kv consulmodel.KV
-	var ok bool
-	if err := h.o.Engine.View(func(tx *engine.Tx) error {
-		var err error
-		kv, ok, err = consulmodel.Get(tx, key)
-		return err
-	}); err != nil {
+	kv, ok, err := h.kvGet(key)
+	if err != nil {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}

@@ -2,14 +2,11 @@ package consulapi
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"sync"
@@ -17,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
 
@@ -44,15 +42,13 @@ func benchCAS(b *testing.B, hot bool, clients int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { e.Close() })
 	h, err := New(e, &Options{NodeName: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv := httptest.NewUnstartedServer(h)
-	srv.Config.BaseContext = func(net.Listener) context.Context { return ctx }
-	srv.Start()
-	defer func() { cancel(); srv.Close(); h.Close(); e.Close() }()
+	b.Cleanup(func() { h.Close() })
+	srv := testutil.Serve(b, h)
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
 
 	var next atomic.Int64

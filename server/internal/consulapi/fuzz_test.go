@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 )
 
 const fuzzToken = "fuzz-token"
@@ -28,10 +29,7 @@ type fuzzHandler struct {
 }
 
 func newFuzzHandler(f *testing.F) *fuzzHandler {
-	e, err := engine.Open(f.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		f.Fatal(err)
-	}
+	e := enginetest.Open(f)
 	fh := &fuzzHandler{e: e}
 	logger := slog.New(slog.NewTextHandler(lockedWriter{fh}, &slog.HandlerOptions{Level: slog.LevelError}))
 	h, err := New(e, &Options{NodeName: "node-fuzz", ACLToken: fuzzToken, Logger: logger,
@@ -40,7 +38,7 @@ func newFuzzHandler(f *testing.F) *fuzzHandler {
 		f.Fatal(err)
 	}
 	fh.h = h
-	f.Cleanup(func() { h.Close(); e.Close() })
+	f.Cleanup(func() { h.Close() }) // before enginetest closes e
 	for _, k := range []string{"a", "a/b", "locked"} {
 		w := fh.serve(httptest.NewRequest("PUT", "/v1/kv/"+k+"?token="+fuzzToken, strings.NewReader("v")))
 		if w.Code != 200 {

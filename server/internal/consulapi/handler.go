@@ -1,6 +1,7 @@
 package consulapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/server/internal/consulmodel"
 	"github.com/latchkey/latchkey/server/internal/engine"
 )
@@ -92,6 +94,15 @@ type Options struct {
 	MaxSessions int
 }
 
+// HostNodeName is the node name when none is configured: the host name,
+// or DefaultNodeName when it is unknown.
+func HostNodeName() string {
+	if h, _ := os.Hostname(); h != "" {
+		return h
+	}
+	return DefaultNodeName
+}
+
 // withDefaults returns a copy of o (nil allowed) with zero fields set to
 // the defaults, or an error naming the first negative field.
 func (o *Options) withDefaults() (Options, error) {
@@ -99,59 +110,31 @@ func (o *Options) withDefaults() (Options, error) {
 	if o != nil {
 		v = *o
 	}
-	for _, f := range []struct {
-		name  string
-		value int64
-	}{
-		{"MaxValueSize", v.MaxValueSize}, {"MaxKeyLen", int64(v.MaxKeyLen)}, {"MaxTxnBody", v.MaxTxnBody},
-		{"MaxTxnOps", int64(v.MaxTxnOps)}, {"MinSessionTTL", int64(v.MinSessionTTL)},
-		{"DefaultQueryTime", int64(v.DefaultQueryTime)}, {"MaxQueryTime", int64(v.MaxQueryTime)},
-		{"MaxBlockingQueries", int64(v.MaxBlockingQueries)}, {"MaxSessions", int64(v.MaxSessions)},
-	} {
-		if f.value < 0 {
-			return v, fmt.Errorf("consulapi: negative Options.%s (zero means the default)", f.name)
-		}
+	if err := optcheck.NonNegative(
+		optcheck.Named("MaxValueSize", v.MaxValueSize), optcheck.Named("MaxKeyLen", v.MaxKeyLen),
+		optcheck.Named("MaxTxnBody", v.MaxTxnBody), optcheck.Named("MaxTxnOps", v.MaxTxnOps),
+		optcheck.Named("MinSessionTTL", v.MinSessionTTL), optcheck.Named("DefaultQueryTime", v.DefaultQueryTime),
+		optcheck.Named("MaxQueryTime", v.MaxQueryTime), optcheck.Named("MaxBlockingQueries", v.MaxBlockingQueries),
+		optcheck.Named("MaxSessions", v.MaxSessions),
+	); err != nil {
+		return v, fmt.Errorf("consulapi: %w", err)
 	}
 	if v.NodeName == "" {
-		v.NodeName, _ = os.Hostname()
-		if v.NodeName == "" {
-			v.NodeName = DefaultNodeName
-		}
+		v.NodeName = HostNodeName()
 	}
-	if v.Datacenter == "" {
-		v.Datacenter = DefaultDatacenter
-	}
+	v.Datacenter = cmp.Or(v.Datacenter, DefaultDatacenter)
 	if v.Logger == nil {
 		v.Logger = slog.Default()
 	}
-	if v.MaxValueSize == 0 {
-		v.MaxValueSize = DefaultMaxValueSize
-	}
-	if v.MaxKeyLen == 0 {
-		v.MaxKeyLen = DefaultMaxKeyLen
-	}
-	if v.MaxTxnBody == 0 {
-		v.MaxTxnBody = DefaultMaxTxnBody
-	}
-	v.MaxTxnBody = max(v.MaxTxnBody, v.MaxValueSize)
-	if v.MaxTxnOps == 0 {
-		v.MaxTxnOps = DefaultMaxTxnOps
-	}
-	if v.MinSessionTTL == 0 {
-		v.MinSessionTTL = DefaultMinSessionTTL
-	}
-	if v.DefaultQueryTime == 0 {
-		v.DefaultQueryTime = DefaultQueryWait
-	}
-	if v.MaxQueryTime == 0 {
-		v.MaxQueryTime = DefaultMaxQueryTime
-	}
-	if v.MaxBlockingQueries == 0 {
-		v.MaxBlockingQueries = DefaultMaxBlockingQueries
-	}
-	if v.MaxSessions == 0 {
-		v.MaxSessions = DefaultMaxSessions
-	}
+	v.MaxValueSize = cmp.Or(v.MaxValueSize, DefaultMaxValueSize)
+	v.MaxKeyLen = cmp.Or(v.MaxKeyLen, DefaultMaxKeyLen)
+	v.MaxTxnBody = max(cmp.Or(v.MaxTxnBody, DefaultMaxTxnBody), v.MaxValueSize)
+	v.MaxTxnOps = cmp.Or(v.MaxTxnOps, DefaultMaxTxnOps)
+	v.MinSessionTTL = cmp.Or(v.MinSessionTTL, DefaultMinSessionTTL)
+	v.DefaultQueryTime = cmp.Or(v.DefaultQueryTime, DefaultQueryWait)
+	v.MaxQueryTime = cmp.Or(v.MaxQueryTime, DefaultMaxQueryTime)
+	v.MaxBlockingQueries = cmp.Or(v.MaxBlockingQueries, DefaultMaxBlockingQueries)
+	v.MaxSessions = cmp.Or(v.MaxSessions, DefaultMaxSessions)
 	return v, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/consul/api"
 	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 )
 
 type testServer struct {
@@ -26,10 +27,7 @@ type testServer struct {
 // tests run in well under a second.
 func newTestServer(t testing.TB, opts *Options) *testServer {
 	t.Helper()
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := enginetest.Open(t)
 	if opts == nil {
 		opts = &Options{MinSessionTTL: 100 * time.Millisecond}
 	}
@@ -40,11 +38,8 @@ func newTestServer(t testing.TB, opts *Options) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		h.Close()
-		e.Close()
-	})
-	srv := testutil.Serve(t, h) // cancels blocking queries before h.Close
+	t.Cleanup(func() { h.Close() }) // before enginetest closes e
+	srv := testutil.Serve(t, h)     // cancels blocking queries before h.Close
 	cfg := api.DefaultConfig()
 	cfg.Address = srv.Listener.Addr().String()
 	cfg.Token = opts.ACLToken

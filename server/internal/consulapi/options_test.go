@@ -5,17 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 )
 
 // New refuses a negative limit, naming it, instead of taking it for the
 // default; zero fields get the named defaults.
 func TestOptionsNegativeIsAnError(t *testing.T) {
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := enginetest.Open(t)
 	for name, o := range map[string]Options{
 		"MaxValueSize":       {MaxValueSize: -1},
 		"MaxKeyLen":          {MaxKeyLen: -1},

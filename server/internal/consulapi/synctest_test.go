@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/server/internal/consulmodel"
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 )
 
 // call serves one request in-process (no network, so it runs inside a
@@ -30,11 +30,7 @@ func call(t *testing.T, h http.Handler, method, path, body string) (int, string)
 // 15s) are tested without waiting for them.
 func inBubble(t *testing.T, f func(t *testing.T, h *Handler)) {
 	synctest.Test(t, func(t *testing.T) {
-		e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer e.Close()
+		e := enginetest.Open(t)
 		h, err := New(e, &Options{NodeName: "n", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)

@@ -5,25 +5,16 @@ import (
 	"testing"
 
 	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/storetest"
 )
-
-func openT(tb testing.TB) *engine.Engine {
-	tb.Helper()
-	e, err := engine.Open(tb.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { e.Close() })
-	return e
-}
 
 // The store contract holds over the Consul entries (the engine's own
 // TestConformance runs it over raw records, durable).
 func TestStoreConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{New: func(tb testing.TB) store.Store {
-		s := Store(openT(tb))
+		s := Store(enginetest.Open(tb))
 		tb.Cleanup(func() { s.Close() })
 		return s
 	}})
@@ -32,7 +23,7 @@ func TestStoreConformance(t *testing.T) {
 // A plain Put through the store is Consul's set: Session kept, LockIndex
 // and Flags reset; the version is the decimal ModifyIndex.
 func TestStorePutIsConsulSet(t *testing.T) {
-	e := openT(t)
+	e := enginetest.Open(t)
 	if _, err := e.Update(t.Context(), func(tx *engine.Tx) error {
 		Put(tx, KV{Key: "k", Value: []byte("a"), Flags: 7, LockIndex: 3, Session: "s1"})
 		return nil

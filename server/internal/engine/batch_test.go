@@ -67,24 +67,9 @@ func TestGroupCommitBatchesQueuedUpdates(t *testing.T) {
 // A member of a batch that fails after writing must not take the others'
 // writes down, nor leave its own behind.
 func TestBatchMemberFailingAfterWriteIsIsolated(t *testing.T) {
-	hold := make(chan struct{})
-	var first atomic.Bool
-	e, err := Open(t.TempDir(), &Options{OnCommit: func(int, time.Duration) {
-		if first.CompareAndSwap(false, true) {
-			<-hold
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openHeldIn(t, t.TempDir(), Options{})
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		e.Update(context.Background(), func(tx *Tx) error { tx.PutRecord(Record{Key: "first"}); return nil })
-	})
-	for !first.Load() {
-		time.Sleep(time.Millisecond)
-	}
+	e.startFirst(t, &wg)
 	var calls atomic.Int32
 	results := make([]error, 3)
 	for i := range 3 {
@@ -99,10 +84,7 @@ func TestBatchMemberFailingAfterWriteIsIsolated(t *testing.T) {
 			})
 		})
 	}
-	for len(e.reqs) < 3 {
-		time.Sleep(time.Millisecond)
-	}
-	close(hold)
+	e.release(3)
 	wg.Wait()
 	if results[0] != nil || results[2] != nil || results[1] == nil {
 		t.Fatalf("results %v, want only #1 to fail", results)

@@ -201,6 +201,25 @@ func runAndKill(t *testing.T, dir string, n int) []ack {
 // runAndKillCmd is runAndKill of a prepared writer child.
 func runAndKillCmd(t *testing.T, cmd *exec.Cmd, n int) []ack {
 	t.Helper()
+	killed := false
+	acks, _ := runChild(t, cmd, func(got int) {
+		if got == n && !killed {
+			killed = true
+			cmd.Process.Signal(syscall.SIGKILL)
+		}
+	})
+	if !killed {
+		t.Fatalf("writer child ended after %d outcomes without being killed", len(acks))
+	}
+	return acks
+}
+
+// runChild starts a writer child (killed after 60 s at the latest) and
+// reads the outcome lines it prints until its output ends; after each,
+// it calls each (nil allowed) with the number read so far. It returns the
+// outcomes and the child's exit error.
+func runChild(t *testing.T, cmd *exec.Cmd, each func(n int)) ([]ack, error) {
+	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -208,35 +227,32 @@ func runAndKillCmd(t *testing.T, cmd *exec.Cmd, n int) []ack {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r := bufio.NewReader(out)
-	var acks []ack
-	killed := false
 	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
 	defer timer.Stop()
+	var acks []ack
+	r := bufio.NewReader(out)
 	for {
 		line, err := r.ReadString('\n')
-		if err != nil { // EOF after the kill; a partial last line is ignored
+		if err != nil { // EOF once the child is dead; a partial last line is ignored
 			if !errors.Is(err, io.EOF) {
 				t.Fatal(err)
 			}
 			break
 		}
 		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
 		a := ack{kind: f[0], key: f[1], value: f[2]}
 		if len(f) == 4 {
 			a.version, _ = strconv.ParseUint(f[3], 10, 64)
 		}
 		acks = append(acks, a)
-		if len(acks) == n && !killed {
-			killed = true
-			cmd.Process.Signal(syscall.SIGKILL)
+		if each != nil {
+			each(len(acks))
 		}
 	}
-	cmd.Wait()
-	if !killed {
-		t.Fatalf("writer child ended after %d outcomes without being killed", len(acks))
-	}
-	return acks
+	return acks, cmd.Wait()
 }
 
 func checkAcks(t *testing.T, e *Engine, acks []ack) {

@@ -1,11 +1,9 @@
 package engine
 
 import (
-	"bufio"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -63,36 +61,7 @@ func childOpen(dir string) {
 // returns the outcomes it printed before.
 func runUntilCrash(t *testing.T, cmd *exec.Cmd) []ack {
 	t.Helper()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
-	defer timer.Stop()
-	var acks []ack
-	r := bufio.NewReader(out)
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				t.Fatal(err)
-			}
-			break
-		}
-		f := strings.Fields(line)
-		if len(f) < 3 {
-			continue
-		}
-		a := ack{kind: f[0], key: f[1], value: f[2]}
-		if len(f) == 4 {
-			a.version, _ = strconv.ParseUint(f[3], 10, 64)
-		}
-		acks = append(acks, a)
-	}
-	err = cmd.Wait()
+	acks, err := runChild(t, cmd, nil)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("child did not die at its crash point: %v", err)

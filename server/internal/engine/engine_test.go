@@ -19,6 +19,19 @@ func openT(t testing.TB, dir string) *Engine {
 	return e
 }
 
+// openNoSync opens a fresh engine in t.TempDir() without fsync, closed at
+// cleanup: enginetest.Open for the engine's own tests, which cannot
+// import enginetest (it imports engine).
+func openNoSync(t testing.TB) *Engine {
+	t.Helper()
+	e, err := Open(t.TempDir(), &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
 func put(t testing.TB, e *Engine, key, val string) uint64 {
 	t.Helper()
 	idx, err := e.Update(t.Context(), func(tx *Tx) error {
@@ -285,11 +298,7 @@ func TestWaitEndsOnClose(t *testing.T) {
 // A Wait whose index is older than the engine's memory of recent commits
 // returns at once (the caller re-checks) rather than risk missing a change.
 func TestWaitOlderThanMemoryReturnsAtOnce(t *testing.T) {
-	e, err := Open(t.TempDir(), &Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openNoSync(t)
 	start := e.Index()
 	var wg sync.WaitGroup
 	for i := range ringSize + 10 {

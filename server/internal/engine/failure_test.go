@@ -126,13 +126,9 @@ func TestPanickingUpdateFailsAloneAndWriterSurvives(t *testing.T) {
 // A lone Update that fails after writing has nothing to re-run: its fn
 // runs exactly once.
 func TestLoneFailingUpdateRunsOnce(t *testing.T) {
-	e, err := Open(t.TempDir(), &Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openNoSync(t)
 	var calls atomic.Int32
-	_, err = e.Update(t.Context(), func(tx *Tx) error {
+	_, err := e.Update(t.Context(), func(tx *Tx) error {
 		calls.Add(1)
 		tx.PutRecord(Record{Key: "k"})
 		return errors.New("no")
@@ -216,11 +212,7 @@ func TestFailedCommitStopsEngine(t *testing.T) {
 // that page's fsync returns. A View must not: while a commit is written but
 // not yet known durable, a View waits, and then sees the commit.
 func TestViewWaitsForTheFsyncOfAVisibleCommit(t *testing.T) {
-	e, err := Open(t.TempDir(), &Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openNoSync(t)
 	written, release := make(chan struct{}), make(chan struct{})
 	var releaseOnce sync.Once
 	defer releaseOnce.Do(func() { close(release) }) // before Close, also on failure

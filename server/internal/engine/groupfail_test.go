@@ -95,6 +95,23 @@ func checkGroupFail(t *testing.T, res groupFailResult) {
 	}
 }
 
+// checkReopened reopens the engine in dir after a failed commit and checks
+// that the failed write to key is absent (it was never committed, and the
+// log does not replay it) while the acknowledged write to "first" is there.
+func checkReopened(t *testing.T, dir, key string) {
+	t.Helper()
+	e := openT(t, dir)
+	e.View(func(tx *Tx) error {
+		if _, ok := getRec(tx, key); ok {
+			t.Errorf("the failed write to %q is present after reopen", key)
+		}
+		if _, ok := getRec(tx, "first"); !ok {
+			t.Error("the acknowledged first write is lost")
+		}
+		return nil
+	})
+}
+
 // With the engine's fault hook (maxSize: the file may not grow, as on a
 // full disk) the batch's commit fails.
 func TestFailedCommitFailsEveryMemberThatRan(t *testing.T) {
@@ -102,13 +119,7 @@ func TestFailedCommitFailsEveryMemberThatRan(t *testing.T) {
 	h := openHeldIn(t, dir, Options{NoSync: true, maxSize: 1 << 20})
 	checkGroupFail(t, failingBatch(t, h, make([]byte, 2<<20)))
 	h.Close()
-	e := openT(t, dir)
-	e.View(func(tx *Tx) error {
-		if _, ok := getRec(tx, "bucket"); ok {
-			t.Error("the failed batch's write is present after reopen")
-		}
-		return nil
-	})
+	checkReopened(t, dir, "bucket")
 }
 
 // The same on a real full file system: a small tmpfs, fsync on, the
@@ -123,16 +134,7 @@ func TestFailedCommitFailsEveryMemberThatRanOnFullDisk(t *testing.T) {
 	}
 	t.Logf("commit failure on the full tmpfs: %v", h.Err())
 	h.Close()
-	e := openT(t, dir)
-	e.View(func(tx *Tx) error {
-		if _, ok := getRec(tx, "bucket"); ok {
-			t.Error("the failed batch's write is present after reopen")
-		}
-		if _, ok := getRec(tx, "first"); !ok {
-			t.Error("the acknowledged first write is lost")
-		}
-		return nil
-	})
+	checkReopened(t, dir, "bucket")
 }
 
 // With the log, a batch whose record cannot be appended (a full disk:
@@ -157,14 +159,5 @@ func TestFailedLogAppendFailsEveryMemberThatRan(t *testing.T) {
 		t.Fatalf("engine error %v, want ENOSPC", h.Err())
 	}
 	h.Close()
-	e := openT(t, dir)
-	e.View(func(tx *Tx) error {
-		if _, ok := getRec(tx, "bucket"); ok {
-			t.Error("the batch whose log append failed is present after reopen")
-		}
-		if _, ok := getRec(tx, "first"); !ok {
-			t.Error("the acknowledged first write is lost")
-		}
-		return nil
-	})
+	checkReopened(t, dir, "bucket")
 }

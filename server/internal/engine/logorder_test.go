@@ -85,14 +85,5 @@ func TestFailedCommitWithdrawsItsLogRecord(t *testing.T) {
 		t.Fatalf("a commit past maxSize: %v, want ErrFailed", err)
 	}
 	e.Close()
-	e = openT(t, dir)
-	e.View(func(tx *Tx) error {
-		if _, ok := getRec(tx, "big"); ok {
-			t.Error("the failed batch was replayed from the log after reopen")
-		}
-		if _, ok := getRec(tx, "first"); !ok {
-			t.Error("the acknowledged first write is lost")
-		}
-		return nil
-	})
+	checkReopened(t, dir, "big")
 }

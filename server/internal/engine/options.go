@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/optcheck"
 )
 
 // Defaults used where Options leaves a field zero.
@@ -91,32 +94,18 @@ func (o *Options) withDefaults() (Options, error) {
 	if o != nil {
 		r = *o
 	}
-	for _, f := range []struct {
-		name  string
-		value int64
-	}{
-		{"TombstoneTTL", int64(r.TombstoneTTL)},
-		{"LogBytes", r.LogBytes},
-		{"CheckpointInterval", int64(r.CheckpointInterval)},
-	} {
-		if f.value < 0 {
-			return r, fmt.Errorf("engine: negative Options.%s (zero means the default)", f.name)
-		}
+	if err := optcheck.NonNegative(
+		optcheck.Named("TombstoneTTL", r.TombstoneTTL), optcheck.Named("LogBytes", r.LogBytes),
+		optcheck.Named("CheckpointInterval", r.CheckpointInterval),
+	); err != nil {
+		return r, fmt.Errorf("engine: %w", err)
 	}
-	if r.TombstoneTTL == 0 {
-		r.TombstoneTTL = DefaultTombstoneTTL
-	}
-	if r.LogBytes == 0 {
-		r.LogBytes = DefaultLogBytes
-	}
-	if r.CheckpointInterval == 0 {
-		r.CheckpointInterval = DefaultCheckpointInterval
-	}
+	r.TombstoneTTL = cmp.Or(r.TombstoneTTL, DefaultTombstoneTTL)
+	r.LogBytes = cmp.Or(r.LogBytes, DefaultLogBytes)
+	r.CheckpointInterval = cmp.Or(r.CheckpointInterval, DefaultCheckpointInterval)
 	if r.Logger == nil {
 		r.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if r.mmapSize == 0 {
-		r.mmapSize = walMmapSize
-	}
+	r.mmapSize = cmp.Or(r.mmapSize, walMmapSize)
 	return r, nil
 }

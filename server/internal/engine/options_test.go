@@ -40,18 +40,14 @@ func TestOptionsNegativeIsAnError(t *testing.T) {
 // would reach bbolt without reaching the write-ahead log, and a crash
 // before the next checkpoint would lose them after they were acknowledged.
 func TestReadBucketRefusesWrites(t *testing.T) {
-	e, err := Open(t.TempDir(), &Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openNoSync(t)
 	if _, err := e.Update(t.Context(), func(tx *Tx) error {
 		tx.Touch("rb")
 		return tx.Bucket("rb").Put([]byte("k"), []byte("v"))
 	}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.Update(t.Context(), func(tx *Tx) error {
+	_, err := e.Update(t.Context(), func(tx *Tx) error {
 		tx.Touch("rb")
 		b := tx.ReadBucket("rb")
 		if err := b.Put([]byte("k"), []byte("w")); !errors.Is(err, ErrReadOnlyBucket) {

@@ -10,11 +10,7 @@ import (
 // Only the waiters of touched prefixes wake: with 1000 idle waiters on other
 // prefixes, one write wakes exactly its own waiter.
 func TestWaitWakesOnlyTouchedPrefix(t *testing.T) {
-	e, err := Open(t.TempDir(), &Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openNoSync(t)
 	start := e.Index()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -74,11 +70,7 @@ func BenchmarkUpdateWithIdleWaiters(b *testing.B) {
 // Waiters whose context ends are unregistered: a thousand cancelled
 // blocking reads leave nothing behind in the registry.
 func TestCancelledWaitersDoNotLeak(t *testing.T) {
-	e, err := Open(t.TempDir(), &Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openNoSync(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	errs := make(chan error, 1000)
 	for i := range 1000 {
@@ -114,11 +106,7 @@ func TestCancelledWaitersDoNotLeak(t *testing.T) {
 // and its registration. Each round's Wait must return once the writer has
 // committed; a lost wake-up of the last commit blocks it until the deadline.
 func TestWaitLosesNoWakeups(t *testing.T) {
-	e, err := Open(t.TempDir(), &Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openNoSync(t)
 	const rounds = 500
 	go func() {
 		for i := range rounds {
@@ -154,11 +142,7 @@ func TestWaitLosesNoWakeups(t *testing.T) {
 // registered; a KV write then wakes it. And a waiter on a touched name
 // (WaitTouched) is woken by Touch, never by a KV key of the same spelling.
 func TestKVRootWaiterIgnoresTouchedNames(t *testing.T) {
-	e, err := Open(t.TempDir(), &Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := openNoSync(t)
 	start := e.Index()
 	woke := make(chan error, 1)
 	go func() { woke <- e.Wait(t.Context(), "", start) }()

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 	"github.com/latchkey/latchkey/server/internal/s3api/sigv4"
 )
 
@@ -26,18 +26,24 @@ const testAK, testSK = "AKIDAUTHTEST", "auth-test-secret"
 // HTTP; anonymous also serves unsigned requests.
 func signedServer(t *testing.T, anonymous bool) *testServer {
 	t.Helper()
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := enginetest.Open(t)
 	h := MustNew(e, &Options{Auth: sigv4.New(sigv4.Credentials{testAK: testSK}.Lookup, nil), Anonymous: anonymous, MinPartSize: 5})
 	srv := httptest.NewServer(h)
-	t.Cleanup(func() { srv.Close(); e.Close() })
+	t.Cleanup(srv.Close)
 	return &testServer{t: t, e: e, h: h, srv: srv}
 }
 
 // send signs (header auth) and sends one request with the given key pair.
 func (s *testServer) send(ak, sk, method, path string, body []byte, hdr ...string) resp {
+	s.t.Helper()
+	req := s.newRequest(method, path, body, hdr)
+	s.signHeader(req, aws.Credentials{AccessKeyID: ak, SecretAccessKey: sk}, body)
+	return s.roundTrip(req)
+}
+
+// newRequest builds a request to path with body and the name, value
+// pairs of hdr set.
+func (s *testServer) newRequest(method, path string, body []byte, hdr []string) *http.Request {
 	s.t.Helper()
 	req, err := http.NewRequest(method, s.srv.URL+path, bytes.NewReader(body))
 	if err != nil {
@@ -46,15 +52,19 @@ func (s *testServer) send(ak, sk, method, path string, body []byte, hdr ...strin
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
+	return req
+}
+
+// signHeader signs req with creds (header auth, body's payload hash
+// signed).
+func (s *testServer) signHeader(req *http.Request, creds aws.Credentials, body []byte) {
+	s.t.Helper()
 	sum := sha256.Sum256(body)
 	hash := hex.EncodeToString(sum[:])
 	req.Header.Set("X-Amz-Content-Sha256", hash)
-	err = v4.NewSigner().SignHTTP(context.Background(), aws.Credentials{AccessKeyID: ak, SecretAccessKey: sk},
-		req, hash, "s3", "us-east-1", time.Now())
-	if err != nil {
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hash, "s3", "us-east-1", time.Now()); err != nil {
 		s.t.Fatal(err)
 	}
-	return s.roundTrip(req)
 }
 
 func (s *testServer) roundTrip(req *http.Request) resp {

@@ -47,8 +47,7 @@ func (s *testServer) stateOf() string {
 func TestBadInputChangesNothing(t *testing.T) {
 	s := newTestServer(t, nil) // minimum part size 5 bytes
 	s.bucket("bad")
-	s.bucket("vbad")
-	s.versioned("vbad", "Enabled")
+	s.versionedBucket("vbad")
 	etK := s.put("/bad/k", "value")
 	big := strings.Repeat("B", inlineMax+1)
 	s.put("/bad/big", big)

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 )
 
 // BenchmarkHandlerGetPut measures the handler alone (no sockets, no
@@ -14,11 +14,7 @@ import (
 // server's cost per GET+PUT pair (the engine runs without fsync, so the
 // figures are the request path's, not the disk's).
 func BenchmarkHandlerGetPut(b *testing.B) {
-	e, err := engine.Open(b.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { e.Close() })
+	e := enginetest.Open(b)
 	h := MustNew(e, &Options{Anonymous: true})
 	w := &discardWriter{h: http.Header{}}
 	do := func(method, target string, body []byte, hdr ...string) *discardWriter {

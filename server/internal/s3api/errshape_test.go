@@ -9,8 +9,7 @@ import (
 // TestErrorShapes: the wire details of errors that clients depend on.
 func TestErrorShapes(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("shp")
-	s.versioned("shp", "Enabled")
+	s.versionedBucket("shp")
 	et := s.put("/shp/k", "v")
 	marker := s.mustDo(204, "DELETE", "/shp/k", nil).Header.Get("x-amz-version-id")
 

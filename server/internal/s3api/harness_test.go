@@ -6,12 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 )
 
 // testServer is our handler on httptest over a temp-dir engine.
@@ -24,20 +23,14 @@ type testServer struct {
 
 func newTestServer(t testing.TB, opts *Options) *testServer {
 	t.Helper()
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := enginetest.Open(t)
 	o := Options{Anonymous: true, MinPartSize: 5}
 	if opts != nil {
 		o = *opts
 	}
 	h := MustNew(e, &o)
 	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		srv.Close()
-		e.Close()
-	})
+	t.Cleanup(srv.Close)
 	return &testServer{t: t, e: e, h: h, srv: srv}
 }
 
@@ -79,6 +72,24 @@ func (tc refusal) check(t *testing.T, s *testServer) {
 	r := s.do(tc.method, tc.path, body, tc.hdr...)
 	if r.Status != tc.status || r.err().Code != tc.code {
 		t.Fatalf("got %d %.300s, want %d %s", r.Status, r.Body, tc.status, tc.code)
+	}
+}
+
+// mustGetContaining GETs path and fails the test unless it is answered
+// 200 with a body containing want.
+func (s *testServer) mustGetContaining(path, want string) {
+	s.t.Helper()
+	if r := s.mustDo(200, "GET", path, nil); !strings.Contains(string(r.Body), want) {
+		s.t.Fatalf("GET %s: %.500s, want it to contain %s", path, r.Body, want)
+	}
+}
+
+// mustRefuse sends one request (as do) and fails the test unless it is
+// answered status with the S3 error code.
+func (s *testServer) mustRefuse(status int, code, method, path string, body []byte, hdr ...string) {
+	s.t.Helper()
+	if r := s.do(method, path, body, hdr...); r.Status != status || r.err().Code != code {
+		s.t.Fatalf("%s %s: got %d %.300s, want %d %s", method, path, r.Status, r.Body, status, code)
 	}
 }
 
@@ -135,6 +146,13 @@ func (s *testServer) bucket(name string) {
 	s.mustDo(200, "PUT", "/"+name, nil)
 }
 
+// versionedBucket creates bucket name with versioning enabled.
+func (s *testServer) versionedBucket(name string) {
+	s.t.Helper()
+	s.bucket(name)
+	s.versioned(name, "Enabled")
+}
+
 func (s *testServer) versioned(name, status string) {
 	s.t.Helper()
 	s.mustDo(200, "PUT", "/"+name+"?versioning",
@@ -149,15 +167,5 @@ func (s *testServer) put(path, body string, hdr ...string) string {
 // countBlobs counts committed blob files in the engine's data directory.
 func countBlobs(t testing.TB, s *testServer) int {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(s.e.Dir(), "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		if !e.IsDir() {
-			n++
-		}
-	}
-	return n
+	return len(enginetest.Blobs(t, s.e))
 }

@@ -78,9 +78,7 @@ func TestRequestLimits(t *testing.T) {
 		fmt.Fprintf(&b, "<Object><Key>k%d</Key></Object>", i)
 	}
 	b.WriteString("</Delete>")
-	if r := s.do("POST", "/lim?delete", []byte(b.String())); r.Status != 400 || r.err().Code != "MalformedXML" {
-		t.Fatalf("1001 keys: %d %s", r.Status, r.Body)
-	}
+	s.mustRefuse(400, "MalformedXML", "POST", "/lim?delete", []byte(b.String()))
 	// Metadata exactly at the 2 KiB limit is fine.
 	s.put("/lim/meta", "x", "x-amz-meta-"+strings.Repeat("n", 24), strings.Repeat("v", MaxUserMetadata-24))
 	// Unsupported sub-resources say so.

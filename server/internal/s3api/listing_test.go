@@ -25,8 +25,7 @@ type v2page struct {
 
 func TestListObjectsV2HTTP(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("lst")
-	s.versioned("lst", "Enabled")
+	s.versionedBucket("lst")
 	var keys []string
 	for i := range 25 {
 		keys = append(keys, fmt.Sprintf("photos/%02d.jpg", i))
@@ -107,9 +106,7 @@ func TestListObjectsV2HTTP(t *testing.T) {
 	if r := s.do("GET", "/lst?list-type=2&max-keys=x", nil); r.Status != 400 {
 		t.Fatalf("bad max-keys: %d", r.Status)
 	}
-	if r := s.do("GET", "/nobucket?list-type=2", nil); r.Status != 404 || r.err().Code != "NoSuchBucket" {
-		t.Fatalf("missing bucket: %d %s", r.Status, r.Body)
-	}
+	s.mustRefuse(404, "NoSuchBucket", "GET", "/nobucket?list-type=2", nil)
 	// ListObjects v1 too.
 	r := s.mustDo(200, "GET", "/lst?prefix=docs/", nil)
 	if !strings.Contains(string(r.Body), "<Key>docs/a b.txt</Key>") {
@@ -119,8 +116,7 @@ func TestListObjectsV2HTTP(t *testing.T) {
 
 func TestListVersionsDelimiterAndUploads(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("lvd")
-	s.versioned("lvd", "Enabled")
+	s.versionedBucket("lvd")
 	for _, k := range []string{"a/1", "a/2", "b", "c d/x"} {
 		s.put("/lvd/"+url.PathEscape(k), "v1")
 		s.put("/lvd/"+url.PathEscape(k), "v2")

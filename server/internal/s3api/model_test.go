@@ -181,8 +181,7 @@ func escapeKey(k string) string {
 // starts under a delete marker (created with If-None-Match: *).
 func TestConcurrentCASIncrements(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("cas")
-	s.versioned("cas", "Enabled")
+	s.versionedBucket("cas")
 	s.put("/cas/n", "stale")
 	s.mustDo(204, "DELETE", "/cas/n", nil)
 	s.mustDo(200, "PUT", "/cas/n", []byte("0"), "If-None-Match", "*")

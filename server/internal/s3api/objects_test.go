@@ -180,8 +180,7 @@ func TestRangeReads(t *testing.T) {
 func TestPutConditionMatrixHTTP(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("plain")
-	s.bucket("vers")
-	s.versioned("vers", "Enabled")
+	s.versionedBucket("vers")
 	type row struct {
 		name   string
 		setup  string // "absent", "present", "marker" (versioned bucket)
@@ -231,8 +230,7 @@ func TestPutConditionMatrixHTTP(t *testing.T) {
 func TestDeleteConditionMatrixHTTP(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("plain")
-	s.bucket("vers")
-	s.versioned("vers", "Enabled")
+	s.versionedBucket("vers")
 	cur := md5ETag("v")
 	rows := []struct {
 		name         string

@@ -1,10 +1,12 @@
 package s3api
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/server/internal/s3api/ssecrypt"
 )
 
@@ -54,15 +56,11 @@ func (o *Options) withDefaults() (Options, error) {
 	if o != nil {
 		r = *o
 	}
-	if r.MinPartSize < 0 {
-		return r, fmt.Errorf("s3api: negative Options.MinPartSize (zero means the default)")
+	if err := optcheck.NonNegative(optcheck.Named("MinPartSize", r.MinPartSize)); err != nil {
+		return r, fmt.Errorf("s3api: %w", err)
 	}
-	if r.MinPartSize == 0 {
-		r.MinPartSize = DefaultMinPartSize
-	}
-	if r.Region == "" {
-		r.Region = DefaultRegion
-	}
+	r.MinPartSize = cmp.Or(r.MinPartSize, DefaultMinPartSize)
+	r.Region = cmp.Or(r.Region, DefaultRegion)
 	if r.Logger == nil {
 		r.Logger = slog.Default()
 	}

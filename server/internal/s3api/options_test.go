@@ -3,17 +3,13 @@ package s3api
 import (
 	"testing"
 
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 )
 
 // TestOptionsDefaultsAndNegatives: nil Options means the defaults, a zero
 // field its default, a negative one an error from New.
 func TestOptionsDefaultsAndNegatives(t *testing.T) {
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := enginetest.Open(t)
 	h, err := New(e, nil)
 	if err != nil {
 		t.Fatal(err)

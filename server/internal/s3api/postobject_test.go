@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 	"github.com/latchkey/latchkey/server/internal/s3api/sigv4"
 )
 
@@ -143,16 +143,13 @@ func TestPostObjectAdversarial(t *testing.T) {
 // with AWS's message at and after it; an anonymous server stores an
 // unsigned form.
 func TestPostObjectExpiration(t *testing.T) {
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := enginetest.Open(t)
 	exp := time.Now().Add(time.Hour).Truncate(time.Second)
 	var now time.Time
 	h := MustNew(e, &Options{Auth: sigv4.New(sigv4.Credentials{testAK: testSK}.Lookup, nil), Anonymous: true,
 		Now: func() time.Time { return now }})
 	srv := httptest.NewServer(h)
-	t.Cleanup(func() { srv.Close(); e.Close() })
+	t.Cleanup(srv.Close)
 	s := &testServer{t: t, e: e, h: h, srv: srv}
 	s.send(testAK, testSK, "PUT", "/pex", nil).mustStatus(t, 200)
 	fields := append(signedPostFields(t, exp, "us-east-1", `{"bucket": "pex"}`, `{"key": "k"}`), postField{"key", "k"})

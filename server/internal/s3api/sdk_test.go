@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 	"github.com/latchkey/latchkey/server/internal/s3api/sigv4"
 )
 
@@ -25,14 +25,11 @@ import (
 // catches handler-side wire mistakes early.
 func TestSDKSmoke(t *testing.T) {
 	const ak, sk = "AKIDSMOKE", "smoke-secret"
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := enginetest.Open(t)
 	// TLS: the SDK sends unseekable bodies as aws-chunked with a trailing
 	// checksum only over TLS.
 	srv := httptest.NewTLSServer(MustNew(e, &Options{Auth: sigv4.New(sigv4.Credentials{ak: sk}.Lookup, nil), MinPartSize: 5 << 20}))
-	t.Cleanup(func() { srv.Close(); e.Close() })
+	t.Cleanup(srv.Close)
 	s := &testServer{t: t, e: e, srv: srv}
 	c := s3.New(s3.Options{
 		Region: "us-east-1", BaseEndpoint: aws.String(s.srv.URL), HTTPClient: s.srv.Client(), UsePathStyle: true,

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 	"github.com/latchkey/latchkey/server/internal/s3api/sigv4"
 	"github.com/latchkey/latchkey/server/internal/s3api/ssecrypt"
 )
@@ -430,16 +431,11 @@ func TestSSETamperedBlob(t *testing.T) {
 	s.bucket("tbk")
 	body := pattern("tamper", 3*ssecrypt.ChunkSize)
 	s.put("/tbk/k", string(body), "x-amz-server-side-encryption", "AES256")
-	ents, err := os.ReadDir(filepath.Join(s.e.Dir(), "blobs"))
-	if err != nil {
-		t.Fatal(err)
+	blobs := enginetest.Blobs(t, s.e)
+	if len(blobs) != 1 {
+		t.Fatalf("%d blobs, want the one sealed object's", len(blobs))
 	}
-	var blob string
-	for _, d := range ents {
-		if !d.IsDir() {
-			blob = filepath.Join(s.e.Dir(), "blobs", d.Name())
-		}
-	}
+	blob := blobs[0]
 	data, err := os.ReadFile(blob)
 	if err != nil || int64(len(data)) != ssecrypt.SealedSize(int64(len(body))) {
 		t.Fatalf("blob %s: %d bytes (%v)", blob, len(data), err)

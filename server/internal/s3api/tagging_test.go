@@ -24,9 +24,7 @@ func TestObjectTagging(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("tgb")
 	s.put("/tgb/plain", "v")
-	if r := s.mustDo(200, "GET", "/tgb/plain?tagging", nil); !strings.Contains(string(r.Body), "<TagSet></TagSet>") {
-		t.Fatalf("untagged object: %s", r.Body)
-	}
+	s.mustGetContaining("/tgb/plain?tagging", "<TagSet></TagSet>")
 	if h := s.mustDo(200, "HEAD", "/tgb/plain", nil).Header.Get("x-amz-tagging-count"); h != "" {
 		t.Fatalf("untagged HEAD tagging count %q", h)
 	}
@@ -44,9 +42,7 @@ func TestObjectTagging(t *testing.T) {
 		t.Fatalf("GET tagging count %q", c)
 	}
 	s.mustDo(204, "DELETE", "/tgb/plain?tagging", nil)
-	if r := s.mustDo(200, "GET", "/tgb/plain?tagging", nil); !strings.Contains(string(r.Body), "<TagSet></TagSet>") {
-		t.Fatalf("after delete: %s", r.Body)
-	}
+	s.mustGetContaining("/tgb/plain?tagging", "<TagSet></TagSet>")
 
 	// x-amz-tagging on PutObject.
 	s.put("/tgb/hdr", "v", "x-amz-tagging", "k1=v1&k%202=v%2B2&empty=")
@@ -62,45 +58,32 @@ func TestObjectTagging(t *testing.T) {
 		t.Fatalf("copied tag count %q", c)
 	}
 	s.mustDo(200, "PUT", "/tgb/replaced", nil, "x-amz-copy-source", "/tgb/hdr", "x-amz-tagging-directive", "REPLACE", "x-amz-tagging", "only=one")
-	if r := s.mustDo(200, "GET", "/tgb/replaced?tagging", nil); !strings.Contains(string(r.Body), "<TagSet><Tag><Key>only</Key><Value>one</Value></Tag></TagSet>") {
-		t.Fatalf("replaced: %s", r.Body)
-	}
+	s.mustGetContaining("/tgb/replaced?tagging", "<TagSet><Tag><Key>only</Key><Value>one</Value></Tag></TagSet>")
 	// Multipart: the tags of CreateMultipartUpload land on the object.
 	m := s.createMPU("/tgb/mp", "x-amz-tagging", "mp=yes")
 	m.part(1, "abc")
 	if r := m.complete(nil, 1); r.Status != 200 {
 		t.Fatalf("complete: %d %s", r.Status, r.Body)
 	}
-	if r := s.mustDo(200, "GET", "/tgb/mp?tagging", nil); !strings.Contains(string(r.Body), "<Key>mp</Key><Value>yes</Value>") {
-		t.Fatalf("multipart tags: %s", r.Body)
-	}
+	s.mustGetContaining("/tgb/mp?tagging", "<Key>mp</Key><Value>yes</Value>")
 	// Missing object.
-	if r := s.do("GET", "/tgb/none?tagging", nil); r.Status != 404 || r.err().Code != "NoSuchKey" {
-		t.Fatalf("missing: %d %s", r.Status, r.Body)
-	}
+	s.mustRefuse(404, "NoSuchKey", "GET", "/tgb/none?tagging", nil)
 }
 
 // TestObjectTaggingVersions: ?tagging with versionId addresses one version,
 // and the response names it.
 func TestObjectTaggingVersions(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("tvb")
-	s.versioned("tvb", "Enabled")
+	s.versionedBucket("tvb")
 	v1 := s.mustDo(200, "PUT", "/tvb/k", []byte("1"), "x-amz-tagging", "gen=1").Header.Get("x-amz-version-id")
 	s.mustDo(200, "PUT", "/tvb/k", []byte("2"), "x-amz-tagging", "gen=2")
 	r := s.mustDo(200, "PUT", "/tvb/k?tagging&versionId="+v1, []byte(tagXML("gen", "one")))
 	if r.Header.Get("x-amz-version-id") != v1 {
 		t.Fatalf("put tagging version header %q, want %s", r.Header.Get("x-amz-version-id"), v1)
 	}
-	if r := s.mustDo(200, "GET", "/tvb/k?tagging&versionId="+v1, nil); !strings.Contains(string(r.Body), "<Value>one</Value>") {
-		t.Fatalf("v1 tags: %s", r.Body)
-	}
-	if r := s.mustDo(200, "GET", "/tvb/k?tagging", nil); !strings.Contains(string(r.Body), "<Value>2</Value>") {
-		t.Fatalf("current tags: %s", r.Body)
-	}
-	if r := s.do("GET", "/tvb/k?tagging&versionId=00000000000000aa", nil); r.Status != 404 || r.err().Code != "NoSuchVersion" {
-		t.Fatalf("unknown version: %d %s", r.Status, r.Body)
-	}
+	s.mustGetContaining("/tvb/k?tagging&versionId="+v1, "<Value>one</Value>")
+	s.mustGetContaining("/tvb/k?tagging", "<Value>2</Value>")
+	s.mustRefuse(404, "NoSuchVersion", "GET", "/tvb/k?tagging&versionId=00000000000000aa", nil)
 }
 
 // TestObjectTaggingBadInput: AWS's limits and errors, and nothing changes.

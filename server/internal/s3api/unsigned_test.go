@@ -3,8 +3,6 @@ package s3api
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/xml"
 	"fmt"
 	"io"
@@ -26,13 +24,7 @@ import (
 // a presigned URL or a captured request would.
 func (s *testServer) signedReq(presign bool, method, path string, body []byte, signed, unsigned []string) *http.Request {
 	s.t.Helper()
-	req, err := http.NewRequest(method, s.srv.URL+path, bytes.NewReader(body))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	for i := 0; i+1 < len(signed); i += 2 {
-		req.Header.Set(signed[i], signed[i+1])
-	}
+	req := s.newRequest(method, path, body, signed)
 	creds := aws.Credentials{AccessKeyID: testAK, SecretAccessKey: testSK}
 	if presign {
 		q := req.URL.Query()
@@ -51,12 +43,7 @@ func (s *testServer) signedReq(presign bool, method, path string, body []byte, s
 			}
 		}
 	} else {
-		sum := sha256.Sum256(body)
-		hash := hex.EncodeToString(sum[:])
-		req.Header.Set("X-Amz-Content-Sha256", hash)
-		if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hash, "s3", "us-east-1", time.Now()); err != nil {
-			s.t.Fatal(err)
-		}
+		s.signHeader(req, creds, body)
 	}
 	for i := 0; i+1 < len(unsigned); i += 2 {
 		req.Header.Set(unsigned[i], unsigned[i+1])

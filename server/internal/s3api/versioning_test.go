@@ -46,9 +46,7 @@ func TestVersioningAndDeleteMarkers(t *testing.T) {
 		t.Fatalf("new bucket reports a versioning status: %s", r.Body)
 	}
 	s.versioned("ver", "Enabled")
-	if r := s.mustDo(200, "GET", "/ver?versioning", nil); !strings.Contains(string(r.Body), "<Status>Enabled</Status>") {
-		t.Fatalf("versioning: %s", r.Body)
-	}
+	s.mustGetContaining("/ver?versioning", "<Status>Enabled</Status>")
 	r1 := s.mustDo(200, "PUT", "/ver/k", []byte("one"))
 	r2 := s.mustDo(200, "PUT", "/ver/k", []byte("two"))
 	v1, v2 := r1.Header.Get("x-amz-version-id"), r2.Header.Get("x-amz-version-id")
@@ -146,8 +144,7 @@ func TestVersioningAndDeleteMarkers(t *testing.T) {
 
 func TestSuspendedVersioning(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("sus")
-	s.versioned("sus", "Enabled")
+	s.versionedBucket("sus")
 	keep := s.mustDo(200, "PUT", "/sus/k", []byte("kept")).Header.Get("x-amz-version-id")
 	s.versioned("sus", "Suspended")
 	n1 := s.mustDo(200, "PUT", "/sus/k", []byte("null-1"))
@@ -178,15 +175,12 @@ func TestSuspendedVersioning(t *testing.T) {
 
 func TestVersionedConditionalWrites(t *testing.T) {
 	s := newTestServer(t, nil)
-	s.bucket("vcw")
-	s.versioned("vcw", "Enabled")
+	s.versionedBucket("vcw")
 	// Over a delete marker above a real version: If-Match → 404,
 	// If-None-Match: * → 200 (the key counts as absent).
 	et := s.put("/vcw/k", "real")
 	s.mustDo(204, "DELETE", "/vcw/k", nil)
-	if r := s.do("PUT", "/vcw/k", []byte("x"), "If-Match", et); r.Status != 404 || r.err().Code != "NoSuchKey" {
-		t.Fatalf("If-Match over marker: %d %s", r.Status, r.Body)
-	}
+	s.mustRefuse(404, "NoSuchKey", "PUT", "/vcw/k", []byte("x"), "If-Match", et)
 	if r := s.do("DELETE", "/vcw/k", nil, "If-Match", et); r.Status != 404 {
 		t.Fatalf("conditional delete over marker: %d", r.Status)
 	}

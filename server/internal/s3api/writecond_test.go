@@ -14,8 +14,7 @@ import (
 func TestWriteConditionMatrixAllOps(t *testing.T) {
 	s := newTestServer(t, nil)
 	s.bucket("plain")
-	s.bucket("vers")
-	s.versioned("vers", "Enabled")
+	s.versionedBucket("vers")
 	s.put("/plain/source", "new")
 	cur := md5ETag("old")
 	type op struct {
@@ -101,12 +100,8 @@ func TestInProgressUploadIsInvisible(t *testing.T) {
 	s.bucket("ipu")
 	m := s.createMPU("/ipu/k")
 	m.part(1, "parts")
-	if r := s.do("PUT", "/ipu/k", []byte("x"), "If-Match", m.etags[1]); r.Status != 404 || r.err().Code != "NoSuchKey" {
-		t.Fatalf("If-Match while only an upload exists: %d %s", r.Status, r.Body)
-	}
-	if r := s.do("DELETE", "/ipu/k", nil, "If-Match", "*"); r.Status != 404 || r.err().Code != "NoSuchKey" {
-		t.Fatalf("conditional delete while only an upload exists: %d %s", r.Status, r.Body)
-	}
+	s.mustRefuse(404, "NoSuchKey", "PUT", "/ipu/k", []byte("x"), "If-Match", m.etags[1])
+	s.mustRefuse(404, "NoSuchKey", "DELETE", "/ipu/k", nil, "If-Match", "*")
 	s.mustDo(200, "PUT", "/ipu/k", []byte("plain"), "If-None-Match", "*")
 	// The upload now completes against a key created since it began: 412.
 	if r := m.complete([]string{"If-None-Match", "*"}, 1); r.Status != 412 || r.err().Condition != "If-None-Match" {

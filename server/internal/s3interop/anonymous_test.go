@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/server"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 	"github.com/latchkey/latchkey/server/servertest"
 )
 
@@ -172,21 +171,6 @@ func rawGet(t *testing.T, url string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-func blobFiles(t *testing.T, srv *servertest.Server) int {
-	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(srv.Engine().Dir(), "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range ents {
-		if !e.IsDir() {
-			n++
-		}
-	}
-	return n
-}
-
 // TestAnonymousRawChunked: a hand-built unsigned aws-chunked PUT to a
 // --anonymous server is stored decoded when its trailing CRC32 is right;
 // with a wrong one it is 400 BadDigest (as AWS answers) and nothing is
@@ -222,7 +206,7 @@ func TestAnonymousRawChunked(t *testing.T) {
 		if st, got := rawGet(t, key); st != 200 || !bytes.Equal(got, data) {
 			t.Fatalf("%d bytes: GET %d, %d bytes back (framing stored?)", size, st, len(got))
 		}
-		blobs := blobFiles(t, srv)
+		blobs := len(enginetest.Blobs(t, srv.Engine()))
 		changed := bytes.Repeat([]byte("Z"), len(data))
 		if st, code := rawPut(t, key, chunkedBody(changed, 64<<10, crc32Base64(data)), len(data)); st != 400 || code != "BadDigest" {
 			t.Fatalf("%d bytes, wrong crc32 over an object: %d %q", size, st, code)
@@ -230,7 +214,7 @@ func TestAnonymousRawChunked(t *testing.T) {
 		if st, got := rawGet(t, key); st != 200 || !bytes.Equal(got, data) {
 			t.Fatalf("%d bytes: the object changed after a BadDigest overwrite (GET %d)", size, st)
 		}
-		if n := blobFiles(t, srv); n != blobs {
+		if n := len(enginetest.Blobs(t, srv.Engine())); n != blobs {
 			t.Fatalf("%d bytes: %d blob files after a refused overwrite, %d before", size, n, blobs)
 		}
 	}

@@ -45,16 +45,8 @@ func ConsoleBuckets(tx *engine.Tx, after string, limit int) (_ []BucketInfo, mor
 
 // ConsoleBucket returns one bucket.
 func ConsoleBucket(tx *engine.Tx, name string) (BucketInfo, bool) {
-	b := readTable(tx, tblBuckets)
-	if b == nil {
-		return BucketInfo{}, false
-	}
-	v := b.Get([]byte(name))
-	if v == nil {
-		return BucketInfo{}, false
-	}
-	rec, err := decode[Bucket](v)
-	if err != nil {
+	rec, ok, _ := getRecord[Bucket](readTable(tx, tblBuckets), []byte(name))
+	if !ok {
 		return BucketInfo{}, false
 	}
 	return BucketInfo{Name: name, Created: time.Unix(0, rec.Created).UTC(), Versioning: rec.Versioning}, true

@@ -126,6 +126,20 @@ func decode[T any](b []byte) (T, error) {
 	return v, err
 }
 
+// getRecord reads and decodes the record at key of t (nil: a table never
+// written); ok is false when there is none or it does not decode.
+func getRecord[T any](t table, key []byte) (rec T, ok bool, err error) {
+	if t == nil {
+		return rec, false, nil
+	}
+	v := t.Get(key)
+	if v == nil {
+		return rec, false, nil
+	}
+	rec, err = decode[T](v)
+	return rec, err == nil, err
+}
+
 // parseBucket decodes a Bucket record in the exact forms mustJSON writes
 // ({"c":N} and {"c":N,"v":"Enabled"|"Suspended"}) without the cost of
 // encoding/json, which every request pays once; ok is false for any other

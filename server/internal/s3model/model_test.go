@@ -5,16 +5,12 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 )
 
 func newModel(t *testing.T) *Model {
 	t.Helper()
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e := enginetest.Open(t)
 	m := New(e, nil)
 	if err := m.CreateBucket(context.Background(), "b"); err != nil {
 		t.Fatal(err)

@@ -126,16 +126,10 @@ func (s *records) versionByID(bucket, key, id string) (Version, bool, error) {
 		return Version{}, false, err
 	}
 	idx, ok := ParseVersionID(id)
-	b := s.read(tblVersions)
-	if !ok || b == nil {
+	if !ok {
 		return Version{}, false, nil
 	}
-	v := b.Get(versionKey(bucket, key, idx))
-	if v == nil {
-		return Version{}, false, nil
-	}
-	rec, err := decode[Version](v)
-	return rec, err == nil, err
+	return getRecord[Version](s.read(tblVersions), versionKey(bucket, key, idx))
 }
 
 // find returns the version a request addresses (the current one, or

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/latchkey/latchkey/server/internal/engine"
+	"github.com/latchkey/latchkey/server/internal/enginetest"
 )
 
 // TestSSEMasterKeyRecord: the master key's ID is recorded with the first
@@ -15,11 +15,7 @@ import (
 // versioning.
 func TestSSEMasterKeyRecord(t *testing.T) {
 	ctx := context.Background()
-	e, err := engine.Open(t.TempDir(), &engine.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := enginetest.Open(t)
 	m := New(e, nil)
 	if err := m.UseMasterKey("aaaa"); err != nil {
 		t.Fatal(err)

@@ -19,16 +19,7 @@ import (
 func uploadWatch(id string) string { return "\x00s3u/" + id }
 
 func (s *records) upload(bucket, key, id string) (Upload, bool, error) {
-	b := s.read(tblUploads)
-	if b == nil {
-		return Upload{}, false, nil
-	}
-	v := b.Get(uploadKey(bucket, key, id))
-	if v == nil {
-		return Upload{}, false, nil
-	}
-	rec, err := decode[Upload](v)
-	return rec, err == nil, err
+	return getRecord[Upload](s.read(tblUploads), uploadKey(bucket, key, id))
 }
 
 func (s *records) mustUpload(bucket, key, id string) (Upload, error) {

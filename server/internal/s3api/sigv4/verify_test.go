@@ -89,26 +89,24 @@ func TestHeaderAuthFailures(t *testing.T) {
 		srv := testServer(t, nil, func(r *http.Request) { r.Header.Set("X-Amz-Content-Sha256", UnsignedPayload) })
 		want(t, do(t, signedRequest(t, "PUT", srv.URL+"/b/k", body, sha256hex(body), now, nil)), 403, "SignatureDoesNotMatch")
 	})
-	t.Run("wrong secret", func(t *testing.T) {
-		srv := testServer(t, nil, nil)
-		req, _ := http.NewRequest("GET", srv.URL+"/b/k", nil)
-		req.Header.Set("X-Amz-Content-Sha256", UnsignedPayload)
-		bad := aws.Credentials{AccessKeyID: testAK, SecretAccessKey: "not-the-secret"}
-		if err := s3Signer().SignHTTP(context.Background(), bad, req, UnsignedPayload, "s3", testRegion, now); err != nil {
-			t.Fatal(err)
-		}
-		want(t, do(t, req), 403, "SignatureDoesNotMatch")
-	})
-	t.Run("unknown access key", func(t *testing.T) {
-		srv := testServer(t, nil, nil)
-		req, _ := http.NewRequest("GET", srv.URL+"/b/k", nil)
-		req.Header.Set("X-Amz-Content-Sha256", UnsignedPayload)
-		bad := aws.Credentials{AccessKeyID: "AKIDUNKNOWN", SecretAccessKey: testSecret}
-		if err := s3Signer().SignHTTP(context.Background(), bad, req, UnsignedPayload, "s3", testRegion, now); err != nil {
-			t.Fatal(err)
-		}
-		want(t, do(t, req), 403, "InvalidAccessKeyId")
-	})
+	for _, c := range []struct {
+		name string
+		bad  aws.Credentials
+		code string
+	}{
+		{"wrong secret", aws.Credentials{AccessKeyID: testAK, SecretAccessKey: "not-the-secret"}, "SignatureDoesNotMatch"},
+		{"unknown access key", aws.Credentials{AccessKeyID: "AKIDUNKNOWN", SecretAccessKey: testSecret}, "InvalidAccessKeyId"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := testServer(t, nil, nil)
+			req, _ := http.NewRequest("GET", srv.URL+"/b/k", nil)
+			req.Header.Set("X-Amz-Content-Sha256", UnsignedPayload)
+			if err := s3Signer().SignHTTP(context.Background(), c.bad, req, UnsignedPayload, "s3", testRegion, now); err != nil {
+				t.Fatal(err)
+			}
+			want(t, do(t, req), 403, c.code)
+		})
+	}
 	t.Run("no authentication", func(t *testing.T) {
 		srv := testServer(t, nil, nil)
 		req, _ := http.NewRequest("GET", srv.URL+"/b/k", nil)
