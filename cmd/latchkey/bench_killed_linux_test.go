@@ -59,10 +59,7 @@ func TestBenchKilledLeavesNoChild(t *testing.T) {
 	b := binary(t, "bench", "--queue", "--store", url, "--waiters", "3", "--duration", "2m")
 	out := outFile(t, filepath.Join(dir, "bench.out"))
 	b.Stdout, b.Stderr = out, out
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Process.Kill()
+	startProcess(t, b)
 	var kids []int
 	for deadline := time.Now().Add(30 * time.Second); len(kids) < 2; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -34,10 +34,7 @@ func TestLockRunKilledHolder(t *testing.T) {
 		"sh", "-c", fmt.Sprintf(`echo "start $LATCHKEY_FENCING_TOKEN" >> %s; echo $$ > %s.tmp; mv %[2]s.tmp %[2]s; exec sleep 60`, file, pidFile))
 	aOut := &strings.Builder{}
 	a.Stdout, a.Stderr = aOut, aOut
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Process.Kill()
+	startProcess(t, a)
 	childPID := waitPID(t, pidFile)
 	defer syscall.Kill(childPID, syscall.SIGKILL)
 	unchanged := watchRecord(t, storeDir, "jobs/one", aStart)
@@ -178,10 +175,7 @@ func TestLockRunRenewsWhileCMDRuns(t *testing.T) {
 	a := binary(t, append([]string{"lock", "run", "--store", url, "--ttl", ttl.String(), "k", "--"}, appendLines(file, "5")...)...)
 	aOut := &strings.Builder{}
 	a.Stdout, a.Stderr = aOut, aOut
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Process.Kill()
+	startProcess(t, a)
 	if !waitLines(t, file, 10*time.Second) {
 		t.Fatal("CMD never started")
 	}
@@ -215,10 +209,7 @@ func TestLockRunForwardsSignals(t *testing.T) {
 			file := filepath.Join(dir, "log")
 			cmd := binary(t, "lock", "run", "--store", url, "--child-exit-code", "k", "--", "sh", "-c",
 				fmt.Sprintf(`trap 'echo term >> %[1]s; n=1' TERM; trap 'echo int >> %[1]s; n=1' INT; echo ready >> %[1]s; while [ -z "$n" ]; do sleep 0.05; done; sleep 0.3; exit 5`, file))
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
+			startProcess(t, cmd)
 			if !waitLines(t, file, 10*time.Second) {
 				t.Fatal("CMD never started")
 			}

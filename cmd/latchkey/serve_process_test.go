@@ -25,10 +25,7 @@ func serveProcess(t *testing.T, env []string, errb *lockedBuffer) (*exec.Cmd, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	startProcess(t, cmd)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	i := strings.Index(line, "http://")
 	if err != nil || i < 0 {
