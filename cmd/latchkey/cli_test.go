@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store/storeurl"
 )
 
@@ -86,7 +87,7 @@ func TestSignalExitCodes(t *testing.T) {
 		code int
 	}{{syscall.SIGTERM, 143}, {syscall.SIGINT, 130}} {
 		cmd := binary(t, "kv", "--store", url, "update", "k", "--", "sh", "-c", "echo started >&2; exec sleep 30")
-		var errb lockedBuffer
+		var errb testutil.LockedBuffer
 		cmd.Stderr = &errb
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // A publisher killed with SIGKILL in the middle of writing its objects
@@ -81,7 +83,7 @@ func TestPublishInterrupted(t *testing.T) {
 	}
 	cmd := binary(t, "publish", "--store", c.env[storeEnv], "--prefix", "p", "a.txt", "b.fifo", "c.txt")
 	cmd.Dir = src
-	var errb lockedBuffer
+	var errb testutil.LockedBuffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -11,12 +11,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // serveProcess starts `latchkey serve` as a real OS process with the given
 // environment and returns it with its base URL, read from its startup
 // line. Its stderr is collected in errb.
-func serveProcess(t *testing.T, env []string, errb *lockedBuffer) (*exec.Cmd, string) {
+func serveProcess(t *testing.T, env []string, errb *testutil.LockedBuffer) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := binary(t, "serve")
 	cmd.Env = append(cmd.Env, env...)
@@ -56,7 +58,7 @@ func TestServeProcessLifecycle(t *testing.T) {
 		"LATCHKEY_DATA_DIR=", "LATCHKEY_ACL_TOKEN=", "LATCHKEY_ACCESS_KEY=", "LATCHKEY_SECRET_KEY="}
 	dir := filepath.Join(state, "latchkey", "server")
 
-	var errb lockedBuffer
+	var errb testutil.LockedBuffer
 	cmd, url := serveProcess(t, env, &errb)
 	if got := httpDo(t, http.MethodPut, url+"/v1/kv/x", "hello"); got != "true" {
 		t.Fatalf("PUT /v1/kv/x: %q", got)
@@ -80,13 +82,13 @@ func TestServeProcessLifecycle(t *testing.T) {
 		t.Fatalf("no clean stop logged: %s", errb.String())
 	}
 
-	cmd, _ = serveProcess(t, env, &lockedBuffer{})
+	cmd, _ = serveProcess(t, env, &testutil.LockedBuffer{})
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	if _, err := os.Stat(filepath.Join(dir, "LOCK")); err != nil {
 		t.Fatalf("LOCK file after SIGKILL: %v", err)
 	}
-	_, url = serveProcess(t, env, &lockedBuffer{})
+	_, url = serveProcess(t, env, &testutil.LockedBuffer{})
 	if got := httpDo(t, http.MethodGet, url+"/v1/kv/x?raw", ""); got != "hello" {
 		t.Fatalf("after SIGKILL and restart, x = %q", got)
 	}

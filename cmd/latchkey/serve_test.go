@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"maps"
@@ -13,28 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/server"
 )
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writes and reads: a
-// server's log, a child's output copied by exec. It has no ReadFrom, so
-// exec copies through Write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // startServe runs `latchkey serve args...` in-process with environment vars
 // and returns its base URL once it prints its startup line, and a stop
@@ -47,10 +27,10 @@ func startServe(t *testing.T, vars map[string]string, args ...string) (string, f
 
 // startServeLog is startServe that also returns the server's stderr (its
 // log).
-func startServeLog(t *testing.T, vars map[string]string, args ...string) (string, func() int, *lockedBuffer) {
+func startServeLog(t *testing.T, vars map[string]string, args ...string) (string, func() int, *testutil.LockedBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	out, errb := &lockedBuffer{}, &lockedBuffer{}
+	out, errb := &testutil.LockedBuffer{}, &testutil.LockedBuffer{}
 	e := &env{stdin: strings.NewReader(""), stdout: out, stderr: errb, getenv: func(k string) string { return vars[k] }}
 	done := make(chan int, 1)
 	go func() { done <- report(run(ctx, append([]string{"serve"}, args...), e), errb, false) }()
