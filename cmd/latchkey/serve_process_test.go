@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,18 +35,6 @@ func serveProcess(t *testing.T, env []string, errb *testutil.LockedBuffer) (*exe
 	return cmd, strings.Fields(line[i:])[0]
 }
 
-func httpDo(t *testing.T, method, url, body string) string {
-	t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
-
 // The README's flow as real processes: serve with no flags but the port
 // uses the default data directory under the state directory; a second
 // serve there is refused; SIGINT stops it with exit 0; after a SIGKILL the
@@ -60,7 +47,7 @@ func TestServeProcessLifecycle(t *testing.T) {
 
 	var errb testutil.LockedBuffer
 	cmd, url := serveProcess(t, env, &errb)
-	if got := httpDo(t, http.MethodPut, url+"/v1/kv/x", "hello"); got != "true" {
+	if _, got := httpDo(t, http.MethodPut, url+"/v1/kv/x", "hello"); got != "true" {
 		t.Fatalf("PUT /v1/kv/x: %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "latchkey.db")); err != nil {
@@ -89,7 +76,7 @@ func TestServeProcessLifecycle(t *testing.T) {
 		t.Fatalf("LOCK file after SIGKILL: %v", err)
 	}
 	_, url = serveProcess(t, env, &testutil.LockedBuffer{})
-	if got := httpDo(t, http.MethodGet, url+"/v1/kv/x?raw", ""); got != "hello" {
+	if _, got := httpDo(t, http.MethodGet, url+"/v1/kv/x?raw", ""); got != "hello" {
 		t.Fatalf("after SIGKILL and restart, x = %q", got)
 	}
 }

@@ -16,6 +16,26 @@ import (
 	"github.com/latchkey/latchkey/server"
 )
 
+// httpDo sends a request with body and returns the answer's status code
+// and body; a request that gets no answer ends the test.
+func httpDo(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
 // startServe runs `latchkey serve args...` in-process with environment vars
 // and returns its base URL once it prints its startup line, and a stop
 // function returning the exit code.
@@ -71,14 +91,8 @@ func TestServeFromEnvironment(t *testing.T) {
 		"LATCHKEY_LISTEN":    "127.0.0.1:0",
 		"LATCHKEY_ANONYMOUS": "true",
 	})
-	resp, err := http.Get(url + "/-/health")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"status":"ok"`) {
-		t.Fatalf("health: %d %s", resp.StatusCode, body)
+	if code, body := httpDo(t, http.MethodGet, url+"/-/health", ""); code != 200 || !strings.Contains(body, `"status":"ok"`) {
+		t.Fatalf("health: %d %s", code, body)
 	}
 	// A second server on the same directory is refused with a clear message,
 	// also when it asks for the same port (as two default `serve` do).
