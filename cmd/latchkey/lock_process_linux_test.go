@@ -32,19 +32,13 @@ func TestLockRunKilledHolder(t *testing.T) {
 	aStart := time.Now()
 	a := binary(t, "lock", "run", "--store", url, "--ttl", ttl.String(), "jobs/one", "--",
 		"sh", "-c", fmt.Sprintf(`echo "start $LATCHKEY_FENCING_TOKEN" >> %s; echo $$ > %s.tmp; mv %[2]s.tmp %[2]s; exec sleep 60`, file, pidFile))
-	aOut := &strings.Builder{}
-	a.Stdout, a.Stderr = aOut, aOut
-	startProcess(t, a)
+	aOut := startCombined(t, a)
 	childPID := waitPID(t, pidFile)
 	defer syscall.Kill(childPID, syscall.SIGKILL)
 	unchanged := watchRecord(t, storeDir, "jobs/one", aStart)
 
 	b := binary(t, append([]string{"lock", "run", "--store", url, "--ttl", ttl.String(), "jobs/one", "--"}, appendLines(file, "0")...)...)
-	bOut := &strings.Builder{}
-	b.Stdout, b.Stderr = bOut, bOut
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
+	bOut := startCombined(t, b)
 	time.Sleep(ttl / 2) // b is waiting now; a renews
 	if lines := readLines(t, file); len(lines) != 1 {
 		// Only correct if a's renews were starved for its whole validity
@@ -173,9 +167,7 @@ func TestLockRunRenewsWhileCMDRuns(t *testing.T) {
 	url := storeurl.FileURL(filepath.Join(dir, "store"))
 	file := filepath.Join(dir, "log")
 	a := binary(t, append([]string{"lock", "run", "--store", url, "--ttl", ttl.String(), "k", "--"}, appendLines(file, "5")...)...)
-	aOut := &strings.Builder{}
-	a.Stdout, a.Stderr = aOut, aOut
-	startProcess(t, a)
+	aOut := startCombined(t, a)
 	if !waitLines(t, file, 10*time.Second) {
 		t.Fatal("CMD never started")
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // asMain makes the test binary act as the latchkey command when re-executed
@@ -64,4 +66,15 @@ func startProcess(t testing.TB, cmd *exec.Cmd) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+}
+
+// startCombined starts cmd as startProcess does, with its stdout and
+// stderr both going to the buffer it returns, which the test may read
+// while cmd runs.
+func startCombined(t testing.TB, cmd *exec.Cmd) *testutil.LockedBuffer {
+	t.Helper()
+	out := &testutil.LockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	startProcess(t, cmd)
+	return out
 }
