@@ -92,11 +92,8 @@ func TestSignalExitCodes(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; !strings.Contains(errb.String(), "started"); i++ {
-			if i == 1000 {
-				t.Fatalf("CMD did not start: %q", errb.String())
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !eventually(10*time.Second, func() bool { return strings.Contains(errb.String(), "started") }) {
+			t.Fatalf("CMD did not start: %q", errb.String())
 		}
 		cmd.Process.Signal(tc.sig)
 		err := cmd.Wait()

@@ -57,12 +57,8 @@ func TestLockRunKilledHolder(t *testing.T) {
 	killed := time.Now()
 	a.Process.Signal(syscall.SIGKILL)
 	a.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(childPID, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d still alive 5s after its lock run was killed", childPID)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually(5*time.Second, func() bool { return syscall.Kill(childPID, 0) != nil }) {
+		t.Fatalf("child %d still alive 5s after its lock run was killed", childPID)
 	}
 	if err := b.Wait(); err != nil {
 		t.Fatalf("contender: %v: %s", err, bOut)

@@ -78,3 +78,14 @@ func startCombined(t testing.TB, cmd *exec.Cmd) *testutil.LockedBuffer {
 	startProcess(t, cmd)
 	return out
 }
+
+// eventually polls ok every 10ms until it holds, for at most limit, and
+// reports whether it did.
+func eventually(limit time.Duration, ok func() bool) bool {
+	for deadline := time.Now().Add(limit); !ok(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}

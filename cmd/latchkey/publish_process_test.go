@@ -40,12 +40,8 @@ func TestPublishKilledMidway(t *testing.T) {
 		t.Fatal(err)
 	}
 	// a.txt of the new generation is stored before b.fifo is read.
-	deadline := time.Now().Add(10 * time.Second)
-	for c.ok("kv", "list", "p/gen/") == c.ok("kv", "list", "p/gen/"+first+"/") {
-		if time.Now().After(deadline) {
-			t.Fatal("the second publisher wrote nothing in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually(10*time.Second, func() bool { return c.ok("kv", "list", "p/gen/") != c.ok("kv", "list", "p/gen/"+first+"/") }) {
+		t.Fatal("the second publisher wrote nothing in 10s")
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
