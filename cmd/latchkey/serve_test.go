@@ -17,22 +17,17 @@ import (
 )
 
 // httpDo sends a request with body and returns the answer's status code
-// and body; a request that gets no answer ends the test.
+// and body (what could be read of it: callers compare it); a request that
+// gets no answer ends the test.
 func httpDo(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b)
 }
 
