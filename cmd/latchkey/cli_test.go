@@ -201,8 +201,7 @@ func TestConsulURLChecks(t *testing.T) {
 	}
 	c := newCLI(t)
 	c.fails(1, "want consul://host:port/prefix (two slashes)", "kv", "get", "--store", "consul:/127.0.0.1:8500/app", "k")
-	url, _ := startServe(t, map[string]string{"LATCHKEY_DATA_DIR": t.TempDir(), "LATCHKEY_LISTEN": "127.0.0.1:0"})
-	c.fails(1, "no key exists at: k", "kv", "get", "--store", "consul://"+strings.TrimPrefix(url, "http://")+"/app", "k")
+	c.fails(1, "no key exists at: k", "kv", "get", "--store", serveConsul(t, "app"), "k")
 }
 
 // The help names every scheme storeurl opens, in latchkey --help and in

@@ -40,6 +40,15 @@ func startServe(t *testing.T, vars map[string]string, args ...string) (string, f
 	return url, stop
 }
 
+// serveConsul starts `latchkey serve` in-process on a fresh data directory
+// and a loopback port, and returns the store URL of its Consul KV API
+// under prefix (consul://HOST:PORT/PREFIX).
+func serveConsul(t *testing.T, prefix string) string {
+	t.Helper()
+	url, _ := startServe(t, map[string]string{"LATCHKEY_DATA_DIR": t.TempDir(), "LATCHKEY_LISTEN": "127.0.0.1:0"})
+	return "consul://" + strings.TrimPrefix(url, "http://") + "/" + prefix
+}
+
 // startServeLog is startServe that also returns the server's stderr (its
 // log).
 func startServeLog(t *testing.T, vars map[string]string, args ...string) (string, func() int, *testutil.LockedBuffer) {
