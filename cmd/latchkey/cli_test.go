@@ -89,9 +89,7 @@ func TestSignalExitCodes(t *testing.T) {
 		cmd := binary(t, "kv", "--store", url, "update", "k", "--", "sh", "-c", "echo started >&2; exec sleep 30")
 		var errb testutil.LockedBuffer
 		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		startProcess(t, cmd)
 		if !eventually(10*time.Second, func() bool { return strings.Contains(errb.String(), "started") }) {
 			t.Fatalf("CMD did not start: %q", errb.String())
 		}

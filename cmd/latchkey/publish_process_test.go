@@ -29,9 +29,7 @@ func TestPublishKilledMidway(t *testing.T) {
 	writeFiles(t, src, map[string]string{"a.txt": "never visible"})
 	cmd := binary(t, "publish", "--store", c.env[storeEnv], "--prefix", "p", "a.txt", "b.fifo")
 	cmd.Dir = src
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	startProcess(t, cmd)
 	fifo, err := os.OpenFile(filepath.Join(src, "b.fifo"), os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -81,20 +79,14 @@ func TestPublishInterrupted(t *testing.T) {
 	cmd.Dir = src
 	var errb testutil.LockedBuffer
 	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	startProcess(t, cmd)
 	fifo, err := os.OpenFile(filepath.Join(src, "b.fifo"), os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fifo.Write([]byte("partial body"))
-	deadline := time.Now().Add(10 * time.Second)
-	for c.ok("kv", "list", "p/gen/") == c.ok("kv", "list", "p/gen/"+first+"/") {
-		if time.Now().After(deadline) {
-			t.Fatal("the publisher wrote nothing in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually(10*time.Second, func() bool { return c.ok("kv", "list", "p/gen/") != c.ok("kv", "list", "p/gen/"+first+"/") }) {
+		t.Fatal("the publisher wrote nothing in 10s")
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	time.Sleep(100 * time.Millisecond)
