@@ -59,16 +59,10 @@ func TestBenchKilledLeavesNoChild(t *testing.T) {
 	b := binary(t, "bench", "--queue", "--store", url, "--waiters", "3", "--duration", "2m")
 	out := outFile(t, filepath.Join(dir, "bench.out"))
 	b.Stdout, b.Stderr = out, out
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Process.Kill()
+	startProcess(t, b)
 	var kids []int
-	for deadline := time.Now().Add(30 * time.Second); len(kids) < 2; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("bench --queue started %d lock run processes in 30s; want at least 2", len(kids))
-		}
-		kids = childrenOf(t, b.Process.Pid)
+	if !eventually(30*time.Second, func() bool { kids = childrenOf(t, b.Process.Pid); return len(kids) >= 2 }) {
+		t.Fatalf("bench --queue started %d lock run processes in 30s; want at least 2", len(kids))
 	}
 	for _, k := range kids {
 		defer syscall.Kill(k, syscall.SIGKILL)
@@ -78,13 +72,8 @@ func TestBenchKilledLeavesNoChild(t *testing.T) {
 	}
 	b.Wait()
 	for _, k := range kids {
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if !alive(k) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("child %d of the killed bench still alive 10s later", k)
-			}
+		if !eventually(10*time.Second, func() bool { return !alive(k) }) {
+			t.Fatalf("child %d of the killed bench still alive 10s later", k)
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
+	"github.com/latchkey/latchkey/internal/testutil/etcdtest"
 )
 
 // benchRows returns the result rows of a bench table whose first field is
@@ -95,39 +93,11 @@ func TestBenchBadFlags(t *testing.T) {
 	c.fails(exitUsage, "--http-client", "bench", "--http-client", "curl")
 }
 
-// startEmbeddedEtcd starts a single-member etcd in this process on a
-// loopback port, without fsync, and returns its client address.
-func startEmbeddedEtcd(t *testing.T) string {
-	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Dir = t.TempDir()
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	u, _ := url.Parse("http://127.0.0.1:0")
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*u}, []url.URL{*u}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*u}, []url.URL{*u}
-	cfg.InitialCluster = cfg.Name + "=" + u.String()
-	cfg.UnsafeNoFsync = true
-	cfg.TickMs, cfg.ElectionMs = 10, 50
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		t.Fatal(err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("embedded etcd not ready after 30s")
-	}
-	return e.Clients[0].Addr().String()
-}
-
 // The etcd rows go through clientv3 (gRPC) against a real etcd: every
 // pattern applies writes, distinct and create without conflicts, and each
 // row has its ratio line.
 func TestBenchEtcdSideBySide(t *testing.T) {
-	ep := startEmbeddedEtcd(t)
+	ep := etcdtest.Endpoint(t)
 	c := benchCLI(t)
 	out := c.ok("bench", "--duration", "200ms", "--clients", "2", "--keys", "distinct,hot,create,update", "--etcd", ep)
 	for _, f := range peerRows(t, out, "etcd", 4) {
@@ -150,7 +120,7 @@ func TestBenchEtcdSideBySide(t *testing.T) {
 // Lock handoff against the server's Consul API (api.Lock) and etcd's
 // concurrency.Mutex: both hand the lock over, and waiters send requests.
 func TestBenchLock(t *testing.T) {
-	ep := startEmbeddedEtcd(t)
+	ep := etcdtest.Endpoint(t)
 	c := benchCLI(t)
 	out := c.ok("bench", "--lock", "--waiters", "2,4", "--duration", "700ms", "--etcd", ep)
 	seen := map[string]int{}
@@ -255,7 +225,7 @@ func TestBenchEtcdGateway(t *testing.T) {
 // update, and the key counts exactly the updates done (the bench fails
 // otherwise).
 func TestBenchUpdateProcs(t *testing.T) {
-	ep := startEmbeddedEtcd(t)
+	ep := etcdtest.Endpoint(t)
 	c := benchCLI(t)
 	out := c.ok("bench", "--update-procs", "1,3", "--duration", "300ms", "--etcd", ep)
 	row := regexp.MustCompile(`(?m)^\s*(latchkey|etcd|etcd-stm)\s+(\d+)\s+(\d+)\s+(\d+)%\s+([0-9.]+)\s+\S+\s+\S+\s+\S+\s+([0-9.]+)\s+(\d+) (\d+) (\d+)\s+(\S+)\s*$`)

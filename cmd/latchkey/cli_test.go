@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store/storeurl"
 )
 
@@ -86,16 +87,11 @@ func TestSignalExitCodes(t *testing.T) {
 		code int
 	}{{syscall.SIGTERM, 143}, {syscall.SIGINT, 130}} {
 		cmd := binary(t, "kv", "--store", url, "update", "k", "--", "sh", "-c", "echo started >&2; exec sleep 30")
-		var errb lockedBuffer
+		var errb testutil.LockedBuffer
 		cmd.Stderr = &errb
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; !strings.Contains(errb.String(), "started"); i++ {
-			if i == 1000 {
-				t.Fatalf("CMD did not start: %q", errb.String())
-			}
-			time.Sleep(10 * time.Millisecond)
+		startProcess(t, cmd)
+		if !eventually(10*time.Second, func() bool { return strings.Contains(errb.String(), "started") }) {
+			t.Fatalf("CMD did not start: %q", errb.String())
 		}
 		cmd.Process.Signal(tc.sig)
 		err := cmd.Wait()
@@ -203,8 +199,7 @@ func TestConsulURLChecks(t *testing.T) {
 	}
 	c := newCLI(t)
 	c.fails(1, "want consul://host:port/prefix (two slashes)", "kv", "get", "--store", "consul:/127.0.0.1:8500/app", "k")
-	url, _ := startServe(t, map[string]string{"LATCHKEY_DATA_DIR": t.TempDir(), "LATCHKEY_LISTEN": "127.0.0.1:0"})
-	c.fails(1, "no key exists at: k", "kv", "get", "--store", "consul://"+strings.TrimPrefix(url, "http://")+"/app", "k")
+	c.fails(1, "no key exists at: k", "kv", "get", "--store", serveConsul(t, "app"), "k")
 }
 
 // The help names every scheme storeurl opens, in latchkey --help and in

@@ -80,10 +80,7 @@ func TestConsoleShowsLockRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	startProcess(t, cmd)
 	c := consoleLogin(t, srv)
 	held := waitLock(t, c, srv.URL, "jobs/rotate", "held")
 	if held.Holder != "cron@web-3" || held.Token != 1 {

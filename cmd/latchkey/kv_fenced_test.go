@@ -1,19 +1,13 @@
 package main
 
-import (
-	"os"
-	"testing"
-)
+import "testing"
 
 // kv put -fenced writes only with a token at least the newest that wrote
 // the key: a zombie holder's older token is refused and changes nothing.
 // Under lock run the token comes from $LATCHKEY_FENCING_TOKEN.
 func TestKVPutFenced(t *testing.T) {
 	c := newCLI(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testBinary(t)
 	c.env[asMain] = "1" // CMD below is this test binary acting as latchkey
 	c.ok("lock", "run", "locks/res", "--", exe, "kv", "put", "-fenced", "res", "first holder")
 	c.ok("lock", "run", "locks/res", "--", exe, "kv", "put", "-fenced", "res", "second holder")

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/storeurl"
 )
@@ -51,7 +52,7 @@ func (c *cli) runIn(stdin string, args ...string) outcome {
 	c.t.Helper()
 	// lock run's CMD writes to them from exec's copying goroutines while
 	// lock run writes its own messages.
-	var out, errb lockedBuffer
+	var out, errb testutil.LockedBuffer
 	e := &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string { return c.env[k] }, environ: c.environ, wrapStore: c.wrap}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -43,8 +43,7 @@ func TestKVExportImport(t *testing.T) {
 	if out != want {
 		t.Fatalf("export =\n%s\nwant\n%s", out, want)
 	}
-	url, _ := startServe(t, map[string]string{"LATCHKEY_DATA_DIR": t.TempDir(), "LATCHKEY_LISTEN": "127.0.0.1:0"})
-	srv := &cli{t: t, env: map[string]string{storeEnv: "consul://" + strings.TrimPrefix(url, "http://") + "/imported"}}
+	srv := &cli{t: t, env: map[string]string{storeEnv: serveConsul(t, "imported")}}
 	file := filepath.Join(t.TempDir(), "export.json")
 	os.WriteFile(file, []byte(out), 0o644)
 	if got := srv.ok("kv", "import", "@"+file); got != "Imported: app/a\nImported: app/bin\n" {

@@ -107,9 +107,7 @@ func TestKVTxnProcessesRace(t *testing.T) {
 			  {"KV": {"Verb": "cas", "Key": "app/version", "Index": "` + ver + `", "Value": "` + tag + `"}},
 			  {"KV": {"Verb": "set", "Key": "app/payload", "Value": "` + tag + `"}}
 			]`)
-			if err := cmds[i].Start(); err != nil {
-				t.Fatal(err)
-			}
+			startProcess(t, cmds[i])
 		}
 		applied := 0
 		for i, cmd := range cmds {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -12,29 +10,6 @@ import (
 
 	"github.com/latchkey/latchkey/store/storeurl"
 )
-
-// asMain makes the test binary act as the latchkey command when re-executed
-// with this variable set, so tests can run real OS processes of it.
-const asMain = "LATCHKEY_TEST_AS_MAIN"
-
-func TestMain(m *testing.M) {
-	// lock run starts its supervisor as this binary, asMain or not.
-	if os.Getenv(asMain) == "1" || len(os.Args) > 1 && os.Args[1] == supervisorArg {
-		main()
-	}
-	os.Exit(m.Run())
-}
-
-// binary returns a command that runs this test binary as latchkey.
-func binary(t testing.TB, args ...string) *exec.Cmd {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), asMain+"=1")
-	return cmd
-}
 
 // incr is a shell filter adding one to a decimal number (empty = 0).
 var incr = []string{"sh", "-c", `n=$(cat); echo $(( ${n:-0} + 1 ))`}
@@ -78,10 +53,7 @@ func TestKVUpdateCommandFailurePassesThrough(t *testing.T) {
 // check-and-set loses: the update gives up after exactly -max-attempts.
 func TestKVUpdateGivesUpWhenContended(t *testing.T) {
 	c := newCLI(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testBinary(t)
 	t.Setenv(asMain, "1") // for the inner latchkey run by CMD
 	t.Setenv(storeEnv, c.env[storeEnv])
 	interferer := `"$0" kv put k other >/dev/null && cat`
@@ -99,10 +71,7 @@ func TestKVUpdateGivesUpWhenContended(t *testing.T) {
 // with every attempt lost, it keeps going for -max-time.
 func TestKVUpdateDefaultIsATimeBudget(t *testing.T) {
 	c := newCLI(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	exe := testBinary(t)
 	t.Setenv(asMain, "1")
 	t.Setenv(storeEnv, c.env[storeEnv])
 	o := c.fails(1, "kv update: gave up: k too contended after",

@@ -78,23 +78,13 @@ func TestLockRunCutOffHolderKillsCMDBeforeTakeover(t *testing.T) {
 	holder := binary(t, "lock", "run", "--store", "consul://"+proxy.ln.Addr().String()+"/locks",
 		"--ttl", ttl.String(), "--grace", grace.String(), "k", "--",
 		"sh", "-c", fmt.Sprintf(`trap "" TERM; while :; do echo "beat $LATCHKEY_FENCING_TOKEN" >> %s; sleep 0.05; done`, file))
-	hOut := &strings.Builder{}
-	holder.Stdout, holder.Stderr = hOut, hOut
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Process.Kill()
+	hOut := startCombined(t, holder)
 	if !waitLines(t, file, 20*time.Second) {
 		t.Fatalf("the holder's CMD never started: %s", hOut)
 	}
 	contender := binary(t, "lock", "run", "--store", "consul://"+srv.Addr+"/locks", "--ttl", ttl.String(), "k", "--",
 		"sh", "-c", fmt.Sprintf(`echo "start $LATCHKEY_FENCING_TOKEN" >> %s`, file))
-	cOut := &strings.Builder{}
-	contender.Stdout, contender.Stderr = cOut, cOut
-	if err := contender.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer contender.Process.Kill()
+	cOut := startCombined(t, contender)
 	time.Sleep(time.Second) // the holder renews through the proxy; the contender waits
 	proxy.cut()
 

@@ -48,10 +48,7 @@ func TestLockRunForcedReleaseKillsWholeGroupBeforeNextHolder(t *testing.T) {
 	if i < 0 || i != len(lines)-1 || i == 0 {
 		t.Fatalf("log has %d lines, \"new\" at %d: the old group wrote after the next holder started (or never ran)", len(lines), i)
 	}
-	for deadline := time.Now().Add(5 * time.Second); alive(grandchild) && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if alive(grandchild) {
+	if !eventually(5*time.Second, func() bool { return !alive(grandchild) }) {
 		t.Errorf("the TERM-ignoring grandchild %d is still alive after its lock run exited", grandchild)
 	}
 }
@@ -66,10 +63,8 @@ func TestLockRunKillsGroupLeftByCMD(t *testing.T) {
 	defer syscall.Kill(pid, syscall.SIGKILL)
 	// SIGKILL was sent before lock run returned; the kernel ends the
 	// process asynchronously, so give it a moment.
-	for deadline := time.Now().Add(5 * time.Second); alive(pid); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the process CMD left in its group (%d) is alive 5s after lock run exited", pid)
-		}
+	if !eventually(5*time.Second, func() bool { return !alive(pid) }) {
+		t.Fatalf("the process CMD left in its group (%d) is alive 5s after lock run exited", pid)
 	}
 }
 

@@ -36,10 +36,7 @@ wait`, pidFile(0), pidFile(1), pidFile(2), log)
 	// pipe open, and Wait would wait for it.
 	aOut := outFile(t, filepath.Join(dir, "a.out"))
 	a.Stdout, a.Stderr = aOut, aOut
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Process.Kill()
+	startProcess(t, a)
 	var pids []int
 	for i := range 3 {
 		pid := waitPID(t, pidFile(i))
@@ -57,10 +54,7 @@ wait`, pidFile(0), pidFile(1), pidFile(2), log)
 	b := binary(t, "lock", "run", "--store", url, "--ttl", ttl.String(), "k", "--", "sh", "-c", check.String())
 	bOut := outFile(t, filepath.Join(dir, "b.out"))
 	b.Stdout, b.Stderr = bOut, bOut
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer b.Process.Kill()
+	startProcess(t, b)
 	time.Sleep(200 * time.Millisecond) // b waits for the lock now
 
 	killed := time.Now()

@@ -32,22 +32,13 @@ func TestLockRunKilledHolder(t *testing.T) {
 	aStart := time.Now()
 	a := binary(t, "lock", "run", "--store", url, "--ttl", ttl.String(), "jobs/one", "--",
 		"sh", "-c", fmt.Sprintf(`echo "start $LATCHKEY_FENCING_TOKEN" >> %s; echo $$ > %s.tmp; mv %[2]s.tmp %[2]s; exec sleep 60`, file, pidFile))
-	aOut := &strings.Builder{}
-	a.Stdout, a.Stderr = aOut, aOut
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Process.Kill()
+	aOut := startCombined(t, a)
 	childPID := waitPID(t, pidFile)
 	defer syscall.Kill(childPID, syscall.SIGKILL)
 	unchanged := watchRecord(t, storeDir, "jobs/one", aStart)
 
 	b := binary(t, append([]string{"lock", "run", "--store", url, "--ttl", ttl.String(), "jobs/one", "--"}, appendLines(file, "0")...)...)
-	bOut := &strings.Builder{}
-	b.Stdout, b.Stderr = bOut, bOut
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
+	bOut := startCombined(t, b)
 	time.Sleep(ttl / 2) // b is waiting now; a renews
 	if lines := readLines(t, file); len(lines) != 1 {
 		// Only correct if a's renews were starved for its whole validity
@@ -66,12 +57,8 @@ func TestLockRunKilledHolder(t *testing.T) {
 	killed := time.Now()
 	a.Process.Signal(syscall.SIGKILL)
 	a.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(childPID, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d still alive 5s after its lock run was killed", childPID)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually(5*time.Second, func() bool { return syscall.Kill(childPID, 0) != nil }) {
+		t.Fatalf("child %d still alive 5s after its lock run was killed", childPID)
 	}
 	if err := b.Wait(); err != nil {
 		t.Fatalf("contender: %v: %s", err, bOut)
@@ -176,12 +163,7 @@ func TestLockRunRenewsWhileCMDRuns(t *testing.T) {
 	url := storeurl.FileURL(filepath.Join(dir, "store"))
 	file := filepath.Join(dir, "log")
 	a := binary(t, append([]string{"lock", "run", "--store", url, "--ttl", ttl.String(), "k", "--"}, appendLines(file, "5")...)...)
-	aOut := &strings.Builder{}
-	a.Stdout, a.Stderr = aOut, aOut
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer a.Process.Kill()
+	aOut := startCombined(t, a)
 	if !waitLines(t, file, 10*time.Second) {
 		t.Fatal("CMD never started")
 	}
@@ -215,10 +197,7 @@ func TestLockRunForwardsSignals(t *testing.T) {
 			file := filepath.Join(dir, "log")
 			cmd := binary(t, "lock", "run", "--store", url, "--child-exit-code", "k", "--", "sh", "-c",
 				fmt.Sprintf(`trap 'echo term >> %[1]s; n=1' TERM; trap 'echo int >> %[1]s; n=1' INT; echo ready >> %[1]s; while [ -z "$n" ]; do sleep 0.05; done; sleep 0.3; exit 5`, file))
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
+			startProcess(t, cmd)
 			if !waitLines(t, file, 10*time.Second) {
 				t.Fatal("CMD never started")
 			}

@@ -86,12 +86,7 @@ func waitPID(t *testing.T, file string) int {
 // has.
 func waitLines(t testing.TB, file string, d time.Duration) bool {
 	t.Helper()
-	for deadline := time.Now().Add(d); len(readLines(t, file)) == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return false
-		}
-	}
-	return true
+	return eventually(d, func() bool { return len(readLines(t, file)) > 0 })
 }
 
 func readLines(t testing.TB, file string) []string {

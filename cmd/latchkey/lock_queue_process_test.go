@@ -79,10 +79,7 @@ func queued(t *testing.T, url, key string) []string {
 
 func waitFor(t *testing.T, ok func() bool, what string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !ok(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !eventually(20*time.Second, ok) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }

@@ -137,14 +137,8 @@ func TestProbeOwnServer(t *testing.T) {
 	t.Setenv("AWS_REGION", "us-east-1")
 	base, _ := startServe(t, map[string]string{}, "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0",
 		"--access-key", "probe-access", "--secret-key", "probe-secret-key", "--anonymous")
-	req, _ := http.NewRequest(http.MethodPut, base+"/probe-bucket", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("create bucket: %s", resp.Status)
+	if code, body := httpDo(t, http.MethodPut, base+"/probe-bucket", ""); code != http.StatusOK {
+		t.Fatalf("create bucket: %d %s", code, body)
 	}
 	host := strings.TrimPrefix(base, "http://")
 	c := newCLI(t)

@@ -51,9 +51,7 @@ func TestPublishProgressOnTerminal(t *testing.T) {
 	cmd := binary(t, "publish", "--store", c.env[storeEnv], "--prefix", "p", "-C", src, ".")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, slave
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	startProcess(t, cmd)
 	slave.Close()
 	term := make(chan string)
 	go func() {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -18,6 +19,12 @@ import (
 	"github.com/latchkey/latchkey/publish"
 	"github.com/latchkey/latchkey/store"
 )
+
+// addPublicationFlags registers the flags of every command on a
+// publication: --store (pass it to openStore) and --prefix, required.
+func addPublicationFlags(fs *flag.FlagSet) (storeURL, prefix *string) {
+	return addStoreFlag(fs), fs.String("prefix", "", "publication `prefix` (required)")
+}
 
 func runPublish(ctx context.Context, e *env, args []string) error {
 	if len(args) > 0 && publishSubcommands[args[0]] != nil {
@@ -46,8 +53,7 @@ refused; --wait D bounds the wait for it as lock run's --wait does.`)
       applied (publish current tells)
   130, 143  interrupted before the commit: nothing committed
 `, `docs/cli.md, "Interrupted"`)
-	storeFlag := addStoreFlag(f.FlagSet)
-	prefix := f.String("prefix", "", "publication `prefix` (required)")
+	storeFlag, prefix := addPublicationFlags(f.FlagSet)
 	leaseKey := f.String("lease", "", "hold the lease at `KEY` while publishing and fence the commit with its token")
 	chdir := f.String("C", "", "name files relative to `DIR` (as tar -C)")
 	filesFrom := f.String("files-from", "", "also publish the paths listed in `FILE` (- for stdin), one a line")
@@ -189,8 +195,7 @@ holds one whole generation or nothing. Prints the generation.`)
   1   nothing published, --out not empty (without --force), an error
   2   bad command line
 `, "")
-	storeFlag := addStoreFlag(f.FlagSet)
-	prefix := f.String("prefix", "", "publication `prefix` (required)")
+	storeFlag, prefix := addPublicationFlags(f.FlagSet)
 	out := f.String("out", "", "output `directory` (required; must not exist or be empty)")
 	force := f.Bool("force", false, "replace an --out directory that holds files (the old one is removed once the new one is in place)")
 	if err := f.parse(args[1:]); err != nil {
@@ -359,8 +364,7 @@ published (that publish then fails and publishes nothing).`)
   1   a delete or the listing failed
   2   bad command line
 `, "")
-	storeFlag := addStoreFlag(f.FlagSet)
-	prefix := f.String("prefix", "", "publication `prefix` (required)")
+	storeFlag, prefix := addPublicationFlags(f.FlagSet)
 	grace := f.Duration("grace", publish.DefaultGrace, "keep generations younger than this")
 	dry := f.Bool("dry-run", false, "list what would be deleted; delete nothing")
 	if err := f.parse(args); err != nil {

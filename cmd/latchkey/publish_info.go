@@ -38,8 +38,7 @@ func runPublishCurrent(ctx context.Context, e *env, args []string) error {
   1   nothing published under P, or an error
   2   bad command line
 `, "")
-	storeFlag := addStoreFlag(f.FlagSet)
-	prefix := f.String("prefix", "", "publication `prefix` (required)")
+	storeFlag, prefix := addPublicationFlags(f.FlagSet)
 	asJSON := f.Bool("json", false, "print the manifest as JSON")
 	if err := f.parse(args); err != nil {
 		return err
@@ -80,8 +79,7 @@ it is kept.`)
   1   an error
   2   bad command line
 `, "")
-	storeFlag := addStoreFlag(f.FlagSet)
-	prefix := f.String("prefix", "", "publication `prefix` (required)")
+	storeFlag, prefix := addPublicationFlags(f.FlagSet)
 	grace := f.Duration("grace", publish.DefaultGrace, "the grace gc would use")
 	asJSON := f.Bool("json", false, "print the list as JSON")
 	if err := f.parse(args); err != nil {

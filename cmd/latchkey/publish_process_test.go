@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // A publisher killed with SIGKILL in the middle of writing its objects
@@ -27,9 +29,7 @@ func TestPublishKilledMidway(t *testing.T) {
 	writeFiles(t, src, map[string]string{"a.txt": "never visible"})
 	cmd := binary(t, "publish", "--store", c.env[storeEnv], "--prefix", "p", "a.txt", "b.fifo")
 	cmd.Dir = src
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	startProcess(t, cmd)
 	fifo, err := os.OpenFile(filepath.Join(src, "b.fifo"), os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -38,12 +38,8 @@ func TestPublishKilledMidway(t *testing.T) {
 		t.Fatal(err)
 	}
 	// a.txt of the new generation is stored before b.fifo is read.
-	deadline := time.Now().Add(10 * time.Second)
-	for c.ok("kv", "list", "p/gen/") == c.ok("kv", "list", "p/gen/"+first+"/") {
-		if time.Now().After(deadline) {
-			t.Fatal("the second publisher wrote nothing in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually(10*time.Second, func() bool { return c.ok("kv", "list", "p/gen/") != c.ok("kv", "list", "p/gen/"+first+"/") }) {
+		t.Fatal("the second publisher wrote nothing in 10s")
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
@@ -81,22 +77,16 @@ func TestPublishInterrupted(t *testing.T) {
 	}
 	cmd := binary(t, "publish", "--store", c.env[storeEnv], "--prefix", "p", "a.txt", "b.fifo", "c.txt")
 	cmd.Dir = src
-	var errb lockedBuffer
+	var errb testutil.LockedBuffer
 	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	startProcess(t, cmd)
 	fifo, err := os.OpenFile(filepath.Join(src, "b.fifo"), os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fifo.Write([]byte("partial body"))
-	deadline := time.Now().Add(10 * time.Second)
-	for c.ok("kv", "list", "p/gen/") == c.ok("kv", "list", "p/gen/"+first+"/") {
-		if time.Now().After(deadline) {
-			t.Fatal("the publisher wrote nothing in 10s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually(10*time.Second, func() bool { return c.ok("kv", "list", "p/gen/") != c.ok("kv", "list", "p/gen/"+first+"/") }) {
+		t.Fatal("the publisher wrote nothing in 10s")
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	time.Sleep(100 * time.Millisecond)

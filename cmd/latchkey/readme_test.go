@@ -39,15 +39,7 @@ func readmeBlock(t *testing.T, heading string) string {
 // values are the ones its comments promise.
 func TestReadmeKVTour(t *testing.T) {
 	block := readmeBlock(t, "## `latchkey kv`: keys from the shell")
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, work := t.TempDir(), t.TempDir()
-	wrapper := "#!/bin/sh\n" + asMain + "=1 exec '" + exe + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "latchkey"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, work := latchkeyDir(t), t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "logo.png"), []byte("\x89PNG\r\n\x1a\n\x00"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -231,15 +223,7 @@ func TestReadmeTour(t *testing.T) {
 		}
 		t.Skip("the README tour needs the aws CLI")
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, home := t.TempDir(), t.TempDir()
-	wrapper := "#!/bin/sh\n" + asMain + "=1 exec '" + exe + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "latchkey"), []byte(wrapper), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, home := latchkeyDir(t), t.TempDir()
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")

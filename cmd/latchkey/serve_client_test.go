@@ -82,15 +82,8 @@ func TestServeBindsBeforeCreating(t *testing.T) {
 func TestServeRequestLogJSON(t *testing.T) {
 	vars := map[string]string{"LATCHKEY_DATA_DIR": t.TempDir(), "LATCHKEY_LISTEN": "127.0.0.1:0"}
 	url, stop, errb := startServeLog(t, vars, "--log-format", "json", "--log-requests")
-	resp, err := http.Get(url + "/some-bucket/k?X-Amz-Signature=topsecret&X-Amz-Credential=AK")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp, err = http.Get(url + "/-/health"); err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	httpDo(t, http.MethodGet, url+"/some-bucket/k?X-Amz-Signature=topsecret&X-Amz-Credential=AK", "")
+	httpDo(t, http.MethodGet, url+"/-/health", "")
 	stop()
 	var reqs []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(errb.String()), "\n") {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,12 +10,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // serveProcess starts `latchkey serve` as a real OS process with the given
 // environment and returns it with its base URL, read from its startup
 // line. Its stderr is collected in errb.
-func serveProcess(t *testing.T, env []string, errb *lockedBuffer) (*exec.Cmd, string) {
+func serveProcess(t *testing.T, env []string, errb *testutil.LockedBuffer) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := binary(t, "serve")
 	cmd.Env = append(cmd.Env, env...)
@@ -25,28 +26,13 @@ func serveProcess(t *testing.T, env []string, errb *lockedBuffer) (*exec.Cmd, st
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	startProcess(t, cmd)
 	line, err := bufio.NewReader(out).ReadString('\n')
 	i := strings.Index(line, "http://")
 	if err != nil || i < 0 {
 		t.Fatalf("serve process said %q (%v); stderr: %s", line, err, errb)
 	}
 	return cmd, strings.Fields(line[i:])[0]
-}
-
-func httpDo(t *testing.T, method, url, body string) string {
-	t.Helper()
-	req, _ := http.NewRequest(method, url, strings.NewReader(body))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }
 
 // The README's flow as real processes: serve with no flags but the port
@@ -59,9 +45,9 @@ func TestServeProcessLifecycle(t *testing.T) {
 		"LATCHKEY_DATA_DIR=", "LATCHKEY_ACL_TOKEN=", "LATCHKEY_ACCESS_KEY=", "LATCHKEY_SECRET_KEY="}
 	dir := filepath.Join(state, "latchkey", "server")
 
-	var errb lockedBuffer
+	var errb testutil.LockedBuffer
 	cmd, url := serveProcess(t, env, &errb)
-	if got := httpDo(t, http.MethodPut, url+"/v1/kv/x", "hello"); got != "true" {
+	if _, got := httpDo(t, http.MethodPut, url+"/v1/kv/x", "hello"); got != "true" {
 		t.Fatalf("PUT /v1/kv/x: %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "latchkey.db")); err != nil {
@@ -83,14 +69,14 @@ func TestServeProcessLifecycle(t *testing.T) {
 		t.Fatalf("no clean stop logged: %s", errb.String())
 	}
 
-	cmd, _ = serveProcess(t, env, &lockedBuffer{})
+	cmd, _ = serveProcess(t, env, &testutil.LockedBuffer{})
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	if _, err := os.Stat(filepath.Join(dir, "LOCK")); err != nil {
 		t.Fatalf("LOCK file after SIGKILL: %v", err)
 	}
-	_, url = serveProcess(t, env, &lockedBuffer{})
-	if got := httpDo(t, http.MethodGet, url+"/v1/kv/x?raw", ""); got != "hello" {
+	_, url = serveProcess(t, env, &testutil.LockedBuffer{})
+	if _, got := httpDo(t, http.MethodGet, url+"/v1/kv/x?raw", ""); got != "hello" {
 		t.Fatalf("after SIGKILL and restart, x = %q", got)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"maps"
@@ -13,27 +12,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/server"
 )
 
-// lockedBuffer is a bytes.Buffer safe for concurrent writes and reads: a
-// server's log, a child's output copied by exec. It has no ReadFrom, so
-// exec copies through Write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+// httpDo sends a request with body and returns the answer's status code
+// and body (what could be read of it: callers compare it); a request that
+// gets no answer ends the test.
+func httpDo(t *testing.T, method, url, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // startServe runs `latchkey serve args...` in-process with environment vars
@@ -45,12 +40,21 @@ func startServe(t *testing.T, vars map[string]string, args ...string) (string, f
 	return url, stop
 }
 
+// serveConsul starts `latchkey serve` in-process on a fresh data directory
+// and a loopback port, and returns the store URL of its Consul KV API
+// under prefix (consul://HOST:PORT/PREFIX).
+func serveConsul(t *testing.T, prefix string) string {
+	t.Helper()
+	url, _ := startServe(t, map[string]string{"LATCHKEY_DATA_DIR": t.TempDir(), "LATCHKEY_LISTEN": "127.0.0.1:0"})
+	return "consul://" + strings.TrimPrefix(url, "http://") + "/" + prefix
+}
+
 // startServeLog is startServe that also returns the server's stderr (its
 // log).
-func startServeLog(t *testing.T, vars map[string]string, args ...string) (string, func() int, *lockedBuffer) {
+func startServeLog(t *testing.T, vars map[string]string, args ...string) (string, func() int, *testutil.LockedBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	out, errb := &lockedBuffer{}, &lockedBuffer{}
+	out, errb := &testutil.LockedBuffer{}, &testutil.LockedBuffer{}
 	e := &env{stdin: strings.NewReader(""), stdout: out, stderr: errb, getenv: func(k string) string { return vars[k] }}
 	done := make(chan int, 1)
 	go func() { done <- report(run(ctx, append([]string{"serve"}, args...), e), errb, false) }()
@@ -91,14 +95,8 @@ func TestServeFromEnvironment(t *testing.T) {
 		"LATCHKEY_LISTEN":    "127.0.0.1:0",
 		"LATCHKEY_ANONYMOUS": "true",
 	})
-	resp, err := http.Get(url + "/-/health")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"status":"ok"`) {
-		t.Fatalf("health: %d %s", resp.StatusCode, body)
+	if code, body := httpDo(t, http.MethodGet, url+"/-/health", ""); code != 200 || !strings.Contains(body, `"status":"ok"`) {
+		t.Fatalf("health: %d %s", code, body)
 	}
 	// A second server on the same directory is refused with a clear message,
 	// also when it asks for the same port (as two default `serve` do).

@@ -11,31 +11,8 @@ import (
 // names, refuses new ones from them, lets the others through, and
 // Refuse(nil) heals; ConsulCluster.Isolate builds partitions on it.
 func TestProxyRefuse(t *testing.T) {
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer echo.Close()
-	go func() {
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					c.Write([]byte(line))
-				}
-			}()
-		}
-	}()
-	p, err := StartProxyAt("127.0.0.1:0", echo.Addr().String())
+	echo := lineServer(t, func(line string) string { return line })
+	p, err := StartProxyAt("127.0.0.1:0", echo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,11 +20,7 @@ import (
 // and that after the heal the old leader catches up.
 func TestPartitionedLeaderIsReplaced(t *testing.T) {
 	ctx := context.Background()
-	c, k := startCounter(t, "partition/")
-	old, err := c.WaitLeader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, k, old := startCounter(t, "partition/")
 	c.Partition(old)
 	cut := time.Now()
 	healed := false

@@ -26,11 +26,7 @@ import (
 // with the default (5 s) and a 9 s stop it measured 4.4 s and 5.0 s.
 func TestStoppedMemberDoesNotStallRequests(t *testing.T) {
 	ctx := context.Background()
-	c, k := startCounter(t, "stall/")
-	leader, err := c.WaitLeader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, k, leader := startCounter(t, "stall/")
 	const stopFor = 6 * time.Second
 	bound := 250*time.Millisecond + etcdAttemptTimeout + time.Second
 	if err := c.Stop(leader); err != nil {
@@ -72,8 +68,9 @@ type counter struct {
 }
 
 // startCounter starts a Cluster for the test and a counter under prefix,
-// and increments 3*Size times, so that every member has a connection.
-func startCounter(t *testing.T, prefix string) (*Cluster, *counter) {
+// increments 3*Size times, so that every member has a connection, and
+// returns them with the member that leads then.
+func startCounter(t *testing.T, prefix string) (*Cluster, *counter, int) {
 	t.Helper()
 	c := startTestCluster(t, ClusterOptions{})
 	s, err := etcdstore.Open(context.Background(), &etcdstore.Options{Endpoints: c.ClientEndpoints(), Prefix: prefix, AttemptTimeout: etcdAttemptTimeout})
@@ -87,7 +84,11 @@ func startCounter(t *testing.T, prefix string) (*Cluster, *counter) {
 			t.Fatal(err)
 		}
 	}
-	return c, k
+	leader, err := c.WaitLeader(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, k, leader
 }
 
 // incr writes the next value.

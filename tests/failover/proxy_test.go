@@ -11,32 +11,12 @@ import (
 // cutting reaches the target, its answer never reaches the client, and the
 // client's connection then fails; a new connection is served.
 func TestProxyCutSwallowsAnswersThenResets(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
 	got := make(chan string, 4)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					got <- line
-					c.Write([]byte("ok " + line))
-				}
-			}()
-		}
-	}()
-	p, err := StartProxy(ln.Addr().String())
+	target := lineServer(t, func(line string) string {
+		got <- line
+		return "ok " + line
+	})
+	p, err := StartProxy(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,4 +57,36 @@ func TestProxyCutSwallowsAnswersThenResets(t *testing.T) {
 	if a, err := bufio.NewReader(c2).ReadString('\n'); err != nil || a != "ok three\n" {
 		t.Fatalf("after the cut: %q, %v", a, err)
 	}
+}
+
+// lineServer serves TCP on a loopback port until the test ends and
+// returns its address: answer is given each line a client sends (with its
+// newline), and what it returns is written back.
+func lineServer(t *testing.T, answer func(line string) string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					c.Write([]byte(answer(line)))
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
 }
