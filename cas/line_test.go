@@ -150,21 +150,33 @@ func TestTheWinnerGoesBehindTheOthers(t *testing.T) {
 // counting it and deletes it; the window's other tickets race meanwhile.
 func TestDeadTicketsAreSkippedAfterTheirTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := memstore.New()
-		plantTickets(t, mem, "k", "dead")
-		s := &racing{Store: mem, n: lineAfter}
-		o := &Options{MaxDelay: 100 * ms}
-		start := time.Now()
-		res, err := Update(context.Background(), s, "k", add, o)
-		if err != nil || res.Outcome != Written {
-			t.Fatalf("Update = %+v, %v", res, err)
+		_, after := updateBehindDeadTickets(t, lineWindow, func(r *racing) store.Store { return r })
+		if len(after) != 0 {
+			t.Fatalf("tickets left in the line: %q", after)
 		}
-		ttl := lineTicketTTL * o.MaxDelay
-		if el := time.Since(start); el < ttl || el > ttl+o.MaxDelay {
-			t.Fatalf("behind a window of dead tickets the Update took %v, want their TTL (%v) and at most one MaxDelay more", el, ttl)
-		}
-		wantNoTickets(t, mem, "k")
 	})
+}
+
+// updateBehindDeadTickets plants n dead tickets in the line of "k" and
+// runs an Update through wrap(a store whose first lineAfter writes of the
+// key lose their race), which must take their TTL and at most one
+// MaxDelay more. It returns the tickets planted and the line after.
+func updateBehindDeadTickets(t *testing.T, n int, wrap func(*racing) store.Store) (dead, after []string) {
+	t.Helper()
+	mem := memstore.New()
+	plantTicketsN(t, mem, "k", "dead", n)
+	dead = lineOf(t, mem, "k")
+	o := &Options{MaxDelay: 100 * ms}
+	start := time.Now()
+	res, err := Update(context.Background(), wrap(&racing{Store: mem, n: lineAfter}), "k", add, o)
+	if err != nil || res.Outcome != Written {
+		t.Fatalf("Update = %+v, %v", res, err)
+	}
+	ttl := lineTicketTTL * o.MaxDelay
+	if el := time.Since(start); el < ttl || el > ttl+o.MaxDelay {
+		t.Fatalf("behind %d dead tickets the Update took %v, want their TTL (%v) and at most one MaxDelay more", n, el, ttl)
+	}
+	return dead, lineOf(t, mem, "k")
 }
 
 // An Update leaves the line however it ends: here ctx ends while it
@@ -327,22 +339,9 @@ func TestAWaiterWatchesTheTicketThatBringsItToTheWindow(t *testing.T) {
 // contention to remove).
 func TestDeadTicketsAreSkippedWhileWatching(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := memstore.New()
-		plantTicketsN(t, mem, "k", "dead", lineWindow+2)
-		dead := lineOf(t, mem, "k")
-		s := watchable{&racing{Store: mem, n: lineAfter}, mem}
-		o := &Options{MaxDelay: 100 * ms}
-		start := time.Now()
-		res, err := Update(context.Background(), s, "k", add, o)
-		if err != nil || res.Outcome != Written {
-			t.Fatalf("Update = %+v, %v", res, err)
-		}
-		ttl := lineTicketTTL * o.MaxDelay
-		if el := time.Since(start); el < ttl || el > ttl+o.MaxDelay {
-			t.Fatalf("behind dead tickets the Update took %v, want their TTL (%v) and at most one MaxDelay more", el, ttl)
-		}
-		if l := lineOf(t, mem, "k"); !slices.Equal(l, dead[lineWindow:]) {
-			t.Fatalf("line %q, want only the dead tickets behind the first %d: %q", l, lineWindow, dead[lineWindow:])
+		dead, after := updateBehindDeadTickets(t, lineWindow+2, func(r *racing) store.Store { return watchable{r, r.Store.(store.Watcher)} })
+		if !slices.Equal(after, dead[lineWindow:]) {
+			t.Fatalf("line %q, want only the dead tickets behind the first %d: %q", after, lineWindow, dead[lineWindow:])
 		}
 	})
 }
