@@ -179,22 +179,37 @@ func updateBehindDeadTickets(t *testing.T, n int, wrap func(*racing) store.Store
 	return dead, lineOf(t, mem, "k")
 }
 
-// An Update leaves the line however it ends: here ctx ends while it
-// waits behind others.
+// An Update leaves the line however it ends: here ctx ends, or
+// Options.Timeout passes, while it waits behind others, listing the line
+// on timers or watching it.
 func TestAnUpdateLeavesTheLineWhenCancelled(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem := memstore.New()
-		plantTickets(t, mem, "k", "other")
-		ctx, cancel := context.WithTimeout(context.Background(), 100*ms)
-		defer cancel()
-		_, err := Update(ctx, &racing{Store: mem, n: lineAfter}, "k", add, nil)
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("err = %v, want ctx's deadline", err)
-		}
-		if l := lineOf(t, mem, "k"); len(l) != lineWindow {
-			t.Fatalf("line %q after the Update ended, want only the %d others", l, lineWindow)
-		}
-	})
+	const others = lineWindow + 2
+	stores := map[string]func(*racing) store.Store{
+		"timed":    func(r *racing) store.Store { return r },
+		"watching": func(r *racing) store.Store { return watchable{r, r.Store.(store.Watcher)} },
+	}
+	for name, wrap := range stores {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem := memstore.New()
+				plantTicketsN(t, mem, "k", "other", others)
+				ctx, cancel := context.WithTimeout(context.Background(), 100*ms)
+				defer cancel()
+				_, err := Update(ctx, wrap(&racing{Store: mem, n: lineAfter}), "k", add, nil)
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("err = %v, want ctx's deadline", err)
+				}
+				_, err = Update(context.Background(), wrap(&racing{Store: mem, n: lineAfter}), "k", add, &Options{Timeout: 100 * ms})
+				var ce *ContendedError
+				if !errors.As(err, &ce) || !ce.Deadline {
+					t.Fatalf("err = %v, want a ContendedError at Options.Timeout", err)
+				}
+				if l := lineOf(t, mem, "k"); len(l) != others {
+					t.Fatalf("line %q after the Updates ended, want only the %d others", l, others)
+				}
+			})
+		})
+	}
 }
 
 // The line never decides a write: with every operation on it failing,
