@@ -46,11 +46,46 @@ func (p *proc) trip(serve func()) {
 }
 
 // requests counts the requests of all procs, by kind: reads and writes
-// of the key itself, writes (creates and deletes) of tickets, listings.
-type requests struct{ gets, puts, tickets, lists atomic.Int64 }
+// of the key itself, writes (creates and deletes) of tickets, listings,
+// the requests of watches (watchingProc).
+type requests struct{ gets, puts, tickets, lists, watches atomic.Int64 }
 
 func (r *requests) total() int64 {
-	return r.gets.Load() + r.puts.Load() + r.tickets.Load() + r.lists.Load()
+	return r.gets.Load() + r.puts.Load() + r.tickets.Load() + r.lists.Load() + r.watches.Load()
+}
+
+// watchingProc is a proc whose store can watch a key, as consulstore's:
+// a WaitChange is a read of the key and, when it has not changed, the
+// first query of its watch loop (a plain read too) and a blocking query,
+// answered (one more pass through the server) when the key changes. Each
+// is one request.
+type watchingProc struct{ *proc }
+
+func (p watchingProc) WaitChange(ctx context.Context, key string, last store.Version) error {
+	for range 2 {
+		p.requests.watches.Add(1)
+		var cur store.Version
+		p.trip(func() {
+			if e, err := p.Store.Get(ctx, key); err == nil {
+				cur = e.Version
+			}
+		})
+		if cur != last {
+			return nil
+		}
+	}
+	p.requests.watches.Add(1)
+	time.Sleep(p.rtt / 2)
+	if err := p.Store.(store.Watcher).WaitChange(ctx, key, last); err != nil {
+		return err
+	}
+	if p.busy != nil {
+		p.busy <- struct{}{}
+		time.Sleep(p.service)
+		<-p.busy
+	}
+	time.Sleep(p.rtt / 2)
+	return nil
 }
 
 func (p *proc) Get(ctx context.Context, key string) (store.Entry, error) {
@@ -103,21 +138,36 @@ func (f fairness) rate() float64 { return float64(f.total) / f.d.Seconds() }
 func (f fairness) String() string {
 	per := func(n int64) float64 { return float64(n) / float64(f.total) }
 	r := f.requests
-	return fmt.Sprintf("%d updates (%.0f/s, %d failed, %.2f attempts and %.2f requests each: %.2f reads, %.2f writes, %.2f ticket writes, %.2f listings), p50 %v p99 %v max %v, slowest process %.2f of the mean share",
+	return fmt.Sprintf("%d updates (%.0f/s, %d failed, %.2f attempts and %.2f requests each: %.2f reads, %.2f writes, %.2f ticket writes, %.2f listings, %.2f of watches), p50 %v p99 %v max %v, slowest process %.2f of the mean share",
 		f.total, f.rate(), f.failed, float64(f.attempts)/float64(f.total), per(r.total()),
-		per(r.gets.Load()), per(r.puts.Load()), per(r.tickets.Load()), per(r.lists.Load()),
+		per(r.gets.Load()), per(r.puts.Load()), per(r.tickets.Load()), per(r.lists.Load()), per(r.watches.Load()),
 		f.p50, f.p99, f.max, f.minShare)
 }
 
 // measureFairness runs procs processes, each one goroutine updating one
 // shared key in a loop for d, and returns what each got done.
 func measureFairness(t *testing.T, procs int, d, rtt, service time.Duration) fairness {
-	return measureFairnessNear(t, procs, d, rtt, service, rtt)
+	return measureFairnessOf(t, fairRun{procs: procs, d: d, rtt: rtt, service: service, near: rtt})
 }
 
 // measureFairnessNear is measureFairness with process 0 at a round trip
 // of near instead of rtt.
 func measureFairnessNear(t *testing.T, procs int, d, rtt, service, near time.Duration) fairness {
+	return measureFairnessOf(t, fairRun{procs: procs, d: d, rtt: rtt, service: service, near: near})
+}
+
+// fairRun is one measurement of measureFairnessOf: procs processes for d,
+// each request a round trip of rtt (process 0's of near), on a server
+// that serves one request at a time for service (0: at once, all
+// together); with watch, their stores can watch a key (watchingProc).
+type fairRun struct {
+	procs                 int
+	d, rtt, service, near time.Duration
+	watch                 bool
+}
+
+func measureFairnessOf(t *testing.T, r fairRun) fairness {
+	procs, d := r.procs, r.d
 	mem := memstore.New()
 	var mu sync.Mutex
 	var lat []time.Duration
@@ -125,19 +175,23 @@ func measureFairnessNear(t *testing.T, procs int, d, rtt, service, near time.Dur
 	var wg sync.WaitGroup
 	f.requests = &requests{}
 	var busy chan struct{} // made in the bubble
-	if service > 0 {
+	if r.service > 0 {
 		busy = make(chan struct{}, 1)
 	}
 	end := time.Now().Add(d)
 	for i := range procs {
-		p := &proc{Store: mem, rtt: rtt, requests: f.requests, busy: busy, service: service}
+		p := &proc{Store: mem, rtt: r.rtt, requests: f.requests, busy: busy, service: r.service}
 		if i == 0 {
-			p.rtt = near
+			p.rtt = r.near
+		}
+		var s store.Store = p
+		if r.watch {
+			s = watchingProc{p}
 		}
 		wg.Go(func() {
 			for time.Now().Before(end) {
 				start := time.Now()
-				res, err := Update(context.Background(), p, "fair/k", add, &Options{MaxAttempts: 1 << 20})
+				res, err := Update(context.Background(), s, "fair/k", add, &Options{MaxAttempts: 1 << 20})
 				el := time.Since(start)
 				mu.Lock()
 				f.attempts += res.Attempts
@@ -248,5 +302,38 @@ func TestANearProcessDoesNotCaptureTheKey(t *testing.T) {
 		f := measureFairnessNear(t, procs, 3*time.Second, time.Millisecond, 0, time.Millisecond/10)
 		t.Logf("%d processes, one near: %v (the near one: %d)", procs, f, f.counts[0])
 		checkFair(t, procs, f)
+	})
+}
+
+// TestUpdateWatchesTheLine is TestUpdateIsFairOnABusyServer at 8 and 64
+// processes on stores that can watch a key (watchingProc: a Consul
+// client's costs, a read and a blocking query per watch). The waiters
+// behind the window wait on the ticket whose departure brings them to it
+// (watchLine) instead of listing the line on timers, so a wait costs a
+// watch whatever its length, and the window is two tickets. With the
+// timed listings at 64 processes: 47 updates/s (one process alone: 250),
+// 14.7 requests per update (6.2 listings, 3.5 attempts), the slowest
+// process at 0.45 of the mean share: on a server bound by the requests
+// it serves, the listings of the waiters slowed the line, which made
+// them list more. Watching: about 110 updates/s, 9.8 requests per
+// update, 0.97.
+func TestUpdateWatchesTheLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var one float64
+		for _, procs := range []int{1, 8, 64} {
+			f := measureFairnessOf(t, fairRun{procs: procs, d: 3 * time.Second, rtt: time.Millisecond, service: time.Millisecond, near: time.Millisecond, watch: true})
+			t.Logf("%d processes, busy server, watching: %v", procs, f)
+			if procs == 1 {
+				one = f.rate()
+				continue
+			}
+			checkFair(t, procs, f)
+			if per := float64(f.requests.total()) / float64(f.total); per > 13 {
+				t.Errorf("%d processes: %.2f requests per update, want at most 13", procs, per)
+			}
+			if f.rate() < 0.3*one {
+				t.Errorf("%d processes: %.0f updates/s, want at least 30%% of one process's %.0f/s", procs, f.rate(), one)
+			}
+		}
 	})
 }

@@ -35,7 +35,12 @@ import (
 // id, so that a listing (store order) is the line. Only the first
 // lineWindow live tickets race for the key; the others list the line now
 // and then, each less often the further back it is, until they reach the
-// front. A ticket is deleted when its Update ends, however it ends. An
+// front. Where the store can watch a key (store.Watcher: Consul and
+// latchkey serve, etcd, memstore, filestore with inotify), a ticket
+// behind the window instead waits on the ticket whose departure brings it
+// there (ZooKeeper's lock recipe, with a window): one departure wakes one
+// waiter, and a wait costs one watch however long it lasts (watchLine).
+// A ticket is deleted when its Update ends, however it ends. An
 // Update whose process has just left others in the line (its last Update
 // did, within lineMemoryTTL) takes its ticket before its first attempt: the
 // winner goes behind the losers instead of in front of them. An Update
@@ -66,7 +71,8 @@ import (
 // line (an outage, a store that refuses the names) sends the Update on
 // without it, as before. The line costs requests only under contention: a
 // listing and a create to take a ticket, a delete to leave, and a few
-// listings while waiting. Under heavy contention every Update waits, so
+// listings (or one watch) while waiting. Under heavy contention every
+// Update waits, so
 // each costs two writes more than its own (about 10 requests per update
 // at 64 processes on fake time, where the free-for-all sent 8): on a
 // store whose writes are dear (latchkey serve and etcd fsync each commit
@@ -123,6 +129,9 @@ type waiting struct {
 	sent   bool          // a create of a ticket was sent: one may be in the line
 	items  []string      // the tickets as last listed (with ours once created)
 	more   bool          // the listing was cut at lineListLimit
+	// versions holds the versions of the tickets as last listed, for
+	// watching one (watchLine).
+	versions map[string]store.Version
 	// front holds when each ticket was first seen among the front
 	// lineWindow live ones: seen there for ttl, it is gone; deleted are
 	// those we deleted for it.
@@ -216,8 +225,10 @@ func (u *updater) listLine(ctx context.Context) error {
 		return u.lineFailed(ctx, err)
 	}
 	items := make([]string, 0, len(page.Items))
+	w.versions = make(map[string]store.Version, len(page.Items))
 	for _, it := range page.Items {
 		items = append(items, it.Key)
+		w.versions[it.Key] = it.Version
 	}
 	w.more = page.Next != ""
 	t := now()
@@ -272,6 +283,13 @@ func (u *updater) waitInLine(ctx context.Context) error {
 		if i < lineWindow {
 			return nil
 		}
+		watched, err := u.watchLine(ctx, i)
+		if err != nil {
+			return err
+		}
+		if watched {
+			continue
+		}
 		if err := u.pause(ctx, w.delay(i, u.lineAttempt(), u.o.MaxDelay)); err != nil {
 			return err
 		}
@@ -280,6 +298,65 @@ func (u *updater) waitInLine(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// watchLine waits for the line to move, on a store with a native watch
+// (store.Watcher, and Capabilities.Watch), for u at place i behind the
+// window: it waits on the live ticket at place i-lineWindow, the last
+// that must leave for u to reach the window, until it is deleted (a
+// ticket is written once, so any change is its deletion). Then u takes
+// the tickets ahead of it for gone too (the window races before it, so
+// they mostly are) and is in the window, without a listing: if some are
+// still there, one more ticket races for a while. One departure wakes one
+// waiter, where the timed listings (delay) woke each waiter a few times
+// per place it moved, and more when the line moved slower than one place
+// per attempt: on latchkey serve on a busy 2-core machine (bench
+// --update-procs, 64 processes) 12 listings per update, 20 requests in
+// all, against 12 requests with the watch (on consulstore a watch is
+// three: a read, its loop's first query, a blocking query), and 3× the
+// updates/s. A watch lasts at most lineTicketTTL MaxDelays plus the time
+// the line would take to bring u to the window at one place per attempt;
+// then u lists the line as the timed wait does, so that dead tickets are
+// taken for gone and deleted, and a watch that never answers costs only
+// time. A watch that returns early, with no deletion, sends u to the
+// window early; one that fails sends it to the timed wait for this turn.
+// It reports whether it waited; it returns errTimeout when
+// Options.Timeout passes and ctx's cause when ctx ends.
+func (u *updater) watchLine(ctx context.Context, i int) (bool, error) {
+	if !u.watches() {
+		return false, nil
+	}
+	w := u.w
+	k := w.live(i-lineWindow, now())
+	v := w.versions[k]
+	if v == "" {
+		return false, nil
+	}
+	bound := w.ttl + time.Duration(i-lineWindow+1)*u.lineAttempt()
+	dl := u.deadline()
+	if !dl.IsZero() {
+		left := dl.Sub(now())
+		if left <= 0 {
+			return false, errTimeout
+		}
+		bound = min(bound, left)
+	}
+	wctx, cancel := context.WithTimeout(ctx, bound)
+	err := u.s.(store.Watcher).WaitChange(wctx, k, v)
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		return false, u.errorf("%w", context.Cause(ctx))
+	case err != nil && wctx.Err() == nil:
+		return false, nil
+	case !dl.IsZero() && !now().Before(dl):
+		return false, errTimeout
+	case err == nil:
+		w.items = w.items[slices.Index(w.items, k)+1:]
+		w.saw(w.items, now())
+		return true, nil
+	}
+	return true, u.listLine(ctx)
 }
 
 // lineAttempt is how long an attempt of the key takes: the last of u's,
@@ -357,6 +434,24 @@ func (w *waiting) place(t time.Time) int {
 		return i // further back than one listing reaches
 	}
 	return -1
+}
+
+// live returns the live ticket at place j of the line as last seen ("" if
+// none).
+func (w *waiting) live(j int, t time.Time) string {
+	for _, k := range w.items {
+		if k == w.me {
+			break
+		}
+		if w.gone(k, t) {
+			continue
+		}
+		if j == 0 {
+			return k
+		}
+		j--
+	}
+	return ""
 }
 
 // delay is how long a ticket at place i, behind the window, waits before
@@ -509,4 +604,10 @@ func forgetLine(s store.Store, key string) {
 	if m := slot.Load(); m != nil && m.s == s && m.key == key {
 		slot.CompareAndSwap(m, nil)
 	}
+}
+
+// watches reports whether u's store can watch a key (watchLine).
+func (u *updater) watches() bool {
+	_, ok := u.s.(store.Watcher)
+	return ok && u.caps.Watch
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -69,7 +70,13 @@ func wantNoTickets(t *testing.T, s store.Store, key string) {
 // 1, as Updates of other processes (name) would have.
 func plantTickets(t *testing.T, s store.Store, key, name string) {
 	t.Helper()
-	for i := range lineWindow {
+	plantTicketsN(t, s, key, name, lineWindow)
+}
+
+// plantTicketsN is plantTickets with n tickets.
+func plantTicketsN(t *testing.T, s store.Store, key, name string, n int) {
+	t.Helper()
+	for i := range n {
 		k := fmt.Sprintf("%s%020d-%s%d", LinePrefix(key), i+1, name, i)
 		if _, err := s.Put(context.Background(), k, []byte("{}"), store.IfAbsent); err != nil {
 			t.Fatal(err)
@@ -143,39 +150,66 @@ func TestTheWinnerGoesBehindTheOthers(t *testing.T) {
 // counting it and deletes it; the window's other tickets race meanwhile.
 func TestDeadTicketsAreSkippedAfterTheirTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := memstore.New()
-		plantTickets(t, mem, "k", "dead")
-		s := &racing{Store: mem, n: lineAfter}
-		o := &Options{MaxDelay: 100 * ms}
-		start := time.Now()
-		res, err := Update(context.Background(), s, "k", add, o)
-		if err != nil || res.Outcome != Written {
-			t.Fatalf("Update = %+v, %v", res, err)
+		_, after := updateBehindDeadTickets(t, lineWindow, func(r *racing) store.Store { return r })
+		if len(after) != 0 {
+			t.Fatalf("tickets left in the line: %q", after)
 		}
-		ttl := lineTicketTTL * o.MaxDelay
-		if el := time.Since(start); el < ttl || el > ttl+o.MaxDelay {
-			t.Fatalf("behind a window of dead tickets the Update took %v, want their TTL (%v) and at most one MaxDelay more", el, ttl)
-		}
-		wantNoTickets(t, mem, "k")
 	})
 }
 
-// An Update leaves the line however it ends: here ctx ends while it
-// waits behind others.
+// updateBehindDeadTickets plants n dead tickets in the line of "k" and
+// runs an Update through wrap(a store whose first lineAfter writes of the
+// key lose their race), which must take their TTL and at most one
+// MaxDelay more. It returns the tickets planted and the line after.
+func updateBehindDeadTickets(t *testing.T, n int, wrap func(*racing) store.Store) (dead, after []string) {
+	t.Helper()
+	mem := memstore.New()
+	plantTicketsN(t, mem, "k", "dead", n)
+	dead = lineOf(t, mem, "k")
+	o := &Options{MaxDelay: 100 * ms}
+	start := time.Now()
+	res, err := Update(context.Background(), wrap(&racing{Store: mem, n: lineAfter}), "k", add, o)
+	if err != nil || res.Outcome != Written {
+		t.Fatalf("Update = %+v, %v", res, err)
+	}
+	ttl := lineTicketTTL * o.MaxDelay
+	if el := time.Since(start); el < ttl || el > ttl+o.MaxDelay {
+		t.Fatalf("behind %d dead tickets the Update took %v, want their TTL (%v) and at most one MaxDelay more", n, el, ttl)
+	}
+	return dead, lineOf(t, mem, "k")
+}
+
+// An Update leaves the line however it ends: here ctx ends, or
+// Options.Timeout passes, while it waits behind others, listing the line
+// on timers or watching it.
 func TestAnUpdateLeavesTheLineWhenCancelled(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem := memstore.New()
-		plantTickets(t, mem, "k", "other")
-		ctx, cancel := context.WithTimeout(context.Background(), 100*ms)
-		defer cancel()
-		_, err := Update(ctx, &racing{Store: mem, n: lineAfter}, "k", add, nil)
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("err = %v, want ctx's deadline", err)
-		}
-		if l := lineOf(t, mem, "k"); len(l) != lineWindow {
-			t.Fatalf("line %q after the Update ended, want only the %d others", l, lineWindow)
-		}
-	})
+	const others = lineWindow + 2
+	stores := map[string]func(*racing) store.Store{
+		"timed":    func(r *racing) store.Store { return r },
+		"watching": func(r *racing) store.Store { return watchable{r, r.Store.(store.Watcher)} },
+	}
+	for name, wrap := range stores {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem := memstore.New()
+				plantTicketsN(t, mem, "k", "other", others)
+				ctx, cancel := context.WithTimeout(context.Background(), 100*ms)
+				defer cancel()
+				_, err := Update(ctx, wrap(&racing{Store: mem, n: lineAfter}), "k", add, nil)
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("err = %v, want ctx's deadline", err)
+				}
+				_, err = Update(context.Background(), wrap(&racing{Store: mem, n: lineAfter}), "k", add, &Options{Timeout: 100 * ms})
+				var ce *ContendedError
+				if !errors.As(err, &ce) || !ce.Deadline {
+					t.Fatalf("err = %v, want a ContendedError at Options.Timeout", err)
+				}
+				if l := lineOf(t, mem, "k"); len(l) != others {
+					t.Fatalf("line %q after the Updates ended, want only the %d others", l, others)
+				}
+			})
+		})
+	}
 }
 
 // The line never decides a write: with every operation on it failing,
@@ -251,6 +285,78 @@ func TestAnUncontendedLoopLooksAtTheLineLessAndLess(t *testing.T) {
 		}
 		if got := c.String(); got != "1000 gets, 1000 puts, 0 deletes, 7 lists" {
 			t.Fatalf("1,000 uncontended Updates sent %s, want 7 lists beside the reads and writes", got)
+		}
+	})
+}
+
+// watchable is a store wrapper (which hides the wrapped store's other
+// methods) given the WaitChange of a store that can watch.
+type watchable struct {
+	store.Store
+	store.Watcher
+}
+
+// On a store that can watch, a waiter behind the window waits on the
+// ticket whose departure brings it there, and goes as soon as that
+// ticket is deleted: the departures of the ones ahead of it wake nobody,
+// and waiting costs no listing beyond the one that took the ticket.
+func TestAWaiterWatchesTheTicketThatBringsItToTheWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := memstore.New()
+		c := &counting{Store: mem}
+		s := watchable{c, mem}
+		const n = lineWindow + 2 // ahead of it: two places from the window
+		plantTicketsN(t, mem, "k", "other", n)
+		sawLine(s, "k", time.Now(), 0)
+		done := make(chan error, 1)
+		go func() {
+			_, err := Update(context.Background(), s, "k", add, nil)
+			done <- err
+		}()
+		l := lineOf(t, mem, "k")
+		for i, k := range l[:n-lineWindow+1] {
+			synctest.Wait()
+			select {
+			case err := <-done:
+				t.Fatalf("the Update ended (%v) with %d tickets ahead of it", err, n-i)
+			default:
+			}
+			time.Sleep(ms)
+			if _, err := mem.Get(context.Background(), "k"); err == nil {
+				t.Fatal("the Update wrote the key from behind the window")
+			}
+			if err := mem.Delete(context.Background(), k, store.Unconditional); err != nil {
+				t.Fatal(err)
+			}
+		}
+		start := time.Now()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if el := time.Since(start); el > 0 {
+			t.Errorf("the Update went %v after the ticket it watched was deleted, want at once", el)
+		}
+		if got := c.String(); got != "1 gets, 2 puts, 1 deletes, 1 lists" {
+			t.Errorf("the Update sent %s, want a listing and a create for its ticket, a read and a write of the key, a delete of its ticket", got)
+		}
+		if l := lineOf(t, mem, "k"); len(l) != lineWindow-1 {
+			t.Errorf("line %q, want the %d others of the window left", l, lineWindow-1)
+		}
+	})
+}
+
+// On a store that can watch, dead tickets ahead pass as they do without
+// a watch: the watch on one lasts at most their TTL and the time the
+// line would take to move, then the waiter lists the line and deletes
+// those it has seen at the front for their TTL. Here five dead tickets
+// are ahead; once the first three are deleted the Update is in the
+// window (the two others stay, as without a watch, for the next
+// contention to remove).
+func TestDeadTicketsAreSkippedWhileWatching(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dead, after := updateBehindDeadTickets(t, lineWindow+2, func(r *racing) store.Store { return watchable{r, r.Store.(store.Watcher)} })
+		if !slices.Equal(after, dead[lineWindow:]) {
+			t.Fatalf("line %q, want only the dead tickets behind the first %d: %q", after, lineWindow, dead[lineWindow:])
 		}
 	})
 }

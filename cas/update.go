@@ -44,8 +44,10 @@ type Result struct {
 // Updates of one key from different processes (or store values) are
 // served roughly in arrival order: an Update that lost two races takes a
 // ticket in the key's waiting line, a few records under LinePrefix(key)
-// in the same store, and waits there until it is among the first few;
-// only those race for the key, with short backoffs. An Update whose
+// in the same store, and waits there until it is among the first few
+// (on a store that can watch a key, store.Watcher, by watching the ticket
+// whose departure lets it in; elsewhere by listing the line now and
+// then); only those race for the key, with short backoffs. An Update whose
 // process left others in the line takes its ticket before its first
 // attempt, so the last winner goes to the back; one whose process keeps
 // winning the key at once (Updates within a second of each other) lists
