@@ -79,6 +79,7 @@ type hub struct {
 
 	mu      sync.Mutex
 	subs    map[*watcher]struct{}
+	from    uint64        // the index its first query waits past
 	seen    bool          // a query has answered
 	cur     store.Version // the key's version at its last answer
 	idx     uint64        // that answer's X-Consul-Index
@@ -99,8 +100,15 @@ var hubs = struct {
 }{m: map[string]*hub{}}
 
 // joinHub registers a watcher of full with the hub of the key, starting
-// one if none runs. If the hub already answered past after with a version
-// other than last, the watcher is done at once.
+// one if none runs. A hub it starts waits from after, the index of the
+// watcher's own read, so its first query blocks (one that started at 0
+// would answer at once with what that read has just said: a request per
+// watch for nothing, the third of three). If the hub already answered
+// past after with a version other than last, the watcher is done at
+// once; so it is when the hub has not answered yet and waits from an
+// index past after (a read that a stale server answered late): a change
+// between after and that index would never wake it, so it returns early
+// and its caller re-reads.
 func joinHub(s *Store, full string, last store.Version, after uint64) (*hub, *watcher) {
 	w := &watcher{last: last, after: after, done: make(chan error, 1)}
 	k := s.hubKey + "|" + full
@@ -109,13 +117,13 @@ func joinHub(s *Store, full string, last store.Version, after uint64) (*hub, *wa
 	h := hubs.m[k]
 	if h == nil {
 		ctx, cancel := context.WithCancel(context.Background())
-		h = &hub{key: k, full: full, s: s, cancel: cancel, subs: map[*watcher]struct{}{}}
+		h = &hub{key: k, full: full, s: s, cancel: cancel, subs: map[*watcher]struct{}{}, from: after}
 		hubs.m[k] = h
 		go h.run(ctx)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.seen && h.idx > after && h.cur != last {
+	if h.seen && h.idx > after && h.cur != last || !h.seen && h.from > after {
 		w.done <- nil
 	}
 	h.subs[w] = struct{}{}
@@ -141,7 +149,7 @@ func (h *hub) leave(w *watcher) {
 // backwards resets the wait to 0; loops that come back at once without a
 // change are rate-limited) and one pool slot per query.
 func (h *hub) run(ctx context.Context) {
-	var idx uint64
+	idx := h.from
 	idle := 0 // blocking queries in a row that came back at once unchanged
 	for ctx.Err() == nil {
 		start := time.Now()
