@@ -55,24 +55,21 @@ func (r *requests) total() int64 {
 }
 
 // watchingProc is a proc whose store can watch a key, as consulstore's:
-// a WaitChange is a read of the key and, when it has not changed, the
-// first query of its watch loop (a plain read too) and a blocking query,
-// answered (one more pass through the server) when the key changes. Each
-// is one request.
+// a WaitChange is a read of the key and, when it has not changed, a
+// blocking query from that read's index, answered (one more pass through
+// the server) when the key changes. Each is one request.
 type watchingProc struct{ *proc }
 
 func (p watchingProc) WaitChange(ctx context.Context, key string, last store.Version) error {
-	for range 2 {
-		p.requests.watches.Add(1)
-		var cur store.Version
-		p.trip(func() {
-			if e, err := p.Store.Get(ctx, key); err == nil {
-				cur = e.Version
-			}
-		})
-		if cur != last {
-			return nil
+	p.requests.watches.Add(1)
+	var cur store.Version
+	p.trip(func() {
+		if e, err := p.Store.Get(ctx, key); err == nil {
+			cur = e.Version
 		}
+	})
+	if cur != last {
+		return nil
 	}
 	p.requests.watches.Add(1)
 	time.Sleep(p.rtt / 2)

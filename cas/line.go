@@ -312,9 +312,9 @@ func (u *updater) waitInLine(ctx context.Context) error {
 // per place it moved, and more when the line moved slower than one place
 // per attempt: on latchkey serve on a busy 2-core machine (bench
 // --update-procs, 64 processes) 12 listings per update, 20 requests in
-// all, against 12 requests with the watch (on consulstore a watch is
-// three: a read, its loop's first query, a blocking query), and 3× the
-// updates/s. A watch lasts at most lineTicketTTL MaxDelays plus the time
+// all, against 12 requests with the watch, and 3× the updates/s (then
+// a consulstore watch was three requests; now two, a read and a blocking
+// query from its index: 10.3–10.6 requests per update). A watch lasts at most lineTicketTTL MaxDelays plus the time
 // the line would take to bring u to the window at one place per attempt;
 // then u lists the line as the timed wait does, so that dead tickets are
 // taken for gone and deleted, and a watch that never answers costs only

@@ -19,10 +19,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/server"
 	"github.com/latchkey/latchkey/server/internal/consulmodel"
 	"github.com/latchkey/latchkey/server/internal/engine"
@@ -228,7 +228,7 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 // Requests are logged (debug level) by path only: never the query, which
 // may carry an ACL token or a presigned signature.
 func TestRequestLogOmitsQuery(t *testing.T) {
-	var buf lockedBuf
+	var buf testutil.LockedBuffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv := servertest.Start(t, &servertest.Options{Config: server.Config{Logger: log}})
 	get(t, http.DefaultClient, srv.URL+"/v1/kv/some/key?token=sekrit-token")
@@ -240,23 +240,6 @@ func TestRequestLogOmitsQuery(t *testing.T) {
 	if strings.Contains(out, "sekrit") {
 		t.Fatalf("log leaks the query: %s", out)
 	}
-}
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Beyond loopback, the Consul API is never served without a token unless

@@ -148,7 +148,7 @@ func TestViolationsAreFound(t *testing.T) {
 // testOnly are the helper packages for tests: no package's non-test code
 // may import them (go list's Deps leaves test-only imports out), except
 // another of them.
-var testOnly = []string{"internal/testutil", "internal/powerfs", "server/internal/crashtest"}
+var testOnly = []string{"internal/testutil", "internal/powerfs", "server/internal/crashtest", "server/internal/enginetest"}
 
 // testOnlyViolations returns one line per package whose code (not its
 // tests) reaches a test-only helper.
