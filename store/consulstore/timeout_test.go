@@ -59,10 +59,7 @@ func openTwoAddresses(t *testing.T, o Options) (s *Store, p1, p2 *proxy) {
 	p1, p2 = newProxy(t, srv.Addr), newProxy(t, srv.Addr)
 	o.Address, o.Addresses = p1.Addr(), []string{p2.Addr()}
 	s, err := Open(context.Background(), &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	testutil.Opened(t, s, err)
 	return s, p1, p2
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/gcsstore"
 )
@@ -18,10 +19,7 @@ func TestPrefixScopesKeys(t *testing.T) {
 	bucket := e.bucket(t)
 	open := func(prefix string) *gcsstore.Store {
 		s, err := gcsstore.Open(t.Context(), &gcsstore.Options{Bucket: bucket, Prefix: prefix, Endpoint: e.endpoint})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		testutil.Opened(t, s, err)
 		return s
 	}
 	a, b := open("tenant-a"), open("/tenant-b/")
@@ -96,10 +94,7 @@ func (e emulator) lossy(t *testing.T, lt *lossyTransport) *gcsstore.Store {
 		HTTPClient:     &http.Client{Transport: lt},
 		ResolveBackoff: 1,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	testutil.Opened(t, s, err)
 	return s
 }
 

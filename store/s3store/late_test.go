@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/faultproxy"
 	"github.com/latchkey/latchkey/store/s3store"
@@ -30,10 +31,7 @@ func openFaulty(t *testing.T) (via, direct *s3store.Store, proxy *faultproxy.HTT
 	o.ResolveBackoff = time.Millisecond
 	o.HTTPClient = &http.Client{Timeout: 300 * time.Millisecond}
 	via, err := s3store.Open(context.Background(), direct.Bucket(), "", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { via.Close() })
+	testutil.Opened(t, via, err)
 	return via, direct, proxy
 }
 

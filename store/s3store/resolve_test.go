@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/faultproxy"
 	"github.com/latchkey/latchkey/store/s3store"
@@ -38,10 +39,7 @@ func openVia(t *testing.T) (*s3store.Store, *s3store.Store, *faultproxy.HTTP) {
 	o := via.options()
 	o.ResolveBackoff = time.Millisecond
 	s, err := s3store.Open(context.Background(), direct.Bucket(), "", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	testutil.Opened(t, s, err)
 	return s, direct, proxy
 }
 
