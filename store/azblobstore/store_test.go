@@ -14,6 +14,7 @@ import (
 	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/azblobstore"
+	"github.com/latchkey/latchkey/store/storetest"
 )
 
 // TestBlobIsTheValue: the blob holds exactly the value, with the write's
@@ -125,28 +126,9 @@ func TestListPaging(t *testing.T) {
 		}
 		return s2
 	}
-	for name, pager := range map[string]func() store.Store{"markers": func() store.Store { return s }, "no markers": fresh} {
-		var got []string
-		opts := &store.ListOptions{Limit: 100}
-		pages := 0
-		for {
-			page, err := pager().List(ctx, "l/", opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pages++
-			for _, it := range page.Items {
-				got = append(got, it.Key)
-				if it.Version == "" {
-					t.Fatalf("%s listed without a version", it.Key)
-				}
-			}
-			if page.Next == "" {
-				break
-			}
-			opts.After = page.Next
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) || pages != 3 {
+	for name, lister := range map[string]store.Store{"markers": s, "no markers": freshLists{s, fresh}} {
+		items, pages := storetest.ListAll(t, ctx, lister, "l/", 100)
+		if got := storetest.Keys(items); fmt.Sprint(got) != fmt.Sprint(want) || pages != 3 {
 			t.Fatalf("%s: %d pages, %d keys; first %v", name, pages, len(got), got[:min(3, len(got))])
 		}
 	}
@@ -154,6 +136,17 @@ func TestListPaging(t *testing.T) {
 	if err != nil || len(page.Items) != 4 || page.Items[0].Key != "l/246" || page.Next != "" {
 		t.Fatalf("prefix+After: %v next %q, %v", page.Items, page.Next, err)
 	}
+}
+
+// freshLists lists each page from a new store, which remembers no
+// markers: it must skip to After itself.
+type freshLists struct {
+	store.Store
+	fresh func() store.Store
+}
+
+func (f freshLists) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
+	return f.fresh().List(ctx, prefix, opts)
 }
 
 // TestPutStreamBlocks: a value longer than one block is staged and

@@ -30,13 +30,15 @@ func writeKeys(t *testing.T, ctx context.Context, s store.Store, keys []string) 
 	return vs
 }
 
-// listAll pages through prefix with the given page size, checking each
-// page's shape.
-func listAll(t *testing.T, ctx context.Context, s store.Store, prefix string, limit int) []store.Item {
+// ListAll pages through prefix with Limit limit and returns every item and
+// the number of pages. It fails t unless each page has the shape the
+// contract asks for: at most limit items (when limit > 0), all within the
+// prefix and strictly ascending past After, none empty but the last, and a
+// Next that advances. Backend tests use it for paging checks of their own.
+func ListAll(t *testing.T, ctx context.Context, s store.Store, prefix string, limit int) (items []store.Item, pages int) {
 	t.Helper()
-	var all []store.Item
 	opts := &store.ListOptions{Limit: limit}
-	for pages := 0; ; pages++ {
+	for pages = 1; ; pages++ {
 		if pages > 10000 {
 			t.Fatalf("List(%q, limit %d): more than 10000 pages; Next never empties", prefix, limit)
 		}
@@ -51,7 +53,7 @@ func listAll(t *testing.T, ctx context.Context, s store.Store, prefix string, li
 			t.Fatalf("List(%q, %+v) returned an empty page with Next %q", prefix, *opts, page.Next)
 		}
 		checkPage(t, prefix, opts, page)
-		all = append(all, page.Items...)
+		items = append(items, page.Items...)
 		if page.Next == "" {
 			break
 		}
@@ -60,11 +62,18 @@ func listAll(t *testing.T, ctx context.Context, s store.Store, prefix string, li
 		}
 		opts = &store.ListOptions{After: page.Next, Limit: limit}
 	}
-	return all
+	return items, pages
+}
+
+// listAll is ListAll's items.
+func listAll(t *testing.T, ctx context.Context, s store.Store, prefix string, limit int) []store.Item {
+	t.Helper()
+	items, _ := ListAll(t, ctx, s, prefix, limit)
+	return items
 }
 
 // checkPage fails the test unless every item of page starts with prefix,
-// comes after opts.After, and the items ascend.
+// comes after opts.After and has a version, and the items ascend.
 func checkPage(t *testing.T, prefix string, opts *store.ListOptions, page store.Page) {
 	t.Helper()
 	prev := opts.After
@@ -75,11 +84,15 @@ func checkPage(t *testing.T, prefix string, opts *store.ListOptions, page store.
 		if it.Key <= prev {
 			t.Fatalf("List(%q, %+v) returned %q after %q: not strictly ascending past After", prefix, *opts, it.Key, prev)
 		}
+		if it.Version == "" {
+			t.Fatalf("List(%q, %+v) returned %q without a version", prefix, *opts, it.Key)
+		}
 		prev = it.Key
 	}
 }
 
-func keysOf(items []store.Item) []string {
+// Keys returns the keys of items, in order.
+func Keys(items []store.Item) []string {
 	out := make([]string, len(items))
 	for i, it := range items {
 		out[i] = it.Key
@@ -102,8 +115,8 @@ func expected(vs map[string]store.Version, prefix, after string) []string {
 
 func wantKeys(t *testing.T, what string, got []store.Item, want []string, vs map[string]store.Version) {
 	t.Helper()
-	if !slices.Equal(keysOf(got), want) {
-		t.Errorf("%s = %q, want %q", what, keysOf(got), want)
+	if !slices.Equal(Keys(got), want) {
+		t.Errorf("%s = %q, want %q", what, Keys(got), want)
 		return
 	}
 	for _, it := range got {
@@ -329,7 +342,7 @@ func startChurn(ctx context.Context, s store.Store, stable map[string]bool) (sto
 func checkChurnedListing(t *testing.T, round int, items []store.Item, stable map[string]bool) {
 	t.Helper()
 	if !slices.IsSortedFunc(items, func(a, b store.Item) int { return strings.Compare(a.Key, b.Key) }) {
-		t.Errorf("round %d: listing not in ascending order: %q", round, keysOf(items))
+		t.Errorf("round %d: listing not in ascending order: %q", round, Keys(items))
 	}
 	count := map[string]int{}
 	for _, it := range items {
