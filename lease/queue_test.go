@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/lease/leasetest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/memstore"
 )
@@ -57,16 +58,6 @@ func (c *conn) Delete(ctx context.Context, key string, cond store.Condition) err
 	return c.Store.Delete(ctx, key, cond)
 }
 
-// noWatch hides memstore's native watch, so that waiters poll as they
-// do on an object store.
-type noWatch struct{ store.Store }
-
-func (n noWatch) Capabilities() store.Capabilities {
-	c := n.Store.Capabilities()
-	c.Watch = false
-	return c
-}
-
 // queueBed is a lease with a holder and waiters, each waiter a Locker of
 // its own (a process of its own) on its own conn connection.
 type queueBed struct {
@@ -84,7 +75,7 @@ type queueBed struct {
 }
 
 func newQueueBed(t *testing.T) *queueBed {
-	s := noWatch{memstore.New()}
+	s := leasetest.WithoutWatch(memstore.New()) // waiters poll as on an object store
 	lk, err := lease.NewLocker(s, "locks/job", &lease.Options{Holder: "first", TTL: qttl})
 	if err != nil {
 		t.Fatal(err)
@@ -344,7 +335,7 @@ func TestQueueRequestBudget(t *testing.T) {
 // increase, and everyone is served.
 func TestQueueNeverTwoHolders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := noWatch{memstore.New()}
+		s := leasetest.WithoutWatch(memstore.New()) // waiters poll as on an object store
 		var active atomic.Int64
 		var mu sync.Mutex
 		var tokens []uint64

@@ -271,12 +271,19 @@ func fenced(t *testing.T, s store.Store, key string) (string, uint64) {
 // running in a synctest bubble wraps a backend whose native watch blocks a
 // goroutine on real I/O (inotify, a network read), since such a goroutine
 // keeps the bubble's fake clock from advancing.
-func WithoutWatch(s store.Store) store.Store { return noWatch{s} }
+func WithoutWatch(s store.Store) store.Store {
+	return without{s, func(c *store.Capabilities) { c.Watch = false }}
+}
 
-type noWatch struct{ store.Store }
+// without is a store with only store.Store's methods (its embedding hides
+// every optional interface), whose Capabilities clear what off clears.
+type without struct {
+	store.Store
+	off func(*store.Capabilities)
+}
 
-func (n noWatch) Capabilities() store.Capabilities {
-	c := n.Store.Capabilities()
-	c.Watch = false
+func (w without) Capabilities() store.Capabilities {
+	c := w.Store.Capabilities()
+	w.off(&c)
 	return c
 }
