@@ -76,9 +76,7 @@ func testTakeover(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("after a full TTL unchanged: %v, want the lease", err)
 	}
-	if l.Token() != a.Token()+1 {
-		t.Errorf("takeover token = %d, want %d", l.Token(), a.Token()+1)
-	}
+	wantSuccessor(t, l, a, "takeover")
 	// a wrote before b's first look, which began at first.
 	e.checkStopped(t, a, first.Add(e.validity()), "takeover")
 	if err := a.Renew(t.Context()); !errors.Is(err, lease.ErrLost) {
@@ -139,13 +137,7 @@ func testWallClock(t *testing.T, e *env) {
 			continue // taken over late, and released: the next skew starts afresh
 		}
 		e.sleep(e.ttl / 2)
-		l, err := b.TryAcquire(t.Context())
-		if err != nil {
-			t.Fatalf("skew %v: after a TTL: %v, want the lease", skew, err)
-		}
-		if l.Token() != a.Token()+1 {
-			t.Errorf("skew %v: token %d, want %d", skew, l.Token(), a.Token()+1)
-		}
+		l := takeOver(t, b, a, fmt.Sprintf("skew %v", skew))
 		if err := l.Release(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -191,9 +183,7 @@ func testForceRelease(t *testing.T, e *env) {
 	if b == nil {
 		return
 	}
-	if b.Token() != a.Token()+1 {
-		t.Errorf("token after forced release = %d, want %d", b.Token(), a.Token()+1)
-	}
+	wantSuccessor(t, b, a, "after forced release")
 	if err := a.Renew(t.Context()); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("Renew of the forcibly released lease: %v, want ErrLost", err)
 	}
@@ -204,9 +194,7 @@ func testForceRelease(t *testing.T, e *env) {
 	if c == nil {
 		return
 	}
-	if c.Token() != b.Token()+1 {
-		t.Errorf("token after ReleaseHolder = %d, want %d", c.Token(), b.Token()+1)
-	}
+	wantSuccessor(t, c, b, "after ReleaseHolder")
 	if err := lease.ForceRelease(t.Context(), e.s, "locks/absent", "operator"); err != nil && !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ForceRelease of an absent key: %v", err)
 	}
