@@ -74,15 +74,11 @@ func violations(pkgs []pkg) []string {
 	return out
 }
 
-// list runs go list on the trees that exist; a tree not yet written
-// matches nothing and is skipped.
-func list(t *testing.T) []pkg {
+// list runs go list on patterns ("<module>/cas/..."); a tree not yet
+// written matches nothing and is skipped.
+func list(t *testing.T, patterns ...string) []pkg {
 	t.Helper()
-	args := []string{"list", "-e", "-json=ImportPath,Deps"}
-	for _, d := range sdkFree {
-		args = append(args, module+"/"+d+"/...")
-	}
-	cmd := exec.Command("go", args...)
+	cmd := exec.Command("go", append([]string{"list", "-e", "-json=ImportPath,Deps"}, patterns...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -103,7 +99,11 @@ func list(t *testing.T) []pkg {
 }
 
 func TestNoBackendsOrSDKsInContractAndCoordination(t *testing.T) {
-	pkgs := list(t)
+	var trees []string
+	for _, d := range sdkFree {
+		trees = append(trees, module+"/"+d+"/...")
+	}
+	pkgs := list(t, trees...)
 	seen := map[string]bool{}
 	for _, p := range pkgs {
 		seen[rel(p.ImportPath)] = true
@@ -168,15 +168,7 @@ func testOnlyViolations(pkgs []pkg) []string {
 }
 
 func TestTestHelpersOnlyInTests(t *testing.T) {
-	out, err := exec.Command("go", "list", "-e", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, module+"/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	var pkgs []pkg
-	for line := range strings.Lines(string(out)) {
-		f := strings.Fields(line)
-		pkgs = append(pkgs, pkg{ImportPath: f[0], Deps: f[1:]})
-	}
+	pkgs := list(t, module+"/...")
 	if len(pkgs) < 10 {
 		t.Fatalf("go list reported %d packages; the check would be vacuous", len(pkgs))
 	}
@@ -226,16 +218,10 @@ func floorViolations(pkgs []pkg) []string {
 }
 
 func TestNoImportPointsUp(t *testing.T) {
-	out, err := exec.Command("go", "list", "-e", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, module+"/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	var pkgs []pkg
+	pkgs := list(t, module+"/...")
 	per := make([]int, len(floors)+1)
-	for line := range strings.Lines(string(out)) {
-		f := strings.Fields(line)
-		pkgs = append(pkgs, pkg{ImportPath: f[0], Deps: f[1:]})
-		per[floorOf(f[0])]++
+	for _, p := range pkgs {
+		per[floorOf(p.ImportPath)]++
 	}
 	for i, n := range per[:len(floors)] {
 		if n == 0 {
