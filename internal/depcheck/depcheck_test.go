@@ -74,20 +74,21 @@ func violations(pkgs []pkg) []string {
 	return out
 }
 
-// list runs go list on patterns ("<module>/cas/..."); a tree not yet
-// written matches nothing and is skipped.
-func list(t *testing.T, patterns ...string) []pkg {
+// list runs go list on patterns ("<module>/cas/...") and decodes the
+// fields named (P's, comma-separated) of each package into a P; a tree not
+// yet written matches nothing and is skipped.
+func list[P any](t *testing.T, fields string, patterns ...string) []P {
 	t.Helper()
-	cmd := exec.Command("go", append([]string{"list", "-e", "-json=ImportPath,Deps"}, patterns...)...)
+	cmd := exec.Command("go", append([]string{"list", "-e", "-json=" + fields}, patterns...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
 	}
-	var pkgs []pkg
+	var pkgs []P
 	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
-		var p pkg
+		var p P
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
@@ -103,7 +104,7 @@ func TestNoBackendsOrSDKsInContractAndCoordination(t *testing.T) {
 	for _, d := range sdkFree {
 		trees = append(trees, module+"/"+d+"/...")
 	}
-	pkgs := list(t, trees...)
+	pkgs := list[pkg](t, "ImportPath,Deps", trees...)
 	seen := map[string]bool{}
 	for _, p := range pkgs {
 		seen[rel(p.ImportPath)] = true
@@ -168,7 +169,7 @@ func testOnlyViolations(pkgs []pkg) []string {
 }
 
 func TestTestHelpersOnlyInTests(t *testing.T) {
-	pkgs := list(t, module+"/...")
+	pkgs := list[pkg](t, "ImportPath,Deps", module+"/...")
 	if len(pkgs) < 10 {
 		t.Fatalf("go list reported %d packages; the check would be vacuous", len(pkgs))
 	}
@@ -218,7 +219,7 @@ func floorViolations(pkgs []pkg) []string {
 }
 
 func TestNoImportPointsUp(t *testing.T) {
-	pkgs := list(t, module+"/...")
+	pkgs := list[pkg](t, "ImportPath,Deps", module+"/...")
 	per := make([]int, len(floors)+1)
 	for _, p := range pkgs {
 		per[floorOf(p.ImportPath)]++
@@ -295,23 +296,9 @@ func serverLayerViolations(pkgs []layerPkg) []string {
 }
 
 func TestServerLayers(t *testing.T) {
-	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,Deps", module+"/...")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
-	}
-	var pkgs []layerPkg
+	pkgs := list[layerPkg](t, "ImportPath,Imports,Deps", module+"/...")
 	seen := map[string]bool{}
-	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
-		var p layerPkg
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		pkgs = append(pkgs, p)
+	for _, p := range pkgs {
 		seen[rel(p.ImportPath)] = true
 	}
 	for _, must := range []string{enginePkg, "server/internal/consulapi", "server/internal/consulmodel", "server/internal/s3api"} {
