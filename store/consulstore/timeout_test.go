@@ -21,10 +21,7 @@ func TestStalledServerRequestsEnd(t *testing.T) {
 	srv := servertest.Start(t, nil)
 	p := newProxy(t, srv.Addr)
 	s, err := Open(context.Background(), &Options{Address: p.Addr(), Prefix: testutil.RandomName("stall-"), RequestTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	testutil.Opened(t, s, err)
 	if _, err := s.Put(context.Background(), "k", []byte("1"), store.Unconditional); err != nil {
 		t.Fatal(err)
 	}

@@ -153,10 +153,7 @@ func TestLostResponseThenOverwrittenIsUnknown(t *testing.T) {
 	lt := &lossyTransport{forward: true}
 	s := e.lossy(t, lt)
 	other, err := gcsstore.Open(t.Context(), &gcsstore.Options{Bucket: s.Bucket(), Endpoint: e.endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	testutil.Opened(t, other, err)
 	ctx := t.Context()
 	lt.onUpload = func() {
 		if _, err := other.Put(ctx, "k", []byte("theirs"), store.Unconditional); err != nil {
@@ -188,10 +185,7 @@ func TestNotFoundAndMissingBucket(t *testing.T) {
 		t.Fatalf("IfMatch on a missing key: %v", err)
 	}
 	nb, err := gcsstore.Open(ctx, &gcsstore.Options{Bucket: "lk-no-such-bucket-x", Endpoint: e.endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nb.Close()
+	testutil.Opened(t, nb, err)
 	if _, err := nb.Get(ctx, "k"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Get in a missing bucket: %v", err)
 	}
