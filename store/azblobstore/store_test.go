@@ -108,16 +108,10 @@ func TestListPaging(t *testing.T) {
 	u := azurite(t)
 	s := open(t, u)
 	var want []string
-	for i := 0; i < 250; i++ {
-		k := fmt.Sprintf("l/%03d", i)
-		if _, err := s.Put(ctx, k, []byte{byte(i)}, store.Unconditional); err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, k)
+	for i := range 250 {
+		want = append(want, fmt.Sprintf("l/%03d", i))
 	}
-	if _, err := s.Put(ctx, "m", nil, store.Unconditional); err != nil {
-		t.Fatal(err)
-	}
+	storetest.WriteKeys(t, ctx, s, append(want, "m"))
 	fresh := func() store.Store {
 		s2, err := azblobstore.Open(ctx, &azblobstore.Options{ServiceURL: u, Container: s.Container().URL()[len(u)+1:],
 			AccountName: azblobstore.DevAccountName, AccountKey: azblobstore.DevAccountKey})

@@ -160,16 +160,10 @@ func TestListFlat(t *testing.T) {
 		ctx := context.Background()
 		s := p.open(t)
 		var want []string
-		for i := 0; i < 250; i++ {
-			k := fmt.Sprintf("l/%03d", i)
-			if _, err := s.Put(ctx, k, []byte{byte(i)}, store.Unconditional); err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, k)
+		for i := range 250 {
+			want = append(want, fmt.Sprintf("l/%03d", i))
 		}
-		if _, err := s.Put(ctx, "m", nil, store.Unconditional); err != nil {
-			t.Fatal(err)
-		}
+		storetest.WriteKeys(t, ctx, s, append(want, "m"))
 		items, pages := storetest.ListAll(t, ctx, s, "l/", 100)
 		if got := storetest.Keys(items); fmt.Sprint(got) != fmt.Sprint(want) || pages != 3 {
 			t.Fatalf("%d pages, %d keys; first %v", pages, len(got), got[:min(3, len(got))])

@@ -19,7 +19,10 @@ var listKeys = []string{
 	"B", "a", "a-b", "a/b", "a/b/c", "a/c", "a0", "aa", "ab", "b", "é",
 }
 
-func writeKeys(t *testing.T, ctx context.Context, s store.Store, keys []string) map[string]store.Version {
+// WriteKeys writes every key of keys, in a shuffled order, with the value
+// "v:<key>", and returns their versions. Backend tests use it to fill a
+// store for listing checks of their own.
+func WriteKeys(t *testing.T, ctx context.Context, s store.Store, keys []string) map[string]store.Version {
 	t.Helper()
 	shuffled := slices.Clone(keys)
 	rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
@@ -139,7 +142,7 @@ var listTests = []subtest{
 	}},
 	{name: "keys are in ascending byte order with their versions", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		vs := writeKeys(t, ctx, s, listKeys)
+		vs := WriteKeys(t, ctx, s, listKeys)
 		page, err := s.List(ctx, "", nil)
 		if err != nil {
 			t.Fatalf("List: %v", err)
@@ -151,7 +154,7 @@ var listTests = []subtest{
 	}},
 	{name: "prefix filters keys", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		vs := writeKeys(t, ctx, s, listKeys)
+		vs := WriteKeys(t, ctx, s, listKeys)
 		for _, p := range []string{"a", "a/", "a/b", "a/b/", "b", "é", "z", "a/b/c"} {
 			page, err := s.List(ctx, p, nil)
 			if err != nil {
@@ -162,7 +165,7 @@ var listTests = []subtest{
 	}},
 	{name: "Limit caps the page and Next continues it", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		vs := writeKeys(t, ctx, s, listKeys)
+		vs := WriteKeys(t, ctx, s, listKeys)
 		for _, limit := range []int{1, 2, 3, len(listKeys) - 1, len(listKeys), len(listKeys) + 1} {
 			got := listAll(t, ctx, s, "", limit)
 			wantKeys(t, fmt.Sprintf("paging with Limit %d", limit), got, expected(vs, "", ""), vs)
@@ -172,7 +175,7 @@ var listTests = []subtest{
 	}},
 	{name: "After lists keys strictly greater", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		vs := writeKeys(t, ctx, s, listKeys)
+		vs := WriteKeys(t, ctx, s, listKeys)
 		for _, after := range []string{"a", "a/b", "a/bb", "A", "aa", "b", "é", "\u00ff"} {
 			page, err := s.List(ctx, "", &store.ListOptions{After: after})
 			if err != nil {
@@ -188,7 +191,7 @@ var listTests = []subtest{
 	}},
 	{name: "Next is empty when the listing is complete", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		writeKeys(t, ctx, s, []string{"a", "b", "c", "d"})
+		WriteKeys(t, ctx, s, []string{"a", "b", "c", "d"})
 		page, err := s.List(ctx, "", &store.ListOptions{Limit: 2})
 		if err != nil {
 			t.Fatalf("List: %v", err)
@@ -221,7 +224,7 @@ var listTests = []subtest{
 		for i := range 101 {
 			keys = append(keys, fmt.Sprintf("k/%03d", i))
 		}
-		vs := writeKeys(t, ctx, s, keys)
+		vs := WriteKeys(t, ctx, s, keys)
 		page, err := s.List(ctx, "k/", &store.ListOptions{})
 		if err != nil {
 			t.Fatalf("List: %v", err)
@@ -233,7 +236,7 @@ var listTests = []subtest{
 	}},
 	{name: "deleted keys are not listed and versions are current", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		vs := writeKeys(t, ctx, s, listKeys)
+		vs := WriteKeys(t, ctx, s, listKeys)
 		for _, k := range []string{"a/b", "b", "a"} {
 			del(t, ctx, s, k, store.Unconditional)
 			delete(vs, k)
@@ -269,7 +272,7 @@ func testListChurn(t *testing.T, h Harness) {
 			all = append(all, fmt.Sprintf("s/%03d", i*10+j))
 		}
 	}
-	writeKeys(t, ctx, s, all)
+	WriteKeys(t, ctx, s, all)
 	stop, err := startChurn(ctx, s, stable)
 	if err != nil {
 		t.Fatalf("churning writer: %v", err)
