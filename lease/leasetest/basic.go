@@ -179,35 +179,37 @@ func testForceRelease(t *testing.T, e *env) {
 	if err := lease.ForceRelease(t.Context(), e.s, e.key, "operator"); err != nil {
 		t.Fatalf("ForceRelease: %v", err)
 	}
-	b := e.acquireAfterTTL(t, e.locker(t, nil, e.opts("b")))
+	b := e.acquireAfterTTL(t, "b", a, "after forced release")
 	if b == nil {
 		return
 	}
-	wantSuccessor(t, b, a, "after forced release")
 	if err := a.Renew(t.Context()); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("Renew of the forcibly released lease: %v, want ErrLost", err)
 	}
 	if err := lease.ReleaseHolder(t.Context(), e.s, e.key, "b"); err != nil {
 		t.Fatalf("ReleaseHolder by the holder's name: %v", err)
 	}
-	c := e.acquireAfterTTL(t, e.locker(t, nil, e.opts("c")))
-	if c == nil {
+	if e.acquireAfterTTL(t, "c", b, "after ReleaseHolder") == nil {
 		return
 	}
-	wantSuccessor(t, c, b, "after ReleaseHolder")
 	if err := lease.ForceRelease(t.Context(), e.s, "locks/absent", "operator"); err != nil && !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ForceRelease of an absent key: %v", err)
 	}
 }
 
-// acquireAfterTTL acquires a lease that was released by force: lk looks
-// once (ErrHeld), waits a full TTL and takes the record over.
-func (e *env) acquireAfterTTL(t *testing.T, lk *lease.Locker) *lease.Lease {
+// acquireAfterTTL acquires a lease that was released by force: a locker
+// of the holder name looks once (ErrHeld), waits a full TTL and takes the
+// record over, with the token after prev's. It returns nil when the look
+// did not find the lease held (expectHeld).
+func (e *env) acquireAfterTTL(t *testing.T, name string, prev *lease.Lease, what string) *lease.Lease {
 	t.Helper()
+	lk := e.locker(t, nil, e.opts(name))
 	first := time.Now()
 	if !e.expectHeld(t, lk, first, "right after a forced release") {
 		return nil
 	}
 	e.sleep(e.ttl)
-	return mustAcquire(t, lk)
+	l := mustAcquire(t, lk)
+	wantSuccessor(t, l, prev, what)
+	return l
 }
