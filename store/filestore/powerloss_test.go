@@ -137,10 +137,7 @@ func plRound(t *testing.T, src string, model powerfs.Model, cutAfter int, cutAt 
 	syncs := p.Syncs()
 	p.Cut()
 	p.Unmount()
-	out := filepath.Join(t.TempDir(), "image")
-	if err := p.Materialize(out); err != nil {
-		t.Fatal(err)
-	}
+	out := p.Image(t)
 	c.rounds++
 	c.acks += acks
 	lost := plCheck(t, out, next, inflight)
