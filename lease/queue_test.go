@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/lease/leasetest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/memstore"
 )
@@ -57,16 +58,6 @@ func (c *conn) Delete(ctx context.Context, key string, cond store.Condition) err
 	return c.Store.Delete(ctx, key, cond)
 }
 
-// noWatch hides memstore's native watch, so that waiters poll as they
-// do on an object store.
-type noWatch struct{ store.Store }
-
-func (n noWatch) Capabilities() store.Capabilities {
-	c := n.Store.Capabilities()
-	c.Watch = false
-	return c
-}
-
 // queueBed is a lease with a holder and waiters, each waiter a Locker of
 // its own (a process of its own) on its own conn connection.
 type queueBed struct {
@@ -84,7 +75,7 @@ type queueBed struct {
 }
 
 func newQueueBed(t *testing.T) *queueBed {
-	s := noWatch{memstore.New()}
+	s := leasetest.WithoutWatch(memstore.New()) // waiters poll as on an object store
 	lk, err := lease.NewLocker(s, "locks/job", &lease.Options{Holder: "first", TTL: qttl})
 	if err != nil {
 		t.Fatal(err)
@@ -245,15 +236,7 @@ func TestQueueDeadHeadIsSkipped(t *testing.T) {
 		b := newQueueBed(t)
 		all := names(4)
 		b.arriveInOrder(all, nil)
-		b.conns["w00"].killed.Store(true)
-		time.Sleep(qttl / 2)
-		if took := b.releaseAndTimeFirst(); took > qttl {
-			t.Errorf("the next waiter acquired %v after the release, behind a dead head; want within a TTL (%v)", took, qttl)
-		}
-		b.wg.Wait()
-		if got, want := b.got(), all[1:]; !slices.Equal(got, want) {
-			t.Errorf("holders %v, want %v", got, want)
-		}
+		b.skipDead(t, all, 1)
 		if q := b.queue(); len(q) != 0 {
 			t.Errorf("queue at the end: %v, want the dead head's ticket removed", q)
 		}
@@ -344,7 +327,7 @@ func TestQueueRequestBudget(t *testing.T) {
 // increase, and everyone is served.
 func TestQueueNeverTwoHolders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := noWatch{memstore.New()}
+		s := leasetest.WithoutWatch(memstore.New()) // waiters poll as on an object store
 		var active atomic.Int64
 		var mu sync.Mutex
 		var tokens []uint64
@@ -454,17 +437,27 @@ func TestQueueTwoDeadInARow(t *testing.T) {
 		all := names(4)
 		b.arriveInOrder(all, nil)
 		time.Sleep(qttl) // everyone has looked at its place
-		b.conns["w00"].killed.Store(true)
-		b.conns["w01"].killed.Store(true)
-		time.Sleep(qttl / 2)
-		if took := b.releaseAndTimeFirst(); took > qttl {
-			t.Errorf("the third waiter acquired %v after the release, behind two dead ones; want within a TTL (%v)", took, qttl)
-		}
-		b.wg.Wait()
-		if got, want := b.got(), all[2:]; !slices.Equal(got, want) {
-			t.Errorf("holders %v, want %v", got, want)
-		}
+		b.skipDead(t, all, 2)
 	})
+}
+
+// skipDead kills the first dead of the waiters all (in their order of
+// arrival), releases the lock half a TTL later, and checks that the first
+// living waiter acquires it within a TTL and the living ones hold it in
+// order.
+func (b *queueBed) skipDead(t *testing.T, all []string, dead int) {
+	t.Helper()
+	for _, n := range all[:dead] {
+		b.conns[n].killed.Store(true)
+	}
+	time.Sleep(qttl / 2)
+	if took := b.releaseAndTimeFirst(); took > qttl {
+		t.Errorf("the first living waiter acquired %v after the release, behind %d dead; want within a TTL (%v)", took, dead, qttl)
+	}
+	b.wg.Wait()
+	if got, want := b.got(), all[dead:]; !slices.Equal(got, want) {
+		t.Errorf("holders %v, want %v", got, want)
+	}
 }
 
 // stalls returns the longest time between one holder's release and the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/lease"
+	"github.com/latchkey/latchkey/lease/leasetest"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/memstore"
 )
@@ -101,7 +102,7 @@ func TestQueueThroughput(t *testing.T) {
 					if watch {
 						return memstore.New()
 					}
-					return noWatch{memstore.New()}
+					return leasetest.WithoutWatch(memstore.New())
 				}
 				q := runChurn(t, newStore(), n, o, hold, 0, d)
 				free := o

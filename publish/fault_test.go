@@ -40,14 +40,25 @@ func TestCommitAmbiguousPointerWrite(t *testing.T) {
 	}
 }
 
+// pointerFaults begins a publication under prefix on a faultstore over
+// memstore, with "f" holding body, and injects fault into the writes of
+// its pointer (fault's Ops and Prefix are set here).
+func pointerFaults(t *testing.T, prefix, body string, fault faultstore.Rule) (*faultstore.Store, *publish.Writer) {
+	t.Helper()
+	ctx := context.Background()
+	fs := faultstore.New(memstore.New(), 1)
+	w := publishtest.Begin(t, ctx, fs, prefix, nil)
+	publishtest.Put(t, ctx, w, "f", body)
+	fault.Ops, fault.Prefix = faultstore.OpPut, prefix+"/pointer"
+	fs.Inject(fault)
+	return fs, w
+}
+
 // TestCommitTransientThenRetry: the pointer write fails before it reaches
 // the store; Commit retries it and succeeds.
 func TestCommitTransientThenRetry(t *testing.T) {
 	ctx := context.Background()
-	fs := faultstore.New(memstore.New(), 1)
-	w := publishtest.Begin(t, ctx, fs, "tr", nil)
-	publishtest.Put(t, ctx, w, "f", "x")
-	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "tr/pointer", Fault: faultstore.FailBefore, Count: 2})
+	fs, w := pointerFaults(t, "tr", "x", faultstore.Rule{Fault: faultstore.FailBefore, Count: 2})
 	if _, err := w.Commit(ctx); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
@@ -72,10 +83,7 @@ func TestCommitTransientThenRetry(t *testing.T) {
 func TestCommitPersistentFailureCleansUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		fs := faultstore.New(memstore.New(), 1)
-		w := publishtest.Begin(t, ctx, fs, "pf", nil)
-		publishtest.Put(t, ctx, w, "f", "x")
-		fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "pf/pointer", Fault: faultstore.FailBefore})
+		fs, w := pointerFaults(t, "pf", "x", faultstore.Rule{Fault: faultstore.FailBefore})
 		start := time.Now()
 		_, err := w.Commit(ctx)
 		if !errors.Is(err, store.ErrTransient) {
@@ -99,12 +107,7 @@ func TestCommitPersistentFailureCleansUp(t *testing.T) {
 // that is already the current one.
 func TestCommitContextEndedAfterPointerApplied(t *testing.T) {
 	ctx := context.Background()
-	fs := faultstore.New(memstore.New(), 1)
-	w := publishtest.Begin(t, ctx, fs, "ce", nil)
-	if err := w.Put(ctx, "f", strings.NewReader("body")); err != nil {
-		t.Fatal(err)
-	}
-	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "ce/pointer", Fault: faultstore.ApplyThenFail, Err: context.Canceled, Count: 1})
+	fs, w := pointerFaults(t, "ce", "body", faultstore.Rule{Fault: faultstore.ApplyThenFail, Err: context.Canceled, Count: 1})
 	if _, err := w.Commit(ctx); err != nil {
 		t.Fatalf("Commit whose pointer write applied before the context ended: %v", err)
 	}
@@ -123,10 +126,7 @@ func TestCommitContextEndedAfterPointerApplied(t *testing.T) {
 // yet name it; nothing is visible.
 func TestCommitContextEndedBeforePointerApplied(t *testing.T) {
 	ctx := context.Background()
-	fs := faultstore.New(memstore.New(), 1)
-	w := publishtest.Begin(t, ctx, fs, "cb", nil)
-	publishtest.Put(t, ctx, w, "f", "body")
-	fs.Inject(faultstore.Rule{Ops: faultstore.OpPut, Prefix: "cb/pointer", Fault: faultstore.FailBefore, Err: context.Canceled, Count: 1})
+	fs, w := pointerFaults(t, "cb", "body", faultstore.Rule{Fault: faultstore.FailBefore, Err: context.Canceled, Count: 1})
 	_, err := w.Commit(ctx)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "left for GC") {
 		t.Fatalf("Commit = %v, want context.Canceled, generation left for GC", err)

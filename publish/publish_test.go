@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/publish"
 	"github.com/latchkey/latchkey/publish/publishtest"
 	"github.com/latchkey/latchkey/store"
@@ -26,10 +27,7 @@ func backends() map[string]func(tb testing.TB) store.Store {
 		},
 		"filestore": func(tb testing.TB) store.Store {
 			s, err := filestore.Open(tb.TempDir(), nil)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(func() { s.Close() })
+			testutil.Opened(tb, s, err)
 			return s
 		},
 	}

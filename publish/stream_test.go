@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/publish"
 	"github.com/latchkey/latchkey/store/filestore"
 )
@@ -21,10 +22,7 @@ func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 func TestStreamsWithoutBuffering(t *testing.T) {
 	ctx := context.Background()
 	s, err := filestore.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	testutil.Opened(t, s, err)
 	const size = 64 << 20
 	allocated := func(fn func()) uint64 {
 		var before, after runtime.MemStats

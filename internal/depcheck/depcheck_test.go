@@ -74,24 +74,21 @@ func violations(pkgs []pkg) []string {
 	return out
 }
 
-// list runs go list on the trees that exist; a tree not yet written
-// matches nothing and is skipped.
-func list(t *testing.T) []pkg {
+// list runs go list on patterns ("<module>/cas/...") and decodes the
+// fields named (P's, comma-separated) of each package into a P; a tree not
+// yet written matches nothing and is skipped.
+func list[P any](t *testing.T, fields string, patterns ...string) []P {
 	t.Helper()
-	args := []string{"list", "-e", "-json=ImportPath,Deps"}
-	for _, d := range sdkFree {
-		args = append(args, module+"/"+d+"/...")
-	}
-	cmd := exec.Command("go", args...)
+	cmd := exec.Command("go", append([]string{"list", "-e", "-json=" + fields}, patterns...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
 	}
-	var pkgs []pkg
+	var pkgs []P
 	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
-		var p pkg
+		var p P
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
@@ -103,7 +100,11 @@ func list(t *testing.T) []pkg {
 }
 
 func TestNoBackendsOrSDKsInContractAndCoordination(t *testing.T) {
-	pkgs := list(t)
+	var trees []string
+	for _, d := range sdkFree {
+		trees = append(trees, module+"/"+d+"/...")
+	}
+	pkgs := list[pkg](t, "ImportPath,Deps", trees...)
 	seen := map[string]bool{}
 	for _, p := range pkgs {
 		seen[rel(p.ImportPath)] = true
@@ -168,15 +169,7 @@ func testOnlyViolations(pkgs []pkg) []string {
 }
 
 func TestTestHelpersOnlyInTests(t *testing.T) {
-	out, err := exec.Command("go", "list", "-e", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, module+"/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	var pkgs []pkg
-	for line := range strings.Lines(string(out)) {
-		f := strings.Fields(line)
-		pkgs = append(pkgs, pkg{ImportPath: f[0], Deps: f[1:]})
-	}
+	pkgs := list[pkg](t, "ImportPath,Deps", module+"/...")
 	if len(pkgs) < 10 {
 		t.Fatalf("go list reported %d packages; the check would be vacuous", len(pkgs))
 	}
@@ -226,16 +219,10 @@ func floorViolations(pkgs []pkg) []string {
 }
 
 func TestNoImportPointsUp(t *testing.T) {
-	out, err := exec.Command("go", "list", "-e", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, module+"/...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	var pkgs []pkg
+	pkgs := list[pkg](t, "ImportPath,Deps", module+"/...")
 	per := make([]int, len(floors)+1)
-	for line := range strings.Lines(string(out)) {
-		f := strings.Fields(line)
-		pkgs = append(pkgs, pkg{ImportPath: f[0], Deps: f[1:]})
-		per[floorOf(f[0])]++
+	for _, p := range pkgs {
+		per[floorOf(p.ImportPath)]++
 	}
 	for i, n := range per[:len(floors)] {
 		if n == 0 {
@@ -309,23 +296,9 @@ func serverLayerViolations(pkgs []layerPkg) []string {
 }
 
 func TestServerLayers(t *testing.T) {
-	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,Deps", module+"/...")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
-	}
-	var pkgs []layerPkg
+	pkgs := list[layerPkg](t, "ImportPath,Imports,Deps", module+"/...")
 	seen := map[string]bool{}
-	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
-		var p layerPkg
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		pkgs = append(pkgs, p)
+	for _, p := range pkgs {
 		seen[rel(p.ImportPath)] = true
 	}
 	for _, must := range []string{enginePkg, "server/internal/consulapi", "server/internal/consulmodel", "server/internal/s3api"} {

@@ -44,6 +44,10 @@
 // directly, so fusermount is not needed); Mount skips the test where that
 // is not available, and fails it under CI=true. The mount has no writeback
 // cache and no direct I/O: bbolt's mmap reads and pwrites work on it.
+//
+// After the restart, Survived is the check every power-loss test makes of
+// a key (its acknowledged value or the one in flight at the cut), and Show
+// renders a value for its failure message.
 package powerfs
 
 // Model says which names a sync makes durable.

@@ -149,6 +149,17 @@ func (p *FS) Unmount() {
 	p.server = nil
 }
 
+// Image materializes the durable image into a new directory under
+// t.TempDir() and returns it; an error fails t.
+func (p *FS) Image(t testing.TB) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "image")
+	if err := p.Materialize(out); err != nil {
+		t.Fatalf("powerfs: materialize the image: %v", err)
+	}
+	return out
+}
+
 // Materialize writes the durable image (as of the cut, or of now if there
 // was none) into dst, which must not exist or be empty.
 func (p *FS) Materialize(dst string) error {

@@ -24,3 +24,4 @@ func (p *FS) Cut() bool                    { return true }
 func (p *FS) IsCut() bool                  { return true }
 func (p *FS) Unmount()                     {}
 func (p *FS) Materialize(dst string) error { return nil }
+func (p *FS) Image(t testing.TB) string    { return "" }

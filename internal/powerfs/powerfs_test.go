@@ -44,11 +44,7 @@ func syncDir(t *testing.T, dir string) {
 func after(t *testing.T, p *FS) string {
 	t.Helper()
 	p.Cut()
-	out := filepath.Join(t.TempDir(), "after")
-	if err := p.Materialize(out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return p.Image(t)
 }
 
 func content(t *testing.T, path string) (string, bool) {

@@ -1,7 +1,8 @@
 // Package testutil holds the helpers that tests in several packages share:
 // the peer a test reads from the environment (skipped locally, failed
 // under CI), random names for buckets and prefixes, re-running the test
-// binary as a child process, and serving a handler over loopback HTTP. It
+// binary as a child process, serving a handler over loopback HTTP, and
+// closing what a test opened (Opened). It
 // is imported
 // only from _test.go files (internal/depcheck checks this) and depends on
 // the standard library only, so that any package's internal tests can use
@@ -11,6 +12,7 @@ package testutil
 import (
 	"context"
 	"crypto/rand"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -54,6 +56,19 @@ func Unavailable(tb testing.TB, format string, args ...any) {
 // never see each other's data.
 func RandomName(prefix string) string {
 	return prefix + strings.ToLower(rand.Text())
+}
+
+// Opened ends the test when err, the error of opening c, is not nil, and
+// otherwise closes c when tb ends:
+//
+//	s, err := filestore.Open(tb.TempDir(), nil)
+//	testutil.Opened(tb, s, err)
+func Opened(tb testing.TB, c io.Closer, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
 }
 
 // Child returns a command that re-runs the current test binary with no test

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"runtime"
@@ -35,6 +36,11 @@ func (f *fakeTB) Helper() {}
 
 func (f *fakeTB) Fatalf(format string, args ...any) {
 	f.ended, f.msg = "fatal", fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (f *fakeTB) Fatal(args ...any) {
+	f.ended, f.msg = "fatal", fmt.Sprint(args...)
 	runtime.Goexit()
 }
 
@@ -78,5 +84,32 @@ func TestPeerFailsUnderCISkipsElsewhere(t *testing.T) {
 		if c.ended != "" && (!strings.Contains(f.msg, env) || !strings.Contains(f.msg, ".ci/run starts one")) {
 			t.Errorf("CI=%q: message %q does not name %s and how .ci/run provides it", c.ci, f.msg, env)
 		}
+	}
+}
+
+type closer struct{ closed int }
+
+func (c *closer) Close() error { c.closed++; return nil }
+
+func TestOpenedClosesWhenTheTestEndsAndFailsOnAnError(t *testing.T) {
+	c := &closer{}
+	t.Run("opened", func(t *testing.T) {
+		Opened(t, c, nil)
+		if c.closed != 0 {
+			t.Fatal("closed before the test ended")
+		}
+	})
+	if c.closed != 1 {
+		t.Fatalf("closed %d times when the test ended, want 1", c.closed)
+	}
+	f := &fakeTB{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Opened(f, (*closer)(nil), errors.New("open: no such bucket"))
+	}()
+	<-done
+	if f.ended != "fatal" || f.msg != "open: no such bucket" {
+		t.Fatalf("on an open error: ended %q with %q, want fatal with the error", f.ended, f.msg)
 	}
 }

@@ -59,9 +59,7 @@ func testAcquireWaits(t *testing.T, e *env) {
 	if d := time.Since(released); e.synct && d > poll*3/2+time.Millisecond {
 		t.Errorf("waiter acquired %v after the release; want within 1.5 PollInterval (%v)", d, poll)
 	}
-	if l.Token() != a.Token()+1 {
-		t.Errorf("waiter token = %d, want %d", l.Token(), a.Token()+1)
-	}
+	wantSuccessor(t, l, a, "waiter")
 }
 
 // holdLong holds the lease as "holder" with ten times the suite's TTL, so

@@ -76,9 +76,7 @@ func testTakeover(t *testing.T, e *env) {
 	if err != nil {
 		t.Fatalf("after a full TTL unchanged: %v, want the lease", err)
 	}
-	if l.Token() != a.Token()+1 {
-		t.Errorf("takeover token = %d, want %d", l.Token(), a.Token()+1)
-	}
+	wantSuccessor(t, l, a, "takeover")
 	// a wrote before b's first look, which began at first.
 	e.checkStopped(t, a, first.Add(e.validity()), "takeover")
 	if err := a.Renew(t.Context()); !errors.Is(err, lease.ErrLost) {
@@ -139,13 +137,7 @@ func testWallClock(t *testing.T, e *env) {
 			continue // taken over late, and released: the next skew starts afresh
 		}
 		e.sleep(e.ttl / 2)
-		l, err := b.TryAcquire(t.Context())
-		if err != nil {
-			t.Fatalf("skew %v: after a TTL: %v, want the lease", skew, err)
-		}
-		if l.Token() != a.Token()+1 {
-			t.Errorf("skew %v: token %d, want %d", skew, l.Token(), a.Token()+1)
-		}
+		l := takeOver(t, b, a, fmt.Sprintf("skew %v", skew))
 		if err := l.Release(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -187,12 +179,9 @@ func testForceRelease(t *testing.T, e *env) {
 	if err := lease.ForceRelease(t.Context(), e.s, e.key, "operator"); err != nil {
 		t.Fatalf("ForceRelease: %v", err)
 	}
-	b := e.acquireAfterTTL(t, e.locker(t, nil, e.opts("b")))
+	b := e.acquireAfterTTL(t, "b", a, "after forced release")
 	if b == nil {
 		return
-	}
-	if b.Token() != a.Token()+1 {
-		t.Errorf("token after forced release = %d, want %d", b.Token(), a.Token()+1)
 	}
 	if err := a.Renew(t.Context()); !errors.Is(err, lease.ErrLost) {
 		t.Errorf("Renew of the forcibly released lease: %v, want ErrLost", err)
@@ -200,26 +189,27 @@ func testForceRelease(t *testing.T, e *env) {
 	if err := lease.ReleaseHolder(t.Context(), e.s, e.key, "b"); err != nil {
 		t.Fatalf("ReleaseHolder by the holder's name: %v", err)
 	}
-	c := e.acquireAfterTTL(t, e.locker(t, nil, e.opts("c")))
-	if c == nil {
+	if e.acquireAfterTTL(t, "c", b, "after ReleaseHolder") == nil {
 		return
-	}
-	if c.Token() != b.Token()+1 {
-		t.Errorf("token after ReleaseHolder = %d, want %d", c.Token(), b.Token()+1)
 	}
 	if err := lease.ForceRelease(t.Context(), e.s, "locks/absent", "operator"); err != nil && !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("ForceRelease of an absent key: %v", err)
 	}
 }
 
-// acquireAfterTTL acquires a lease that was released by force: lk looks
-// once (ErrHeld), waits a full TTL and takes the record over.
-func (e *env) acquireAfterTTL(t *testing.T, lk *lease.Locker) *lease.Lease {
+// acquireAfterTTL acquires a lease that was released by force: a locker
+// of the holder name looks once (ErrHeld), waits a full TTL and takes the
+// record over, with the token after prev's. It returns nil when the look
+// did not find the lease held (expectHeld).
+func (e *env) acquireAfterTTL(t *testing.T, name string, prev *lease.Lease, what string) *lease.Lease {
 	t.Helper()
+	lk := e.locker(t, nil, e.opts(name))
 	first := time.Now()
 	if !e.expectHeld(t, lk, first, "right after a forced release") {
 		return nil
 	}
 	e.sleep(e.ttl)
-	return mustAcquire(t, lk)
+	l := mustAcquire(t, lk)
+	wantSuccessor(t, l, prev, what)
+	return l
 }

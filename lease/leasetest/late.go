@@ -43,14 +43,8 @@ func variants(s store.Store) map[string]store.Store {
 
 // WithoutTxn hides s's multi-key transactions, so that the lease takes
 // the path of stores that have none (S3, GCS, Azure).
-func WithoutTxn(s store.Store) store.Store { return noTxn{s} }
-
-type noTxn struct{ store.Store }
-
-func (n noTxn) Capabilities() store.Capabilities {
-	c := n.Store.Capabilities()
-	c.Transactions = false
-	return c
+func WithoutTxn(s store.Store) store.Store {
+	return without{s, func(c *store.Capabilities) { c.Transactions = false }}
 }
 
 // txnOf returns s's transactions, or nil.
@@ -307,7 +301,7 @@ func testFirstAcquirersRace(t *testing.T, e *env) {
 func withTxnOf(w, s store.Store) store.Store {
 	tx := txnOf(s)
 	if tx == nil {
-		return noTxn{w}
+		return WithoutTxn(w)
 	}
 	return txnWrap{w, tx}
 }

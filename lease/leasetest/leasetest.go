@@ -258,6 +258,27 @@ func mustAcquire(t *testing.T, lk *lease.Locker) *lease.Lease {
 	return l
 }
 
+// wantSuccessor checks the fencing token of next, the lease taken after
+// prev: one more than prev's.
+func wantSuccessor(t *testing.T, next, prev *lease.Lease, what string) {
+	t.Helper()
+	if next.Token() != prev.Token()+1 {
+		t.Errorf("%s: token %d, want %d", what, next.Token(), prev.Token()+1)
+	}
+}
+
+// takeOver is lk's TryAcquire a full TTL after prev's last write, which
+// must get the lease, with the token after prev's.
+func takeOver(t *testing.T, lk *lease.Locker, prev *lease.Lease, what string) *lease.Lease {
+	t.Helper()
+	l, err := lk.TryAcquire(t.Context())
+	if err != nil {
+		t.Fatalf("%s: a full TTL later: %v, want the lease", what, err)
+	}
+	wantSuccessor(t, l, prev, what)
+	return l
+}
+
 func fenced(t *testing.T, s store.Store, key string) (string, uint64) {
 	t.Helper()
 	v, tok, _, err := lease.FencedGet(t.Context(), s, key)
@@ -271,12 +292,19 @@ func fenced(t *testing.T, s store.Store, key string) (string, uint64) {
 // running in a synctest bubble wraps a backend whose native watch blocks a
 // goroutine on real I/O (inotify, a network read), since such a goroutine
 // keeps the bubble's fake clock from advancing.
-func WithoutWatch(s store.Store) store.Store { return noWatch{s} }
+func WithoutWatch(s store.Store) store.Store {
+	return without{s, func(c *store.Capabilities) { c.Watch = false }}
+}
 
-type noWatch struct{ store.Store }
+// without is a store with only store.Store's methods (its embedding hides
+// every optional interface), whose Capabilities clear what off clears.
+type without struct {
+	store.Store
+	off func(*store.Capabilities)
+}
 
-func (n noWatch) Capabilities() store.Capabilities {
-	c := n.Store.Capabilities()
-	c.Watch = false
+func (w without) Capabilities() store.Capabilities {
+	c := w.Store.Capabilities()
+	w.off(&c)
 	return c
 }

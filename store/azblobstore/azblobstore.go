@@ -18,6 +18,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/objname"
 	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
@@ -127,13 +128,11 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 	if err := validContainer(o.Container); err != nil {
 		return nil, fmt.Errorf("azblobstore: open: %w", err)
 	}
-	prefix := strings.Trim(o.Prefix, "/")
-	if prefix != "" {
-		if err := store.ValidateKey(prefix); err != nil {
-			return nil, fmt.Errorf("azblobstore: open: prefix: %w", err)
-		}
-		prefix = blobName(prefix) + "/"
+	prefix, err := objname.Prefix(o.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("azblobstore: open: prefix: %w", err)
 	}
+	prefix = blobName(prefix) // '/' is its own blob name
 	read, err := o.client(policy.RetryOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("azblobstore: open: %w", err)
@@ -226,16 +225,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// check runs store.Guard, then the limit of the store's prefix.
+// check runs store.GuardKeyOrPrefix, then Azure's limit on a blob name
+// (the store's prefix and the escaped key).
 func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
-	if err := store.GuardKeyOrPrefix(ctx, s.closed.Load(), backend, op, key, isPrefix); err != nil {
-		return err
-	}
-	if n := len(s.prefix) + len(blobName(key)); n > maxBlobName {
-		return store.NewOpError(backend, op, key, store.ErrInvalidKey,
-			fmt.Errorf("blob name (prefix and escaped key) is %d bytes, longer than %d", n, maxBlobName))
-	}
-	return nil
+	return objname.Check(ctx, s.closed.Load(), backend, op, key, isPrefix, s.blob(key), maxBlobName)
 }
 
 // maxBlobName is Azure's limit on a blob name (1,024 characters; we count

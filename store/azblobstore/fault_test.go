@@ -28,14 +28,8 @@ func TestFaultProxyWrites(t *testing.T) {
 	o := options(proxy.URL+su.Path, c, prefix)
 	o.Transport = &http.Client{Timeout: 300 * time.Millisecond}
 	via, err := azblobstore.Open(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { via.Close() })
+	testutil.Opened(t, via, err)
 	direct, err := azblobstore.Open(context.Background(), options(u, c, prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { direct.Close() })
+	testutil.Opened(t, direct, err)
 	faultproxy.CheckWrites(t, faultproxy.Writes{Via: via, Direct: direct, Faults: proxy})
 }

@@ -66,9 +66,6 @@ func testCtx(tb testing.TB) context.Context {
 func open(tb testing.TB, serviceURL string) *azblobstore.Store {
 	tb.Helper()
 	s, err := azblobstore.Open(context.Background(), options(serviceURL, newContainer(tb, serviceURL), ""))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
+	testutil.Opened(tb, s, err)
 	return s
 }

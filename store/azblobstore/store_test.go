@@ -14,6 +14,7 @@ import (
 	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/azblobstore"
+	"github.com/latchkey/latchkey/store/storetest"
 )
 
 // TestBlobIsTheValue: the blob holds exactly the value, with the write's
@@ -107,16 +108,10 @@ func TestListPaging(t *testing.T) {
 	u := azurite(t)
 	s := open(t, u)
 	var want []string
-	for i := 0; i < 250; i++ {
-		k := fmt.Sprintf("l/%03d", i)
-		if _, err := s.Put(ctx, k, []byte{byte(i)}, store.Unconditional); err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, k)
+	for i := range 250 {
+		want = append(want, fmt.Sprintf("l/%03d", i))
 	}
-	if _, err := s.Put(ctx, "m", nil, store.Unconditional); err != nil {
-		t.Fatal(err)
-	}
+	storetest.WriteKeys(t, ctx, s, append(want, "m"))
 	fresh := func() store.Store {
 		s2, err := azblobstore.Open(ctx, &azblobstore.Options{ServiceURL: u, Container: s.Container().URL()[len(u)+1:],
 			AccountName: azblobstore.DevAccountName, AccountKey: azblobstore.DevAccountKey})
@@ -125,28 +120,9 @@ func TestListPaging(t *testing.T) {
 		}
 		return s2
 	}
-	for name, pager := range map[string]func() store.Store{"markers": func() store.Store { return s }, "no markers": fresh} {
-		var got []string
-		opts := &store.ListOptions{Limit: 100}
-		pages := 0
-		for {
-			page, err := pager().List(ctx, "l/", opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pages++
-			for _, it := range page.Items {
-				got = append(got, it.Key)
-				if it.Version == "" {
-					t.Fatalf("%s listed without a version", it.Key)
-				}
-			}
-			if page.Next == "" {
-				break
-			}
-			opts.After = page.Next
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) || pages != 3 {
+	for name, lister := range map[string]store.Store{"markers": s, "no markers": freshLists{s, fresh}} {
+		items, pages := storetest.ListAll(t, ctx, lister, "l/", 100)
+		if got := storetest.Keys(items); fmt.Sprint(got) != fmt.Sprint(want) || pages != 3 {
 			t.Fatalf("%s: %d pages, %d keys; first %v", name, pages, len(got), got[:min(3, len(got))])
 		}
 	}
@@ -154,6 +130,17 @@ func TestListPaging(t *testing.T) {
 	if err != nil || len(page.Items) != 4 || page.Items[0].Key != "l/246" || page.Next != "" {
 		t.Fatalf("prefix+After: %v next %q, %v", page.Items, page.Next, err)
 	}
+}
+
+// freshLists lists each page from a new store, which remembers no
+// markers: it must skip to After itself.
+type freshLists struct {
+	store.Store
+	fresh func() store.Store
+}
+
+func (f freshLists) List(ctx context.Context, prefix string, opts *store.ListOptions) (store.Page, error) {
+	return f.fresh().List(ctx, prefix, opts)
 }
 
 // TestPutStreamBlocks: a value longer than one block is staged and

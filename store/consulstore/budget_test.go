@@ -29,10 +29,7 @@ func TestManyStoresAndWatchesStayUnderConnLimit(t *testing.T) {
 	var ss []*Store
 	for range stores {
 		s, err := Open(context.Background(), &Options{Address: p.Addr(), Prefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		testutil.Opened(t, s, err)
 		ss = append(ss, s)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

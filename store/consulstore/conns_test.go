@@ -24,10 +24,7 @@ func TestConcurrentCallersReuseConnections(t *testing.T) {
 		return countingListener{ln, &opened}
 	}})
 	s, err := Open(context.Background(), &Options{Address: srv.Addr, Prefix: testutil.RandomName("t-")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	testutil.Opened(t, s, err)
 	const callers, rounds = 32, 20
 	var wg sync.WaitGroup
 	for range callers {

@@ -181,10 +181,7 @@ func TestFaultProxyWrites(t *testing.T) {
 	prefix := testutil.RandomName("t-")
 	open := func(addr string) *Store {
 		s, err := Open(context.Background(), &Options{Address: addr, Prefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		testutil.Opened(t, s, err)
 		return s
 	}
 	faultproxy.CheckWrites(t, faultproxy.Writes{Via: open(proxy.Addr), Direct: open(addr), Faults: proxy, OpTimeout: 300 * time.Millisecond})

@@ -20,9 +20,6 @@ func startServer(t testing.TB, aclToken string) string {
 func openTest(t testing.TB, addr, token string) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), &Options{Address: addr, Prefix: testutil.RandomName("t-"), Token: token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	testutil.Opened(t, s, err)
 	return s
 }

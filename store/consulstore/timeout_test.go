@@ -21,10 +21,7 @@ func TestStalledServerRequestsEnd(t *testing.T) {
 	srv := servertest.Start(t, nil)
 	p := newProxy(t, srv.Addr)
 	s, err := Open(context.Background(), &Options{Address: p.Addr(), Prefix: testutil.RandomName("stall-"), RequestTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	testutil.Opened(t, s, err)
 	if _, err := s.Put(context.Background(), "k", []byte("1"), store.Unconditional); err != nil {
 		t.Fatal(err)
 	}
@@ -52,18 +49,24 @@ func TestStalledServerRequestsEnd(t *testing.T) {
 	ended("Get", func() error { _, err := s.Get(context.Background(), "k"); return err }, store.ErrTransient)
 }
 
-// openTwoAddresses opens a Store (o, with Address and Addresses set) on
-// two proxies of one in-process server, p1 its first address.
-func openTwoAddresses(t *testing.T, o Options) (s *Store, p1, p2 *proxy) {
+// stalledFirst opens a Store (o, with Address and Addresses set) on two
+// proxies of one in-process server, p1 its first address, writes "k"
+// (version v) and then stalls p1 until the test ends. ctx ends after 30 s.
+func stalledFirst(t *testing.T, o Options) (ctx context.Context, s *Store, v store.Version, p1, p2 *proxy) {
 	srv := servertest.Start(t, nil)
 	p1, p2 = newProxy(t, srv.Addr), newProxy(t, srv.Addr)
 	o.Address, o.Addresses = p1.Addr(), []string{p2.Addr()}
 	s, err := Open(context.Background(), &o)
+	testutil.Opened(t, s, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	v, err = s.Put(ctx, "k", []byte("1"), store.Unconditional)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
-	return s, p1, p2
+	p1.stalled.Store(true)
+	t.Cleanup(func() { p1.stalled.Store(false) })
+	return ctx, s, v, p1, p2
 }
 
 // TestStalledAddressFailsOver: with a second address of the same cluster,
@@ -72,15 +75,7 @@ func openTwoAddresses(t *testing.T, o Options) (s *Store, p1, p2 *proxy) {
 // may land when the server resumes), settled by Put's re-read through the
 // live address.
 func TestStalledAddressFailsOver(t *testing.T) {
-	s, p1, p2 := openTwoAddresses(t, Options{Prefix: testutil.RandomName("failover-"), RequestTimeout: 300 * time.Millisecond})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	v, err := s.Put(ctx, "k", []byte("1"), store.Unconditional)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p1.stalled.Store(true)
-	defer p1.stalled.Store(false)
+	ctx, s, v, _, p2 := stalledFirst(t, Options{Prefix: testutil.RandomName("failover-"), RequestTimeout: 300 * time.Millisecond})
 	if e, err := s.Get(ctx, "k"); err != nil || e.Version != v {
 		t.Fatalf("Get with the first address stalled = %+v, %v; want version %s", e, err, v)
 	}
@@ -104,15 +99,7 @@ func TestStalledAddressFailsOver(t *testing.T) {
 // lock stalled for the whole 6.4 s stop of the leader although the two
 // other servers had elected a new one after 2.7 s).
 func TestReadDoesNotWaitOutAStalledAddress(t *testing.T) {
-	s, p1, _ := openTwoAddresses(t, Options{Prefix: testutil.RandomName("hedge-")})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	v, err := s.Put(ctx, "k", []byte("1"), store.Unconditional)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p1.stalled.Store(true)
-	defer p1.stalled.Store(false)
+	ctx, s, v, p1, _ := stalledFirst(t, Options{Prefix: testutil.RandomName("hedge-")})
 	start := time.Now()
 	e, err := s.Get(ctx, "k")
 	took := time.Since(start)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/server"
 	"github.com/latchkey/latchkey/server/servertest"
 	"github.com/latchkey/latchkey/store"
@@ -20,10 +21,7 @@ func TestStoreURL(t *testing.T) {
 	ctx := context.Background()
 	srv := servertest.Start(t, &servertest.Options{Config: server.Config{ACLToken: "tok"}})
 	s, err := storeurl.Open(ctx, "consul://"+srv.Addr+"/app/locks?token=tok")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	testutil.Opened(t, s, err)
 	v, err := s.Put(ctx, "a", []byte("1"), store.IfAbsent)
 	if err != nil {
 		t.Fatal(err)
@@ -34,40 +32,28 @@ func TestStoreURL(t *testing.T) {
 	}
 	// The key lives under the URL's prefix.
 	other, err := storeurl.Open(ctx, "consul://"+srv.Addr+"/app?token=tok")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	testutil.Opened(t, other, err)
 	if e, err := other.Get(ctx, "locks/a"); err != nil || e.Version != v {
 		t.Fatalf("Get under the parent prefix = %+v, %v", e, err)
 	}
 	// Without the token: permission denied.
 	t.Setenv("CONSUL_HTTP_TOKEN", "")
 	anon, err := storeurl.Open(ctx, "consul://"+srv.Addr+"/app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer anon.Close()
+	testutil.Opened(t, anon, err)
 	if _, err := anon.Get(ctx, "locks/a"); !errors.Is(err, store.ErrUnsupported) || !strings.Contains(err.Error(), "permission denied") {
 		t.Fatalf("Get without a token: %v", err)
 	}
 	// CONSUL_HTTP_TOKEN is honoured when the URL has none.
 	t.Setenv("CONSUL_HTTP_TOKEN", "tok")
 	env, err := storeurl.Open(ctx, "consul://"+srv.Addr+"/app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
+	testutil.Opened(t, env, err)
 	if _, err := env.Get(ctx, "locks/a"); err != nil {
 		t.Fatalf("Get with CONSUL_HTTP_TOKEN: %v", err)
 	}
 	// Without a host, the official client's CONSUL_HTTP_ADDR names it.
 	t.Setenv("CONSUL_HTTP_ADDR", srv.Addr)
 	byEnv, err := storeurl.Open(ctx, "consul:///app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer byEnv.Close()
+	testutil.Opened(t, byEnv, err)
 	if e, err := byEnv.Get(ctx, "locks/a"); err != nil || e.Version != v {
 		t.Fatalf("Get through CONSUL_HTTP_ADDR = %+v, %v", e, err)
 	}
@@ -93,10 +79,7 @@ func TestStoreURLSeveralHosts(t *testing.T) {
 	dead := l.Addr().String()
 	l.Close()
 	s, err := storeurl.Open(ctx, "consul://"+dead+","+srv.Addr+"/app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	testutil.Opened(t, s, err)
 	for i := range 3 {
 		if _, err := s.Put(ctx, "k", []byte{byte(i)}, store.Unconditional); err != nil {
 			t.Fatalf("Put %d with the first host dead: %v", i, err)

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/testutil"
 )
 
 // A server that answers every blocking query at once, unchanged (one that
@@ -27,10 +29,7 @@ func TestWaitChangeRateLimitsQuickAnswers(t *testing.T) {
 	}))
 	defer srv.Close()
 	s, err := Open(context.Background(), &Options{Address: srv.Listener.Addr().String(), Prefix: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	testutil.Opened(t, s, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	if err := s.WaitChange(ctx, "k", "7"); !errors.Is(err, context.DeadlineExceeded) {

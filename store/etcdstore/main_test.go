@@ -90,9 +90,6 @@ func openTest(tb testing.TB, opts *Options) *Store {
 		o.Prefix = testutil.RandomName("t-")
 	}
 	s, err := Open(context.Background(), &o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
+	testutil.Opened(tb, s, err)
 	return s
 }

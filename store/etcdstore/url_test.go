@@ -16,10 +16,7 @@ import (
 func open(t *testing.T, u string) store.Store {
 	t.Helper()
 	s, err := storeurl.Open(context.Background(), u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	testutil.Opened(t, s, err)
 	return s
 }
 

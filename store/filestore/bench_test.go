@@ -34,18 +34,23 @@ func BenchmarkPut(b *testing.B) {
 				}
 			}
 		})
-		b.Run("parallel", func(b *testing.B) {
-			var n atomic.Int64
-			b.RunParallel(func(pb *testing.PB) {
-				key := "par/" + strconv.FormatInt(n.Add(1), 10)
-				for pb.Next() {
-					if _, err := s.Put(ctx, key, value, store.Unconditional); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
+		b.Run("parallel", func(b *testing.B) { putInParallel(b, s, "par/") })
+	})
+}
+
+// putInParallel runs b.RunParallel with each goroutine writing a key of
+// its own under prefix.
+func putInParallel(b *testing.B, s *Store, prefix string) {
+	ctx := context.Background()
+	var n atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		key := prefix + strconv.FormatInt(n.Add(1), 10)
+		for pb.Next() {
+			if _, err := s.Put(ctx, key, value, store.Unconditional); err != nil {
+				b.Error(err)
+				return
+			}
+		}
 	})
 }
 
@@ -103,18 +108,8 @@ func BenchmarkStripes(b *testing.B) {
 	for _, stripes := range []int{1, 64} {
 		b.Run(fmt.Sprintf("stripes=%d", stripes), func(b *testing.B) {
 			s := open(b, b.TempDir(), &Options{Stripes: stripes})
-			ctx := context.Background()
-			var n atomic.Int64
 			b.SetParallelism(4)
-			b.RunParallel(func(pb *testing.PB) {
-				key := "p/" + strconv.FormatInt(n.Add(1), 10)
-				for pb.Next() {
-					if _, err := s.Put(ctx, key, value, store.Unconditional); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			putInParallel(b, s, "p/")
 		})
 	}
 }

@@ -3,6 +3,7 @@ package filestore_test
 import (
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/filestore"
 	"github.com/latchkey/latchkey/store/storetest"
@@ -12,10 +13,7 @@ func harness() storetest.Harness {
 	return storetest.Harness{
 		New: func(tb testing.TB) store.Store {
 			s, err := filestore.Open(tb.TempDir(), nil)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			tb.Cleanup(func() { s.Close() })
+			testutil.Opened(tb, s, err)
 			return s
 		},
 	}

@@ -12,16 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 )
 
 func open(t testing.TB, dir string, opts *Options) *Store {
 	t.Helper()
 	s, err := Open(dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	testutil.Opened(t, s, err)
 	return s
 }
 

@@ -75,16 +75,8 @@ func checkReadable(t *testing.T, dir string, txnErr error) {
 // those keys got ErrCorrupt for good (issue 22 item 6).
 func TestPausedWriterSurvivesOthersCleanup(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	other, err := Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	s := open(t, dir, nil)
+	other := open(t, dir, nil)
 	old := time.Now().Add(-2 * StaleTempAge)
 	txnErr := pausedTxn(t, s, func(staged []string) {
 		if len(staged) < 2 {
@@ -108,11 +100,7 @@ func TestPausedWriterSurvivesOthersCleanup(t *testing.T) {
 // write: nothing applied, no journal left, readers unaffected.
 func TestPausedWriterWhoseStagedFilesVanishAborts(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := open(t, dir, nil)
 	txnErr := pausedTxn(t, s, func(staged []string) {
 		for _, n := range staged {
 			if err := os.Remove(filepath.Join(dir, tmpDir, n)); err != nil {

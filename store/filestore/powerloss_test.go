@@ -137,10 +137,7 @@ func plRound(t *testing.T, src string, model powerfs.Model, cutAfter int, cutAt 
 	syncs := p.Syncs()
 	p.Cut()
 	p.Unmount()
-	out := filepath.Join(t.TempDir(), "image")
-	if err := p.Materialize(out); err != nil {
-		t.Fatal(err)
-	}
+	out := p.Image(t)
 	c.rounds++
 	c.acks += acks
 	lost := plCheck(t, out, next, inflight)
@@ -206,30 +203,12 @@ func plCheck(t *testing.T, dir string, acked, inflight map[string]*string) int {
 			v := string(e.Value)
 			got = &v
 		}
-		ok := func(want *string, in bool) bool {
-			return in && (want == nil) == (got == nil) && (got == nil || *got == *want)
-		}
-		a, inA := acked[k]
-		if !inA {
-			inA, a = true, nil
-		}
-		f, inF := inflight[k]
-		if !ok(a, inA) && !ok(f, inF) {
+		if !powerfs.Survived(got, k, acked, inflight) {
 			lost++
-			t.Errorf("%q after the cut: %s, acknowledged %s", k, show(got), show(a))
+			t.Errorf("%q after the cut: %s, acknowledged %s", k, powerfs.Show(got), powerfs.Show(acked[k]))
 		}
 	}
 	return lost
-}
-
-func show(v *string) string {
-	switch {
-	case v == nil:
-		return "absent"
-	case len(*v) > 20:
-		return strconv.Quote((*v)[:20]) + "…"
-	}
-	return strconv.Quote(*v)
 }
 
 // plExtraRounds is the number of random-moment rounds per model and start:

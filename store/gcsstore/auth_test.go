@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -74,10 +75,7 @@ func TestApplicationDefaultCredentials(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := Open(ctx, &Options{Bucket: "bkt", Prefix: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	testutil.Opened(t, s, err)
 	cancel()
 	e, err := s.Get(context.Background(), "k")
 	if err != nil || string(e.Value) != "v" || e.Version != "7" {
@@ -89,10 +87,7 @@ func TestApplicationDefaultCredentials(t *testing.T) {
 
 	// An endpoint turns authentication off, as before.
 	plain, err := Open(context.Background(), &Options{Bucket: "bkt", Prefix: "p", Endpoint: srv.URL + "/storage/v1/"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	testutil.Opened(t, plain, err)
 	if _, err := plain.Get(context.Background(), "k"); !errors.Is(err, store.ErrUnsupported) || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("Get without credentials = %v, want a 401 (ErrUnsupported)", err)
 	}

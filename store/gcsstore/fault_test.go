@@ -28,10 +28,7 @@ func TestFaultProxyWrites(t *testing.T) {
 			o.HTTPClient = hc
 		}
 		s, err := gcsstore.Open(context.Background(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		testutil.Opened(t, s, err)
 		return s
 	}
 	via := open(proxy.URL+"/storage/v1/", &http.Client{Timeout: 300 * time.Millisecond})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/objname"
 )
 
 // Options configure Open.
@@ -108,12 +109,9 @@ func Open(ctx context.Context, opts *Options) (*Store, error) {
 	if err := optcheck.NonNegative(optcheck.Named("ResolveAttempts", o.ResolveAttempts), optcheck.Named("ResolveBackoff", o.ResolveBackoff)); err != nil {
 		return nil, fmt.Errorf("gcsstore: open: %w", err)
 	}
-	prefix := strings.Trim(o.Prefix, "/")
-	if prefix != "" {
-		if err := store.ValidateKey(prefix); err != nil {
-			return nil, fmt.Errorf("gcsstore: open: prefix: %w", err)
-		}
-		prefix += "/"
+	prefix, err := objname.Prefix(o.Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("gcsstore: open: prefix: %w", err)
 	}
 	api, auth := o.Endpoint, false
 	switch host := os.Getenv(emulatorEnv); {
@@ -178,16 +176,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// check runs store.Guard, then the limit of the store's prefix.
+// check runs store.GuardKeyOrPrefix, then GCS's limit on an object name
+// (1,024 bytes, store.MaxKeyLen, the store's prefix included).
 func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
-	if err := store.GuardKeyOrPrefix(ctx, s.closed.Load(), backend, op, key, isPrefix); err != nil {
-		return err
-	}
-	if len(s.prefix)+len(key) > store.MaxKeyLen {
-		return store.NewOpError(backend, op, key, store.ErrInvalidKey,
-			fmt.Errorf("key with the store prefix is longer than %d bytes (GCS's object-name limit)", store.MaxKeyLen))
-	}
-	return nil
+	return objname.Check(ctx, s.closed.Load(), backend, op, key, isPrefix, s.prefix+key, store.MaxKeyLen)
 }
 
 // version renders a generation as a Version.

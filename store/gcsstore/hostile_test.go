@@ -13,6 +13,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/gcsstore"
 )
@@ -54,10 +55,7 @@ func hostile(t *testing.T, a *answer) *gcsstore.Store {
 	s, err := gcsstore.Open(context.Background(), &gcsstore.Options{
 		Bucket: "b", Endpoint: "http://gcs.invalid/storage/v1/", HTTPClient: &http.Client{Transport: a},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	testutil.Opened(t, s, err)
 	return s
 }
 

@@ -82,9 +82,6 @@ func (e emulator) open(tb testing.TB, prefix string) *gcsstore.Store {
 	s, err := gcsstore.Open(context.Background(), &gcsstore.Options{
 		Bucket: e.bucket(tb), Prefix: prefix, Endpoint: e.endpoint, NoCompareAndDelete: true,
 	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
+	testutil.Opened(tb, s, err)
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/gcsstore"
 )
@@ -18,10 +19,7 @@ func TestPrefixScopesKeys(t *testing.T) {
 	bucket := e.bucket(t)
 	open := func(prefix string) *gcsstore.Store {
 		s, err := gcsstore.Open(t.Context(), &gcsstore.Options{Bucket: bucket, Prefix: prefix, Endpoint: e.endpoint})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
+		testutil.Opened(t, s, err)
 		return s
 	}
 	a, b := open("tenant-a"), open("/tenant-b/")
@@ -96,10 +94,7 @@ func (e emulator) lossy(t *testing.T, lt *lossyTransport) *gcsstore.Store {
 		HTTPClient:     &http.Client{Transport: lt},
 		ResolveBackoff: 1,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	testutil.Opened(t, s, err)
 	return s
 }
 
@@ -158,10 +153,7 @@ func TestLostResponseThenOverwrittenIsUnknown(t *testing.T) {
 	lt := &lossyTransport{forward: true}
 	s := e.lossy(t, lt)
 	other, err := gcsstore.Open(t.Context(), &gcsstore.Options{Bucket: s.Bucket(), Endpoint: e.endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	testutil.Opened(t, other, err)
 	ctx := t.Context()
 	lt.onUpload = func() {
 		if _, err := other.Put(ctx, "k", []byte("theirs"), store.Unconditional); err != nil {
@@ -193,10 +185,7 @@ func TestNotFoundAndMissingBucket(t *testing.T) {
 		t.Fatalf("IfMatch on a missing key: %v", err)
 	}
 	nb, err := gcsstore.Open(ctx, &gcsstore.Options{Bucket: "lk-no-such-bucket-x", Endpoint: e.endpoint})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nb.Close()
+	testutil.Opened(t, nb, err)
 	if _, err := nb.Get(ctx, "k"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Get in a missing bucket: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/storeurl"
 )
@@ -32,10 +33,7 @@ func TestStoreURL(t *testing.T) {
 	}
 	// The key landed under the URL's prefix.
 	s, err := storeurl.Open(ctx, "gs://"+bucket+"?endpoint="+e.endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	testutil.Opened(t, s, err)
 	if !s.Capabilities().CompareAndDelete {
 		t.Error("a gs:// store without no-compare-and-delete does not claim CompareAndDelete")
 	}
@@ -52,10 +50,7 @@ func TestStoreURLEmulatorHost(t *testing.T) {
 	t.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(strings.TrimSuffix(e.endpoint, "/storage/v1/"), "http://"))
 	ctx := t.Context()
 	s, err := storeurl.Open(ctx, "gs://"+bucket+"/p")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	testutil.Opened(t, s, err)
 	v, err := s.Put(ctx, "k", []byte("via env"), store.IfAbsent)
 	if err != nil {
 		t.Fatalf("Put through STORAGE_EMULATOR_HOST: %v", err)

@@ -75,10 +75,7 @@ func (p peer) bucket(t testing.TB) string {
 func (p peer) open(tb testing.TB) *s3store.Store {
 	tb.Helper()
 	s, err := s3store.Open(context.Background(), p.bucket(tb), "", p.options())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
+	testutil.Opened(tb, s, err)
 	return s
 }
 

@@ -12,29 +12,14 @@ import (
 	"github.com/latchkey/latchkey/store/s3store"
 )
 
-// openFaulty opens a store on a fresh bucket of our server through a
-// faultproxy.HTTP, with requests bounded by a short client timeout (so a
-// held request times out and the store's own resolution runs), and a
-// direct store on the same bucket to look at what really happened.
+// openFaulty is openVia with requests bounded by a short client timeout,
+// so that a held request times out and the store's own resolution runs.
 func openFaulty(t *testing.T) (via, direct *s3store.Store, proxy *faultproxy.HTTP) {
 	t.Helper()
 	// A custom *http.Client cannot take a CA bundle; the proxy is plain
 	// HTTP on loopback anyway.
 	t.Setenv("AWS_CA_BUNDLE", "")
-	p := latchkeyPeer(t)
-	direct = p.open(t)
-	proxy = faultproxy.NewHTTP(t, p.endpoint)
-	vp := p
-	vp.endpoint = proxy.URL
-	o := vp.options()
-	o.ResolveBackoff = time.Millisecond
-	o.HTTPClient = &http.Client{Timeout: 300 * time.Millisecond}
-	via, err := s3store.Open(context.Background(), direct.Bucket(), "", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { via.Close() })
-	return via, direct, proxy
+	return openVia(t, &http.Client{Timeout: 300 * time.Millisecond})
 }
 
 // An unconditional Put whose request is delivered late, after its caller

@@ -3,10 +3,12 @@ package s3store_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/internal/faultproxy"
 	"github.com/latchkey/latchkey/store/s3store"
@@ -26,29 +28,28 @@ func refuse503(method string, n int) faultproxy.Rule {
 	return faultproxy.Rule{Match: faultproxy.Method(method, ""), Action: faultproxy.Refuse, Status: 503, Body: slowDown, Times: n}
 }
 
-// openVia opens a store on a fresh bucket of our server, through a fault
-// proxy.
-func openVia(t *testing.T) (*s3store.Store, *s3store.Store, *faultproxy.HTTP) {
+// openVia opens a store on a fresh bucket of our server through a fault
+// proxy, with hc as its HTTP client (nil: the SDK's), and a direct store
+// on the same bucket to look at what really happened.
+func openVia(t *testing.T, hc *http.Client) (via, direct *s3store.Store, proxy *faultproxy.HTTP) {
 	t.Helper()
 	p := latchkeyPeer(t)
-	direct := p.open(t)
-	proxy := faultproxy.NewHTTP(t, p.endpoint)
-	via := p
-	via.endpoint = proxy.URL
-	o := via.options()
+	direct = p.open(t)
+	proxy = faultproxy.NewHTTP(t, p.endpoint)
+	vp := p
+	vp.endpoint = proxy.URL
+	o := vp.options()
 	o.ResolveBackoff = time.Millisecond
-	s, err := s3store.Open(context.Background(), direct.Bucket(), "", o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s, direct, proxy
+	o.HTTPClient = hc
+	via, err := s3store.Open(context.Background(), direct.Bucket(), "", o)
+	testutil.Opened(t, via, err)
+	return via, direct, proxy
 }
 
 func TestAmbiguousPutResolved(t *testing.T) {
 	ctx := context.Background()
 	t.Run("create applied, answer lost: won via the nonce", func(t *testing.T) {
-		s, direct, proxy := openVia(t)
+		s, direct, proxy := openVia(t, nil)
 		proxy.Add(dropAfter("PUT", "If-None-Match", 1))
 		v, err := s.Put(ctx, "k", []byte("mine"), store.IfAbsent)
 		if err != nil {
@@ -60,7 +61,7 @@ func TestAmbiguousPutResolved(t *testing.T) {
 		}
 	})
 	t.Run("create applied, answer lost, HEAD fails: the resend's 412 is our own write", func(t *testing.T) {
-		s, direct, proxy := openVia(t)
+		s, direct, proxy := openVia(t, nil)
 		proxy.Add(dropAfter("PUT", "If-None-Match", 1))
 		proxy.Add(refuse503("HEAD", 1))
 		v, err := s.Put(ctx, "k", []byte("mine"), store.IfAbsent)
@@ -75,7 +76,7 @@ func TestAmbiguousPutResolved(t *testing.T) {
 		}
 	})
 	t.Run("CAS applied, answer lost: won", func(t *testing.T) {
-		s, direct, proxy := openVia(t)
+		s, direct, proxy := openVia(t, nil)
 		v1, err := direct.Put(ctx, "k", []byte("a"), store.IfAbsent)
 		if err != nil {
 			t.Fatal(err)
@@ -88,7 +89,7 @@ func TestAmbiguousPutResolved(t *testing.T) {
 		}
 	})
 	t.Run("503 before a CAS: resent and applied once", func(t *testing.T) {
-		s, direct, proxy := openVia(t)
+		s, direct, proxy := openVia(t, nil)
 		v0, err := direct.Put(ctx, "k", []byte("a"), store.IfAbsent)
 		if err != nil {
 			t.Fatal(err)
@@ -105,7 +106,7 @@ func TestAmbiguousPutResolved(t *testing.T) {
 	t.Run("503 before a create: not resent, ErrUnknownOutcome", func(t *testing.T) {
 		// A create's late first copy would recreate the key after a
 		// delete that followed a resend's success; only the nonce decides.
-		s, direct, proxy := openVia(t)
+		s, direct, proxy := openVia(t, nil)
 		proxy.Add(refuse503("PUT", 1))
 		_, err := s.Put(ctx, "k", []byte("x"), store.IfAbsent)
 		if !errors.Is(err, store.ErrUnknownOutcome) {
@@ -116,7 +117,7 @@ func TestAmbiguousPutResolved(t *testing.T) {
 		}
 	})
 	t.Run("another writer's object after an unanswered attempt: ErrUnknownOutcome, not a false win", func(t *testing.T) {
-		s, direct, proxy := openVia(t)
+		s, direct, proxy := openVia(t, nil)
 		proxy.Add(refuse503("PUT", 1))
 		// The first attempt gets a 503 (outcome unknown to the client);
 		// the key already holds another writer's object.
@@ -137,7 +138,7 @@ func TestAmbiguousPutResolved(t *testing.T) {
 		}
 	})
 	t.Run("a definite conflict on the first attempt is ErrConflict", func(t *testing.T) {
-		s, direct, _ := openVia(t)
+		s, direct, _ := openVia(t, nil)
 		if _, err := direct.Put(ctx, "k", []byte("theirs"), store.IfAbsent); err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +147,7 @@ func TestAmbiguousPutResolved(t *testing.T) {
 		}
 	})
 	t.Run("every attempt unanswered: ErrUnknownOutcome", func(t *testing.T) {
-		s, _, proxy := openVia(t)
+		s, _, proxy := openVia(t, nil)
 		proxy.Add(refuse503("PUT", 100))
 		proxy.Add(refuse503("HEAD", 100))
 		proxy.Add(refuse503("GET", 100))
@@ -159,7 +160,7 @@ func TestAmbiguousPutResolved(t *testing.T) {
 		}
 	})
 	t.Run("delete applied, answer lost: unknown, not resent (a late copy could delete a later write)", func(t *testing.T) {
-		s, direct, proxy := openVia(t)
+		s, direct, proxy := openVia(t, nil)
 		if _, err := direct.Put(ctx, "k", []byte("x"), store.Unconditional); err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +173,7 @@ func TestAmbiguousPutResolved(t *testing.T) {
 		}
 	})
 	t.Run("conditional delete applied, answer lost: unknown, not a false conflict", func(t *testing.T) {
-		s, direct, proxy := openVia(t)
+		s, direct, proxy := openVia(t, nil)
 		v, err := direct.Put(ctx, "k", []byte("x"), store.Unconditional)
 		if err != nil {
 			t.Fatal(err)
@@ -190,7 +191,7 @@ func TestAmbiguousPutResolved(t *testing.T) {
 // third answer is the error, ErrTransient), while a write is sent once.
 func TestReadRetried(t *testing.T) {
 	ctx := context.Background()
-	s, direct, proxy := openVia(t)
+	s, direct, proxy := openVia(t, nil)
 	if _, err := direct.Put(ctx, "k", []byte("v"), store.IfAbsent); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/latchkey/latchkey/internal/optcheck"
 	"github.com/latchkey/latchkey/store"
+	"github.com/latchkey/latchkey/store/internal/objname"
 	"github.com/latchkey/latchkey/store/internal/resolve"
 )
 
@@ -113,12 +114,9 @@ func Open(ctx context.Context, bucket, prefix string, opts *Options) (*Store, er
 	if bucket == "" {
 		return nil, errors.New("s3store: open: empty bucket name")
 	}
-	prefix = strings.Trim(prefix, "/")
-	if prefix != "" {
-		if err := store.ValidateKey(prefix); err != nil {
-			return nil, fmt.Errorf("s3store: open: prefix: %w", err)
-		}
-		prefix += "/"
+	prefix, err = objname.Prefix(prefix)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: open: prefix: %w", err)
 	}
 	var loadOpts []func(*config.LoadOptions) error
 	if o.Region != "" {
@@ -184,16 +182,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// check runs store.GuardKeyOrPrefix, then the limit of the store's prefix.
+// check runs store.GuardKeyOrPrefix, then S3's limit on an object key
+// (store.MaxKeyLen bytes, the store's prefix included).
 func (s *Store) check(ctx context.Context, op, key string, isPrefix bool) error {
-	if err := store.GuardKeyOrPrefix(ctx, s.closed.Load(), backend, op, key, isPrefix); err != nil {
-		return err
-	}
-	if len(s.prefix)+len(key) > store.MaxKeyLen {
-		return store.NewOpError(backend, op, key, store.ErrInvalidKey,
-			fmt.Errorf("key with the store prefix is longer than %d bytes", store.MaxKeyLen))
-	}
-	return nil
+	return objname.Check(ctx, s.closed.Load(), backend, op, key, isPrefix, s.object(key), store.MaxKeyLen)
 }
 
 // object is the name of key's object.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/s3store"
+	"github.com/latchkey/latchkey/store/storetest"
 )
 
 // eachPeer runs f against our server and, when configured, Versity Gateway.
@@ -159,37 +160,12 @@ func TestListFlat(t *testing.T) {
 		ctx := context.Background()
 		s := p.open(t)
 		var want []string
-		for i := 0; i < 250; i++ {
-			k := fmt.Sprintf("l/%03d", i)
-			if _, err := s.Put(ctx, k, []byte{byte(i)}, store.Unconditional); err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, k)
+		for i := range 250 {
+			want = append(want, fmt.Sprintf("l/%03d", i))
 		}
-		if _, err := s.Put(ctx, "m", nil, store.Unconditional); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		opts := &store.ListOptions{Limit: 100}
-		pages := 0
-		for {
-			page, err := s.List(ctx, "l/", opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pages++
-			for _, it := range page.Items {
-				got = append(got, it.Key)
-				if it.Version == "" {
-					t.Fatalf("%s listed without a version", it.Key)
-				}
-			}
-			if page.Next == "" {
-				break
-			}
-			opts.After = page.Next
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) || pages != 3 {
+		storetest.WriteKeys(t, ctx, s, append(want, "m"))
+		items, pages := storetest.ListAll(t, ctx, s, "l/", 100)
+		if got := storetest.Keys(items); fmt.Sprint(got) != fmt.Sprint(want) || pages != 3 {
 			t.Fatalf("%d pages, %d keys; first %v", pages, len(got), got[:min(3, len(got))])
 		}
 		page, err := s.List(ctx, "l/24", &store.ListOptions{After: "l/245"})

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/faultstore"
 	"github.com/latchkey/latchkey/store/filestore"
@@ -112,10 +113,7 @@ func TestMemstorePasses(t *testing.T) {
 
 func TestFilestorePasses(t *testing.T) {
 	s, err := filestore.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	testutil.Opened(t, s, err)
 	rep := probe(t, s, nil)
 	wantFailed(t, rep, nil)
 	requireEmpty(t, s)

@@ -19,7 +19,10 @@ var listKeys = []string{
 	"B", "a", "a-b", "a/b", "a/b/c", "a/c", "a0", "aa", "ab", "b", "é",
 }
 
-func writeKeys(t *testing.T, ctx context.Context, s store.Store, keys []string) map[string]store.Version {
+// WriteKeys writes every key of keys, in a shuffled order, with the value
+// "v:<key>", and returns their versions. Backend tests use it to fill a
+// store for listing checks of their own.
+func WriteKeys(t *testing.T, ctx context.Context, s store.Store, keys []string) map[string]store.Version {
 	t.Helper()
 	shuffled := slices.Clone(keys)
 	rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
@@ -30,13 +33,15 @@ func writeKeys(t *testing.T, ctx context.Context, s store.Store, keys []string) 
 	return vs
 }
 
-// listAll pages through prefix with the given page size, checking each
-// page's shape.
-func listAll(t *testing.T, ctx context.Context, s store.Store, prefix string, limit int) []store.Item {
+// ListAll pages through prefix with Limit limit and returns every item and
+// the number of pages. It fails t unless each page has the shape the
+// contract asks for: at most limit items (when limit > 0), all within the
+// prefix and strictly ascending past After, none empty but the last, and a
+// Next that advances. Backend tests use it for paging checks of their own.
+func ListAll(t *testing.T, ctx context.Context, s store.Store, prefix string, limit int) (items []store.Item, pages int) {
 	t.Helper()
-	var all []store.Item
 	opts := &store.ListOptions{Limit: limit}
-	for pages := 0; ; pages++ {
+	for pages = 1; ; pages++ {
 		if pages > 10000 {
 			t.Fatalf("List(%q, limit %d): more than 10000 pages; Next never empties", prefix, limit)
 		}
@@ -51,7 +56,7 @@ func listAll(t *testing.T, ctx context.Context, s store.Store, prefix string, li
 			t.Fatalf("List(%q, %+v) returned an empty page with Next %q", prefix, *opts, page.Next)
 		}
 		checkPage(t, prefix, opts, page)
-		all = append(all, page.Items...)
+		items = append(items, page.Items...)
 		if page.Next == "" {
 			break
 		}
@@ -60,11 +65,18 @@ func listAll(t *testing.T, ctx context.Context, s store.Store, prefix string, li
 		}
 		opts = &store.ListOptions{After: page.Next, Limit: limit}
 	}
-	return all
+	return items, pages
+}
+
+// listAll is ListAll's items.
+func listAll(t *testing.T, ctx context.Context, s store.Store, prefix string, limit int) []store.Item {
+	t.Helper()
+	items, _ := ListAll(t, ctx, s, prefix, limit)
+	return items
 }
 
 // checkPage fails the test unless every item of page starts with prefix,
-// comes after opts.After, and the items ascend.
+// comes after opts.After and has a version, and the items ascend.
 func checkPage(t *testing.T, prefix string, opts *store.ListOptions, page store.Page) {
 	t.Helper()
 	prev := opts.After
@@ -75,11 +87,15 @@ func checkPage(t *testing.T, prefix string, opts *store.ListOptions, page store.
 		if it.Key <= prev {
 			t.Fatalf("List(%q, %+v) returned %q after %q: not strictly ascending past After", prefix, *opts, it.Key, prev)
 		}
+		if it.Version == "" {
+			t.Fatalf("List(%q, %+v) returned %q without a version", prefix, *opts, it.Key)
+		}
 		prev = it.Key
 	}
 }
 
-func keysOf(items []store.Item) []string {
+// Keys returns the keys of items, in order.
+func Keys(items []store.Item) []string {
 	out := make([]string, len(items))
 	for i, it := range items {
 		out[i] = it.Key
@@ -102,8 +118,8 @@ func expected(vs map[string]store.Version, prefix, after string) []string {
 
 func wantKeys(t *testing.T, what string, got []store.Item, want []string, vs map[string]store.Version) {
 	t.Helper()
-	if !slices.Equal(keysOf(got), want) {
-		t.Errorf("%s = %q, want %q", what, keysOf(got), want)
+	if !slices.Equal(Keys(got), want) {
+		t.Errorf("%s = %q, want %q", what, Keys(got), want)
 		return
 	}
 	for _, it := range got {
@@ -126,7 +142,7 @@ var listTests = []subtest{
 	}},
 	{name: "keys are in ascending byte order with their versions", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		vs := writeKeys(t, ctx, s, listKeys)
+		vs := WriteKeys(t, ctx, s, listKeys)
 		page, err := s.List(ctx, "", nil)
 		if err != nil {
 			t.Fatalf("List: %v", err)
@@ -138,7 +154,7 @@ var listTests = []subtest{
 	}},
 	{name: "prefix filters keys", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		vs := writeKeys(t, ctx, s, listKeys)
+		vs := WriteKeys(t, ctx, s, listKeys)
 		for _, p := range []string{"a", "a/", "a/b", "a/b/", "b", "é", "z", "a/b/c"} {
 			page, err := s.List(ctx, p, nil)
 			if err != nil {
@@ -149,7 +165,7 @@ var listTests = []subtest{
 	}},
 	{name: "Limit caps the page and Next continues it", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		vs := writeKeys(t, ctx, s, listKeys)
+		vs := WriteKeys(t, ctx, s, listKeys)
 		for _, limit := range []int{1, 2, 3, len(listKeys) - 1, len(listKeys), len(listKeys) + 1} {
 			got := listAll(t, ctx, s, "", limit)
 			wantKeys(t, fmt.Sprintf("paging with Limit %d", limit), got, expected(vs, "", ""), vs)
@@ -159,7 +175,7 @@ var listTests = []subtest{
 	}},
 	{name: "After lists keys strictly greater", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		vs := writeKeys(t, ctx, s, listKeys)
+		vs := WriteKeys(t, ctx, s, listKeys)
 		for _, after := range []string{"a", "a/b", "a/bb", "A", "aa", "b", "é", "\u00ff"} {
 			page, err := s.List(ctx, "", &store.ListOptions{After: after})
 			if err != nil {
@@ -175,7 +191,7 @@ var listTests = []subtest{
 	}},
 	{name: "Next is empty when the listing is complete", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		writeKeys(t, ctx, s, []string{"a", "b", "c", "d"})
+		WriteKeys(t, ctx, s, []string{"a", "b", "c", "d"})
 		page, err := s.List(ctx, "", &store.ListOptions{Limit: 2})
 		if err != nil {
 			t.Fatalf("List: %v", err)
@@ -208,7 +224,7 @@ var listTests = []subtest{
 		for i := range 101 {
 			keys = append(keys, fmt.Sprintf("k/%03d", i))
 		}
-		vs := writeKeys(t, ctx, s, keys)
+		vs := WriteKeys(t, ctx, s, keys)
 		page, err := s.List(ctx, "k/", &store.ListOptions{})
 		if err != nil {
 			t.Fatalf("List: %v", err)
@@ -220,7 +236,7 @@ var listTests = []subtest{
 	}},
 	{name: "deleted keys are not listed and versions are current", run: func(t *testing.T, h Harness) {
 		ctx, s := h.open(t)
-		vs := writeKeys(t, ctx, s, listKeys)
+		vs := WriteKeys(t, ctx, s, listKeys)
 		for _, k := range []string{"a/b", "b", "a"} {
 			del(t, ctx, s, k, store.Unconditional)
 			delete(vs, k)
@@ -256,7 +272,7 @@ func testListChurn(t *testing.T, h Harness) {
 			all = append(all, fmt.Sprintf("s/%03d", i*10+j))
 		}
 	}
-	writeKeys(t, ctx, s, all)
+	WriteKeys(t, ctx, s, all)
 	stop, err := startChurn(ctx, s, stable)
 	if err != nil {
 		t.Fatalf("churning writer: %v", err)
@@ -329,7 +345,7 @@ func startChurn(ctx context.Context, s store.Store, stable map[string]bool) (sto
 func checkChurnedListing(t *testing.T, round int, items []store.Item, stable map[string]bool) {
 	t.Helper()
 	if !slices.IsSortedFunc(items, func(a, b store.Item) int { return strings.Compare(a.Key, b.Key) }) {
-		t.Errorf("round %d: listing not in ascending order: %q", round, keysOf(items))
+		t.Errorf("round %d: listing not in ascending order: %q", round, Keys(items))
 	}
 	count := map[string]int{}
 	for _, it := range items {

@@ -38,6 +38,8 @@
 // is given packages) or LATCHKEY_STORETEST_SEED=N.
 //
 // Bench runs the same Put, Get and CAS benchmarks on every backend.
+// WriteKeys, ListAll and Keys are the suite's own listing helpers, for a
+// backend's paging tests of its own.
 package storetest
 
 import (

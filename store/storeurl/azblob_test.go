@@ -32,10 +32,7 @@ func TestAzblobURL(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = admin.Container().Delete(context.Background(), nil) })
 	s, err := storeurl.Open(ctx, "azblob://"+name+"/jobs?endpoint="+ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	testutil.Opened(t, s, err)
 	v, err := s.Put(ctx, "a", []byte("x"), store.IfAbsent)
 	if err != nil {
 		t.Fatal(err)

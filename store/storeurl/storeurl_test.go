@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/internal/testutil"
 	"github.com/latchkey/latchkey/store"
 	"github.com/latchkey/latchkey/store/storeurl"
 )
@@ -14,19 +15,13 @@ import (
 func TestOpenMem(t *testing.T) {
 	ctx := context.Background()
 	s, err := storeurl.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	testutil.Opened(t, s, err)
 	if _, err := s.Put(ctx, "a", []byte("1"), store.IfAbsent); err != nil {
 		t.Fatal(err)
 	}
 	// Each mem:// is a new store.
 	s2, err := storeurl.Open(ctx, "mem://")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	testutil.Opened(t, s2, err)
 	if _, err := s2.Get(ctx, "a"); err == nil {
 		t.Fatal("a second mem:// store sees the first one's key")
 	}
@@ -40,10 +35,7 @@ func TestOpenFileIsSharedBetweenOpens(t *testing.T) {
 		t.Fatalf("FileURL(%q) = %q, want file:///...", dir, u)
 	}
 	a, err := storeurl.Open(ctx, u+"?stripes=4&poll=50ms")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	testutil.Opened(t, a, err)
 	if !a.Capabilities().CompareAndSwap {
 		t.Fatal("file store does not declare compare-and-swap")
 	}
@@ -52,10 +44,7 @@ func TestOpenFileIsSharedBetweenOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, err := storeurl.Open(ctx, "file://localhost"+filepath.ToSlash(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	testutil.Opened(t, b, err)
 	e, err := b.Get(ctx, "jobs/a")
 	if err != nil || string(e.Value) != "x" || e.Version != v {
 		t.Fatalf("second open: %+v, %v; want x@%s", e, err, v)
