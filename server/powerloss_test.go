@@ -292,31 +292,12 @@ func psCheck(t *testing.T, out string, acked, inflight psState, c *psCounts, wha
 		default:
 			t.Fatalf("%s: get %s after the restart: %d %s", what, k, code, b)
 		}
-		got := held[k]
-		match := func(want *string, in bool) bool {
-			return in && (want == nil) == (got == nil) && (got == nil || *got == *want)
-		}
-		a, inA := acked[k]
-		if !inA {
-			inA = true
-		}
-		f, inF := inflight[k]
-		if !match(a, inA) && !match(f, inF) {
+		if got := held[k]; !powerfs.Survived(got, k, acked, inflight) {
 			c.lost++
-			t.Errorf("%s: %s after the restart: %s, acknowledged %s", what, k, psShow(got), psShow(a))
+			t.Errorf("%s: %s after the restart: %s, acknowledged %s", what, k, powerfs.Show(got), powerfs.Show(acked[k]))
 		}
 	}
 	return held
-}
-
-func psShow(v *string) string {
-	switch {
-	case v == nil:
-		return "absent"
-	case len(*v) > 20:
-		return strconv.Quote((*v)[:20]) + "…"
-	}
-	return strconv.Quote(*v)
 }
 
 // psPlan is how many rounds to run: with LATCHKEY_POWERLOSS_ROUNDS=N set,

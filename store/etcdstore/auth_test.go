@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/latchkey/latchkey/internal/testutil/etcdtest"
 	"github.com/latchkey/latchkey/store"
 )
 
@@ -16,7 +17,7 @@ import (
 func startAuthEtcd(t *testing.T) string {
 	t.Helper()
 	// bcrypt's least cost: password hashing is slow under -race.
-	e, err := startEtcd(t.TempDir(), func(cfg *embed.Config) { cfg.BcryptCost = 4 })
+	e, err := etcdtest.Start(t.TempDir(), func(cfg *embed.Config) { cfg.BcryptCost = 4 })
 	if err != nil {
 		t.Fatal(err)
 	}
