@@ -168,11 +168,19 @@ func TestLockRunRenewsWhileCMDRuns(t *testing.T) {
 		t.Fatal("CMD never started")
 	}
 	b := binary(t, append([]string{"lock", "run", "--store", url, "--ttl", ttl.String(), "k", "--"}, appendLines(file, "0")...)...)
-	if out, err := b.CombinedOutput(); err != nil {
-		t.Fatalf("contender: %v: %s", err, out)
-	}
+	bOut, bErr := b.CombinedOutput()
 	aErr := a.Wait()
 	lines := readLines(t, file)
+	if bErr != nil {
+		// Only correct if a loaded machine starved the contender's renews
+		// for its whole validity once it held the lock: the holder's CMD
+		// still ended before the contender's started.
+		if !strings.Contains(string(bOut), "lost") || aErr != nil || len(lines) < 3 || lines[0] != "start 1 1" || lines[1] != "end 1" || lines[2] != "start 2 1" {
+			t.Fatalf("contender: %v: %s; holder: %v; log %q", bErr, bOut, aErr, lines)
+		}
+		t.Logf("the contender lost its lock to scheduling delays: %s", bOut)
+		return
+	}
 	if aErr != nil {
 		// Only correct if a loaded machine starved a's renews for its
 		// whole validity: then a's CMD was killed before b could start.
