@@ -62,6 +62,7 @@ func startProcess(t testing.TB, cmd *exec.Cmd) {
 	if cmd.WaitDelay == 0 {
 		cmd.WaitDelay = 5 * time.Second
 	}
+	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
